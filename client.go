@@ -1,0 +1,310 @@
+package holdfast
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast/internal/maint"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// Routes name the business process behind each statement: they appear in
+// the sqlcommenter comment of every statement the engine sends, in metrics
+// and in logs.
+const (
+	RouteReserve   = "reserve"
+	RouteClaim     = "claim"
+	RouteRelease   = "release"
+	RouteExtend    = "extend"
+	RouteAdjust    = "adjust"
+	RouteRead      = "read"
+	RouteSweep     = "sweep"
+	RouteReplenish = "replenish"
+	RoutePurge     = "purge"
+)
+
+// Client is a handle to holdfast's tables in one PostgreSQL database. It is
+// safe for concurrent use by any number of goroutines; any number of
+// Clients, in any number of processes, may share a database.
+type Client struct {
+	pool     *pgxpool.Pool
+	cfg      Config
+	sql      map[string]string
+	setLocal [3]string
+
+	keys    sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
+	texts   sync.Map // textKey -> tagged statement text
+	workers []*maint.Worker
+}
+
+// keyInfoTTL bounds how long a replica trusts its cached view of a key's
+// strategy. A stale view is safe (every buffer counts as pooled), only slower.
+const keyInfoTTL = 2 * time.Second
+
+type keyInfo struct {
+	strategy Strategy
+	cap      int
+	at       time.Time
+}
+
+// New returns a Client on pool. It does not migrate: call migrate.Up (or run
+// `holdfast migrate`) first.
+func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if !cfg.Strategy.Valid() {
+		return nil, argError("Config.Strategy", "unknown strategy %q", cfg.Strategy)
+	}
+	if cfg.HoldTTLDefault < HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
+		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", HoldTTLMin, cfg.HoldLifetimeMax)
+	}
+	c := &Client{pool: pool, cfg: cfg, sql: map[string]string{}}
+	entries, err := sqlFiles.ReadDir("sql")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, err := sqlFiles.ReadFile("sql/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		c.sql[strings.TrimSuffix(e.Name(), ".sql")] = string(b)
+	}
+	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
+	return c, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+
+// Pool is the connection pool the client runs on.
+func (c *Client) Pool() *pgxpool.Pool { return c.pool }
+
+// Config is the client's configuration with defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+type tagKey struct{}
+
+// WithTag returns a context whose statements carry tag in their
+// sqlcommenter comment beside holdfast's own route, so an application's
+// …Tx calls are attributed to its business process in pg_stat_activity.
+// Characters other than letters, digits, '_', '-', '.' and ':' are dropped;
+// at most 64 are kept.
+func WithTag(ctx context.Context, tag string) context.Context {
+	var b strings.Builder
+	for _, r := range tag {
+		if b.Len() >= 64 {
+			break
+		}
+		if r == '_' || r == '-' || r == '.' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	return context.WithValue(ctx, tagKey{}, b.String())
+}
+
+type textKey struct{ route, name, tag string }
+
+// q returns the named statement prefixed with its sqlcommenter comment. The
+// comment is the only text ever added to the embedded SQL.
+func (c *Client) q(ctx context.Context, route, name string) string {
+	tag, _ := ctx.Value(tagKey{}).(string)
+	k := textKey{route, name, tag}
+	if s, ok := c.texts.Load(k); ok {
+		return s.(string)
+	}
+	body, ok := c.sql[name]
+	if !ok {
+		panic("holdfast: no statement " + name)
+	}
+	comment := "/* app='holdfast',route='" + route + "'"
+	if tag != "" {
+		comment += ",tag='" + tag + "'"
+	}
+	s := comment + " */ " + body
+	c.texts.Store(k, s)
+	return s
+}
+
+// now is the injected clock as a statement argument; nil lets the database
+// clock decide.
+func (c *Client) now() *time.Time {
+	if c.cfg.Now == nil {
+		return nil
+	}
+	t := c.cfg.Now()
+	return &t
+}
+
+// beginner starts a transaction: a *pgxpool.Pool for the client's own, a
+// caller's pgx.Tx for a savepoint inside it.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// errSlowPath asks run to roll back and run the operation again on its slow
+// path (under the per-key locks). It never reaches a caller.
+var errSlowPath = errors.New("holdfast: take the slow path")
+
+// errRetry asks run to roll back and run the operation again, counting it as
+// a retry: a race with a concurrent purge or strategy change.
+var errRetry = errors.New("holdfast: transient race, retrying")
+
+// commitError marks a failure of COMMIT itself: the outcome is unknown.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// run executes fn in a transaction and commits it: one the client opens when
+// own, else a savepoint in the caller's transaction. Transactions that the
+// server rolled back for a transient reason (deadlock, serialization
+// failure, lock timeout, lost connection before or — for idempotent
+// operations — during commit) run again, at most Config.RetryMax times with
+// jittered exponential backoff. fn returning errSlowPath runs it once more
+// with slow set.
+func (c *Client) run(ctx context.Context, b beginner, route string, own, idempotent bool, fn func(tx pgx.Tx, slow bool) error) error {
+	slow := false
+	for attempt := 0; ; {
+		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, slow) })
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, errSlowPath) && !slow {
+			slow = true
+			continue
+		}
+		var ce *commitError
+		lost := connectionLost(err)
+		canRetry := retryable(err) || errors.Is(err, errRetry) || (own && lost && (idempotent || !errors.As(err, &ce)))
+		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
+			return c.mapErr(route, err, own, idempotent)
+		}
+		attempt++
+		state := SQLState(err)
+		if state == "" {
+			state = "connection"
+		}
+		c.cfg.Observer.Retry(route, state)
+		backoff := time.Duration(1<<min(attempt, 7)) * time.Millisecond
+		backoff = backoff/2 + rand.N(backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c.mapErr(route, ctx.Err(), own, idempotent)
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, b beginner, route string, own bool, fn func(tx pgx.Tx) error) error {
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if own {
+		if _, err := tx.Exec(ctx, c.q(ctx, route, "set_local"), c.setLocal[0], c.setLocal[1], c.setLocal[2]); err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return &commitError{err}
+	}
+	return nil
+}
+
+// mapErr turns what is left after retries into holdfast's typed errors.
+func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
+	var ae *ArgumentError
+	var ie *InsufficientStockError
+	var ee *ExpiredError
+	switch {
+	case errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &ee),
+		errors.Is(err, ErrIdempotencyConflict), errors.Is(err, ErrNotFound),
+		errors.Is(err, ErrHoldClaimed), errors.Is(err, ErrHoldReleased),
+		errors.Is(err, ErrHoldExpired), errors.Is(err, ErrLifetimeExceeded),
+		errors.Is(err, ErrOverCommitted):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("holdfast: %s: %w", route, err)
+	}
+	var ce *commitError
+	if own && !idempotent && errors.As(err, &ce) && connectionLost(err) {
+		return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, route, err)
+	}
+	if connectionLost(err) || retryable(err) || SQLState(err) == sqlstateQueryCanceled {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, route, err)
+	}
+	return fmt.Errorf("holdfast: %s: %w", route, err)
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset") ||
+		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "closed pool")
+}
+
+// keyHash is the key's advisory lock id.
+func keyHash(k Key) int64 {
+	h := fnv.New64a()
+	var b [24]byte
+	for i, v := range [3]int64{k.ShopID, k.ItemID, k.LocationID} {
+		for j := 0; j < 8; j++ {
+			b[i*8+j] = byte(v >> (8 * j))
+		}
+	}
+	h.Write(b[:])
+	return int64(h.Sum64())
+}
+
+// Observer receives engine events; holdfast's metrics implement it. Methods
+// must be safe for concurrent use and must not block.
+type Observer interface {
+	// Op reports one operation: its route, outcome (a short code such as
+	// "held", "replayed", "insufficient_stock", "error") and duration.
+	Op(route, outcome string, d time.Duration)
+	// Retry reports a transaction run again, by SQLSTATE ("connection" for
+	// a lost connection).
+	Retry(route, sqlstate string)
+	// Replenished reports units added to a key's buffer, inline (on a
+	// buyer's reservation) or in the background.
+	Replenished(k Key, inline bool, units int)
+	// Expired reports holds the sweeper expired.
+	Expired(n int)
+	// Claimed reports a claim and how long after its reservation it came.
+	Claimed(holdAge time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Op(string, string, time.Duration) {}
+func (nopObserver) Retry(string, string)             {}
+func (nopObserver) Replenished(Key, bool, int)       {}
+func (nopObserver) Expired(int)                      {}
+func (nopObserver) Claimed(time.Duration)            {}

@@ -1,0 +1,123 @@
+package holdfast
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Bounds and defaults. Each bound is enforced on every call; see Config for
+// the ones a deployment can change.
+const (
+	// HoldTTLDefault is a hold's lifetime when ReserveParams.TTL is zero.
+	HoldTTLDefault = 15 * time.Minute
+	// HoldTTLMin is the shortest TTL accepted.
+	HoldTTLMin = time.Second
+	// HoldLifetimeMaxDefault caps a hold's total lifetime, extensions
+	// included.
+	HoldLifetimeMaxDefault = time.Hour
+	// LinesPerCartMaxDefault bounds the lines of one reservation.
+	LinesPerCartMaxDefault = 100
+	// QuantityMaxDefault bounds the quantity of one line.
+	QuantityMaxDefault = 10_000
+	// AvailableMax is the largest stock level of one key.
+	AvailableMax = 1<<31 - 1
+	// PoolCapDefault is the row-per-unit pool's size per key.
+	PoolCapDefault = 1000
+	// SlotsDefault is the number of counter rows of a slotted key.
+	SlotsDefault = 64
+	// SweepBatchDefault bounds the holds one sweeper transaction expires.
+	SweepBatchDefault = 500
+	// OutcomeRetentionDefault is how long outcome records are kept.
+	OutcomeRetentionDefault = 24 * time.Hour
+)
+
+// Config configures a Client. The zero value of every field means its
+// default.
+type Config struct {
+	// HoldTTLDefault is the TTL of a reservation that names none. Defaults
+	// to 15 minutes.
+	HoldTTLDefault time.Duration
+	// HoldLifetimeMax caps a hold's total lifetime and so also the TTL of
+	// Reserve and Extend. Defaults to 1 hour.
+	HoldLifetimeMax time.Duration
+	// LinesPerCartMax bounds the lines of a reservation. Defaults to 100.
+	LinesPerCartMax int
+	// QuantityMax bounds one line's quantity. Defaults to 10,000.
+	QuantityMax int
+	// Strategy is the allocation strategy of keys without an override.
+	// Defaults to StrategyCounter.
+	Strategy Strategy
+	// PoolCap is the pool size of pool keys without an override. Defaults
+	// to 1,000.
+	PoolCap int
+	// Slots is the number of counter rows of a slotted key. Defaults to 64.
+	Slots int
+	// LowWaterPercent: the replenisher refills pool keys below this percent
+	// of their cap. Defaults to 30.
+	LowWaterPercent int
+	// SweepBatch bounds the holds one sweeper transaction expires. Defaults
+	// to 500.
+	SweepBatch int
+	// OutcomeRetention is how long a hold's outcome is kept after it ends.
+	// Defaults to 24 hours.
+	OutcomeRetention time.Duration
+	// SweepInterval and ReplenishInterval pace the maintenance workers
+	// started by Start. Default to 30 seconds and 5 seconds.
+	SweepInterval     time.Duration
+	ReplenishInterval time.Duration
+	// RetryMax bounds how often one operation re-runs its transaction after
+	// a deadlock, serialization failure, lock timeout or lost connection.
+	// Defaults to 8.
+	RetryMax int
+	// LockTimeout, StatementTimeout and IdleInTransactionTimeout are set
+	// (SET LOCAL) in every transaction the client opens itself. Default to
+	// 2s, 5s and 15s. The …Tx operations leave the caller's settings alone.
+	LockTimeout              time.Duration
+	StatementTimeout         time.Duration
+	IdleInTransactionTimeout time.Duration
+	// Now replaces the database clock, for tests. Nil (the default) uses
+	// the database's clock_timestamp(), which is authoritative.
+	Now func() time.Time
+	// Logger receives maintenance and retry logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Observer receives engine events for metrics. Nil is none.
+	Observer Observer
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HoldTTLDefault, HoldTTLDefault)
+	def(&c.HoldLifetimeMax, HoldLifetimeMaxDefault)
+	defInt(&c.LinesPerCartMax, LinesPerCartMaxDefault)
+	defInt(&c.QuantityMax, QuantityMaxDefault)
+	if c.Strategy == "" {
+		c.Strategy = StrategyCounter
+	}
+	defInt(&c.PoolCap, PoolCapDefault)
+	defInt(&c.Slots, SlotsDefault)
+	defInt(&c.LowWaterPercent, 30)
+	defInt(&c.SweepBatch, SweepBatchDefault)
+	def(&c.OutcomeRetention, OutcomeRetentionDefault)
+	def(&c.SweepInterval, 30*time.Second)
+	def(&c.ReplenishInterval, 5*time.Second)
+	defInt(&c.RetryMax, 8)
+	def(&c.LockTimeout, 2*time.Second)
+	def(&c.StatementTimeout, 5*time.Second)
+	def(&c.IdleInTransactionTimeout, 15*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	return c
+}

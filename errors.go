@@ -1,0 +1,144 @@
+package holdfast
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Errors a caller tells apart with errors.Is. Each is documented with what the
+// caller should do.
+var (
+	// ErrInvalidArgument: the request is malformed; nothing was written. Fix
+	// the request. The error is an *ArgumentError naming the field.
+	ErrInvalidArgument = errors.New("holdfast: invalid argument")
+	// ErrInsufficientStock: Reserve could not hold every line; nothing was
+	// held. The error is an *InsufficientStockError naming every short line.
+	ErrInsufficientStock = errors.New("holdfast: insufficient stock")
+	// ErrIdempotencyConflict: the checkout id is already used with other
+	// lines (or by another shop). Use a new checkout id.
+	ErrIdempotencyConflict = errors.New("holdfast: checkout id already used with other lines")
+	// ErrNotFound: no hold or outcome is known for the checkout (never
+	// reserved, or its outcome record is past the retention window).
+	ErrNotFound = errors.New("holdfast: checkout not found")
+	// ErrHoldClaimed: the checkout was claimed; it cannot be released or
+	// reserved again. Nothing to undo.
+	ErrHoldClaimed = errors.New("holdfast: hold already claimed")
+	// ErrHoldReleased: the checkout was released; it cannot be claimed.
+	// Refund the buyer, or reserve under a new checkout id.
+	ErrHoldReleased = errors.New("holdfast: hold already released")
+	// ErrHoldExpired: the hold expired and its units went back. From Claim it
+	// is an *ExpiredError with the lines that could not be taken afresh:
+	// refund the buyer. From Reserve or Extend: use a new checkout id.
+	ErrHoldExpired = errors.New("holdfast: hold expired")
+	// ErrLifetimeExceeded: Extend would move the expiry past the hold's
+	// deadline (Config.HoldLifetimeMax after it was created).
+	ErrLifetimeExceeded = errors.New("holdfast: hold lifetime cap reached")
+	// ErrOverCommitted: a claim needs more than the key's available stock
+	// after a stock reduction. The hold stays; release it and refund.
+	ErrOverCommitted = errors.New("holdfast: key over-committed")
+	// ErrUnavailable: the database could not be reached or kept failing
+	// after bounded retries. Nothing is known to have changed; retry later
+	// with the same checkout id.
+	ErrUnavailable = errors.New("holdfast: database unavailable")
+	// ErrOutcomeUnknown: a stock adjustment was sent but its commit was not
+	// acknowledged. Read the level and the ledger before retrying.
+	ErrOutcomeUnknown = errors.New("holdfast: outcome unknown")
+)
+
+// ArgumentError is a rejected argument. It matches ErrInvalidArgument.
+type ArgumentError struct {
+	Field  string // the offending field, e.g. "lines[2].quantity"
+	Reason string
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("holdfast: invalid %s: %s", e.Field, e.Reason)
+}
+
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+func argError(field, format string, args ...any) error {
+	return &ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// InsufficientStockError names every line a reservation could not hold. It
+// matches ErrInsufficientStock.
+type InsufficientStockError struct {
+	Lines []Shortfall
+}
+
+func (e *InsufficientStockError) Error() string {
+	parts := make([]string, len(e.Lines))
+	for i, l := range e.Lines {
+		parts[i] = fmt.Sprintf("item %d at location %d: requested %d, sellable %d", l.ItemID, l.LocationID, l.Requested, l.Sellable)
+	}
+	return "holdfast: insufficient stock: " + strings.Join(parts, "; ")
+}
+
+func (e *InsufficientStockError) Is(target error) bool { return target == ErrInsufficientStock }
+
+// ExpiredError is a late claim that could not be served: the hold expired,
+// its units went back, and these lines could not be taken afresh. It matches
+// ErrHoldExpired.
+type ExpiredError struct {
+	Lines []Shortfall
+}
+
+func (e *ExpiredError) Error() string {
+	if len(e.Lines) == 0 {
+		return ErrHoldExpired.Error()
+	}
+	return ErrHoldExpired.Error() + " and not re-acquirable: " + (&InsufficientStockError{Lines: e.Lines}).Error()[len("holdfast: "):]
+}
+
+func (e *ExpiredError) Is(target error) bool { return target == ErrHoldExpired }
+
+// SQLSTATEs the engine treats specially: the one place PostgreSQL errors are
+// mapped to holdfast's.
+const (
+	sqlstateDeadlock          = "40P01"
+	sqlstateSerialization     = "40001"
+	sqlstateUniqueViolation   = "23505"
+	sqlstateCheckViolation    = "23514"
+	sqlstateLockNotAvailable  = "55P03" // lock_timeout
+	sqlstateQueryCanceled     = "57014" // statement_timeout
+	sqlstateIdleInTransaction = "25P03"
+	sqlstateAdminShutdown     = "57P01"
+	sqlstateCannotConnectNow  = "57P03"
+)
+
+// SQLState returns the SQLSTATE of a PostgreSQL error in err's chain, or "".
+func SQLState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// retryable reports whether the whole transaction may be run again: it was
+// rolled back by the server for a reason that a retry can clear.
+func retryable(err error) bool {
+	switch SQLState(err) {
+	case sqlstateDeadlock, sqlstateSerialization, sqlstateLockNotAvailable,
+		sqlstateAdminShutdown, sqlstateCannotConnectNow, sqlstateIdleInTransaction:
+		return true
+	}
+	return false
+}
+
+// connectionLost reports errors where the connection failed; the outcome of a
+// COMMIT in flight is unknown.
+func connectionLost(err error) bool {
+	if err == nil || SQLState(err) != "" {
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	return pgconn.SafeToRetry(err) || isNetErr(err)
+}

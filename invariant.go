@@ -1,0 +1,99 @@
+package holdfast
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// KeyAccount is one key's accounting as CheckInvariant saw it.
+type KeyAccount struct {
+	Key
+	Available int64 `json:"available"`
+	Held      int64 `json:"held"`
+	Pooled    int64 `json:"pooled"`
+	LedgerSum int64 `json:"ledger_sum"`
+}
+
+// InvariantReport is the result of CheckInvariant.
+type InvariantReport struct {
+	Keys int `json:"keys"`
+	// Violations are keys with pooled + held > available that are not
+	// merely over-committed, or whose audit trail does not sum to available.
+	Violations []KeyAccount `json:"violations"`
+	// OverCommitted are keys whose holds alone exceed available after a
+	// stock reduction, with an empty buffer (allowed; nothing more is
+	// reserved on them).
+	OverCommitted []KeyAccount `json:"over_committed"`
+	// Defects are structural: hold lines without a held checkout, held
+	// checkouts whose lines differ from their record.
+	Defects []string `json:"defects"`
+}
+
+// OK reports whether the database satisfies the invariant (over-committed
+// keys allowed).
+func (r *InvariantReport) OK() bool { return len(r.Violations) == 0 && len(r.Defects) == 0 }
+
+func (r *InvariantReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d keys, %d violations, %d over-committed, %d defects", r.Keys, len(r.Violations), len(r.OverCommitted), len(r.Defects))
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "\n  violation %+v", v)
+	}
+	for _, d := range r.Defects {
+		fmt.Fprintf(&b, "\n  defect %s", d)
+	}
+	return b.String()
+}
+
+// CheckInvariant checks the whole database, from one snapshot, for the
+// invariant holdfast guarantees: for every key, pooled + held <= available
+// (or, after a stock reduction, an empty buffer), the audit trail sums to
+// available, and holds and their lines agree. Tests run it after every
+// concurrent test; operators can run it through `holdfast doctor`.
+func (c *Client) CheckInvariant(ctx context.Context) (*InvariantReport, error) {
+	rep := &InvariantReport{}
+	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "invariant"))
+		if err != nil {
+			return err
+		}
+		accts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyAccount, error) {
+			var a KeyAccount
+			err := row.Scan(&a.ShopID, &a.ItemID, &a.LocationID, &a.Available, &a.Held, &a.Pooled, &a.LedgerSum)
+			return a, err
+		})
+		if err != nil {
+			return err
+		}
+		rep.Keys = len(accts)
+		for _, a := range accts {
+			switch {
+			case a.LedgerSum != a.Available:
+				rep.Violations = append(rep.Violations, a)
+			case a.Pooled+a.Held <= a.Available:
+			case a.Pooled == 0 && a.Held > a.Available:
+				rep.OverCommitted = append(rep.OverCommitted, a)
+			default:
+				rep.Violations = append(rep.Violations, a)
+			}
+		}
+		rows, err = tx.Query(ctx, c.q(ctx, RouteRead, "invariant_holds"))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var problem string
+			var id uuid.UUID
+			if err := rows.Scan(&problem, &id); err != nil {
+				return err
+			}
+			rep.Defects = append(rep.Defects, problem+": "+id.String())
+		}
+		return rows.Err()
+	})
+	return rep, err
+}

@@ -1,0 +1,365 @@
+package holdfast
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Claim converts a checkout's hold into a permanent deduction: in one
+// transaction its lines leave reserved_quantities, available drops by each
+// line, and the audit trail records each line with the checkout as
+// reference.
+//
+// A repeated Claim returns the claimed hold with Replayed set: success, not
+// an error that would trigger a refund. A released checkout is
+// ErrHoldReleased. A hold that expired but was not yet swept is still
+// claimable (its units never went back). Once swept, Claim tries to take the
+// same lines afresh from sellable stock in the same transaction; when it
+// cannot, the error is an *ExpiredError with the shortfall: refund.
+func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
+	return c.claim(ctx, c.pool, true, shopID, checkoutID)
+}
+
+// ClaimTx is Claim inside the caller's transaction (in a savepoint), so the
+// application's order row and the claim commit together.
+func (c *Client) ClaimTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
+	return c.claim(ctx, tx, false, shopID, checkoutID)
+}
+
+func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*Hold, error) {
+	start := time.Now()
+	if err := validateCheckout(shop, checkout); err != nil {
+		c.cfg.Observer.Op(RouteClaim, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *Hold
+	err := c.run(ctx, b, RouteClaim, own, true, func(tx pgx.Tx, slow bool) error {
+		var err error
+		h, err = c.claimOnce(ctx, tx, shop, checkout, slow)
+		return err
+	})
+	c.cfg.Observer.Op(RouteClaim, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	if !h.Replayed {
+		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
+	}
+	return h, nil
+}
+
+func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, slow bool) (*Hold, error) {
+	h, err := c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusHeld, StatusClaimed)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		cur, err := c.getHold(ctx, tx, RouteClaim, shop, checkout)
+		if err != nil {
+			return nil, err
+		}
+		switch cur.Status {
+		case StatusClaimed:
+			cur.Replayed = true
+			return cur, nil
+		case StatusReleased:
+			return nil, ErrHoldReleased
+		case StatusHeld:
+			// Decided by someone else between our two statements.
+			return nil, errRetry
+		}
+		return c.lateClaim(ctx, tx, shop, checkout, slow)
+	}
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout); err != nil {
+		return nil, err
+	}
+	if err := c.deduct(ctx, tx, RouteClaim, shop, checkout, h.Lines, "claim"); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// lateClaim serves a claim whose hold was swept: the same lines, taken
+// afresh from sellable stock, or an *ExpiredError with the shortfall.
+func (c *Client) lateClaim(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, slow bool) (*Hold, error) {
+	h, err := c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusExpired, StatusClaimed)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errRetry
+	}
+	short, err := c.take(ctx, tx, RouteClaim, shop, h.Lines, slow)
+	if err != nil {
+		return nil, err
+	}
+	if len(short) > 0 {
+		return nil, &ExpiredError{Lines: short}
+	}
+	if err := c.deduct(ctx, tx, RouteClaim, shop, checkout, h.Lines, "claim-after-expiry"); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// deduct lowers available by each line, in key order, with audit entries.
+func (c *Client) deduct(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, lines []Line, reason string) error {
+	batch := &pgx.Batch{}
+	ref := checkout.String()
+	for _, l := range lines {
+		batch.Queue(c.q(ctx, route, "claim_line"), shop, l.ItemID, l.LocationID, l.Quantity, reason, ref)
+	}
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	for range lines {
+		var after int
+		err := br.QueryRow().Scan(&after)
+		if SQLState(err) == sqlstateCheckViolation {
+			return ErrOverCommitted
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errors.New("holdfast: claimed line has no inventory level")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// Release gives a checkout's held units back: its lines leave
+// reserved_quantities and, where the key's lock is free, go straight back
+// into the key's buffer (otherwise the replenisher or the next short
+// reservation refills it). Releasing twice returns the released hold with
+// Replayed set; releasing a hold that expired returns it with status
+// expired. Releasing a claimed checkout is ErrHoldClaimed.
+func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
+	return c.release(ctx, c.pool, true, shopID, checkoutID)
+}
+
+// ReleaseTx is Release inside the caller's transaction (in a savepoint).
+func (c *Client) ReleaseTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
+	return c.release(ctx, tx, false, shopID, checkoutID)
+}
+
+func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*Hold, error) {
+	start := time.Now()
+	if err := validateCheckout(shop, checkout); err != nil {
+		c.cfg.Observer.Op(RouteRelease, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *Hold
+	err := c.run(ctx, b, RouteRelease, own, true, func(tx pgx.Tx, _ bool) error {
+		var err error
+		h, err = c.releaseOnce(ctx, tx, shop, checkout)
+		return err
+	})
+	c.cfg.Observer.Op(RouteRelease, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) (*Hold, error) {
+	h, err := c.endHold(ctx, tx, RouteRelease, shop, checkout, StatusHeld, StatusReleased)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		cur, err := c.getHold(ctx, tx, RouteRelease, shop, checkout)
+		if err != nil {
+			return nil, err
+		}
+		switch cur.Status {
+		case StatusClaimed:
+			return nil, ErrHoldClaimed
+		case StatusHeld:
+			return nil, errRetry
+		}
+		cur.Replayed = true
+		return cur, nil
+	}
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteRelease, "hold_lines_delete"), checkout); err != nil {
+		return nil, err
+	}
+	keys := make([]Key, len(h.Lines))
+	for i, l := range h.Lines {
+		keys[i] = Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	}
+	if err := c.returnUnits(ctx, tx, RouteRelease, keys); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// returnUnits refills the buffers of keys whose holds just ended, for the
+// keys whose advisory lock is free right now. It never waits: a key being
+// refilled or adjusted by someone else is left to them and the replenisher.
+func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys []Key) error {
+	hashes := make([]int64, len(keys))
+	for i, k := range keys {
+		hashes[i] = keyHash(k)
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, route, "trylock_keys"), hashes)
+	if err != nil {
+		return err
+	}
+	var locked []Key
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		locked = append(locked, keys[n-1])
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(locked) == 0 {
+		return nil
+	}
+	_, err = c.refill(ctx, tx, route, locked)
+	return err
+}
+
+// Extend moves a held checkout's expiry to now + ttl, never past its
+// deadline (creation + Config.HoldLifetimeMax): beyond it the error is
+// ErrLifetimeExceeded. A hold that expired but was not swept can be
+// extended (its units never went back). An ended hold is ErrHoldClaimed,
+// ErrHoldReleased or ErrHoldExpired.
+func (c *Client) Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*Hold, error) {
+	return c.extend(ctx, c.pool, true, shopID, checkoutID, ttl)
+}
+
+// ExtendTx is Extend inside the caller's transaction (in a savepoint).
+func (c *Client) ExtendTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*Hold, error) {
+	return c.extend(ctx, tx, false, shopID, checkoutID, ttl)
+}
+
+func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID, ttl time.Duration) (*Hold, error) {
+	start := time.Now()
+	err := validateCheckout(shop, checkout)
+	if err == nil && (ttl < HoldTTLMin || ttl > c.cfg.HoldLifetimeMax) {
+		err = argError("ttl", "must be between %v and %v", HoldTTLMin, c.cfg.HoldLifetimeMax)
+	}
+	if err != nil {
+		c.cfg.Observer.Op(RouteExtend, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *Hold
+	err = c.run(ctx, b, RouteExtend, own, true, func(tx pgx.Tx, _ bool) error {
+		var err error
+		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
+		return err
+	})
+	c.cfg.Observer.Op(RouteExtend, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*Hold, error) {
+	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: StatusHeld}
+	var raw []byte
+	err := tx.QueryRow(ctx, c.q(ctx, RouteExtend, "extend_hold"), checkout, shop, ttl.Microseconds(), c.now()).
+		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, err := c.getHold(ctx, tx, RouteExtend, shop, checkout)
+		if err != nil {
+			return nil, err
+		}
+		switch cur.Status {
+		case StatusClaimed:
+			return nil, ErrHoldClaimed
+		case StatusReleased:
+			return nil, ErrHoldReleased
+		case StatusExpired:
+			return nil, ErrHoldExpired
+		}
+		return nil, ErrLifetimeExceeded
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &h.Lines); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteExtend, "extend_lines"), checkout, h.ExpiresAt); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Hold returns a checkout's hold or outcome. An expired hold not yet swept
+// reports StatusHeld with ExpiresAt in the past: it is still claimable.
+func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
+	if err := validateCheckout(shopID, checkoutID); err != nil {
+		return nil, err
+	}
+	var h *Hold
+	err := c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ bool) error {
+		var err error
+		h, err = c.getHold(ctx, tx, RouteRead, shopID, checkoutID)
+		return err
+	})
+	return h, err
+}
+
+func (c *Client) getHold(ctx context.Context, q pgx.Tx, route string, shop int64, checkout uuid.UUID) (*Hold, error) {
+	h := &Hold{CheckoutID: checkout, ShopID: shop}
+	var raw []byte
+	var status string
+	err := q.QueryRow(ctx, c.q(ctx, route, "hold_get"), checkout, shop).
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.Status = Status(status)
+	if err := json.Unmarshal(raw, &h.Lines); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// endHold moves a hold from one status to another; nil when it was not in
+// the expected status.
+func (c *Client) endHold(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, from, to Status) (*Hold, error) {
+	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: to}
+	var raw []byte
+	var ended time.Time
+	err := tx.QueryRow(ctx, c.q(ctx, route, "end_hold"), checkout, shop, string(from), string(to), c.now()).
+		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.EndedAt = &ended
+	if err := json.Unmarshal(raw, &h.Lines); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(h.Lines, compareLines)
+	return h, nil
+}
+
+func validateCheckout(shop int64, checkout uuid.UUID) error {
+	if shop <= 0 {
+		return argError("shop_id", "must be a positive integer")
+	}
+	if checkout == uuid.Nil {
+		return argError("checkout_id", "must be a non-nil UUID")
+	}
+	return nil
+}

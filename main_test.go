@@ -1,0 +1,89 @@
+package holdfast_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// testClock is an injected clock: tests move it instead of sleeping.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type env struct {
+	t     *testing.T
+	db    *pgtest.Database
+	c     *holdfast.Client
+	clock *testClock
+}
+
+// newEnv is a client on a fresh database with an injected clock.
+func newEnv(t *testing.T, cfg holdfast.Config, maxConns int) *env {
+	t.Helper()
+	db := pgtest.DB(t, maxConns)
+	clock := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
+	cfg.Now = clock.Now
+	c, err := holdfast.New(db.Pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, db: db, c: c, clock: clock}
+	t.Cleanup(func() { e.checkInvariant(false) })
+	return e
+}
+
+// checkInvariant fails the test unless the whole database satisfies the
+// invariant; over-committed keys are allowed only when allowOver is set.
+func (e *env) checkInvariant(allowOver bool) *holdfast.InvariantReport {
+	e.t.Helper()
+	rep, err := e.c.CheckInvariant(context.Background())
+	if err != nil {
+		e.t.Fatalf("invariant check: %v", err)
+	}
+	if !rep.OK() || (!allowOver && len(rep.OverCommitted) > 0) {
+		e.t.Fatalf("invariant broken: %s", rep)
+	}
+	return rep
+}
+
+func (e *env) stock(k holdfast.Key, n int) {
+	e.t.Helper()
+	if _, err := e.c.SetAvailable(context.Background(), k, n, "test stock", ""); err != nil {
+		e.t.Fatalf("set available: %v", err)
+	}
+}
+
+func (e *env) level(k holdfast.Key) *holdfast.Level {
+	e.t.Helper()
+	l, err := e.c.Level(context.Background(), k)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+func one(item int64, q int) []holdfast.Line {
+	return []holdfast.Line{{ItemID: item, LocationID: 1, Quantity: q}}
+}
+
+func reserve(t *testing.T, c *holdfast.Client, shop int64, id uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
+	t.Helper()
+	return c.Reserve(context.Background(), holdfast.ReserveParams{ShopID: shop, CheckoutID: id, Lines: lines})
+}

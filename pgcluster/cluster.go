@@ -1,0 +1,359 @@
+// Package pgcluster starts private PostgreSQL clusters from the locally
+// installed server binaries: the embedded default that `holdfast demo` and
+// `holdfast serve` run on when DATABASE_URL is unset, and the throwaway
+// cluster that tests run on when TEST_DATABASE_URL is unset.
+//
+// PostgreSQL refuses to run as root. When the calling process is root, the
+// cluster's files are owned by, and its server runs as, the unprivileged
+// "postgres" system user.
+package pgcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNoServer is returned when no PostgreSQL server binaries can be found.
+var ErrNoServer = errors.New("pgcluster: no PostgreSQL server binaries found (looked for initdb on PATH, in `pg_config --bindir` and under /usr/lib/postgresql/*/bin); install them, e.g. `apt-get install postgresql` on Debian, or set DATABASE_URL")
+
+// Options configures a cluster. The zero value is a durable cluster in a new
+// temporary directory that is removed on Stop.
+type Options struct {
+	// DataDir holds the cluster. It is created and initialised when it does
+	// not hold a cluster yet, and kept on Stop. Empty means a temporary
+	// directory removed on Stop.
+	DataDir string
+	// Durable false turns fsync and synchronous_commit off: for tests only.
+	// The zero value is not durable; callers that keep data set it.
+	Durable bool
+	// MaxConnections defaults to 300.
+	MaxConnections int
+	// Log receives one line per lifecycle step. Nil is silent.
+	Log func(format string, args ...any)
+}
+
+// Cluster is a running private PostgreSQL server. It is safe for concurrent
+// use; Stop is idempotent.
+type Cluster struct {
+	dataDir string
+	temp    bool
+	port    int
+	bin     string
+	runAs   *syscall.Credential
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logFile *os.File
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start initialises (when needed) and starts a cluster, and returns once it
+// accepts connections.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	logf := opts.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	bin, err := FindBinDir()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: bin, done: make(chan struct{})}
+	if os.Geteuid() == 0 {
+		cred, err := unprivileged()
+		if err != nil {
+			return nil, err
+		}
+		c.runAs = cred
+	}
+
+	if opts.DataDir == "" {
+		dir, err := os.MkdirTemp("", "holdfast-pg-")
+		if err != nil {
+			return nil, err
+		}
+		c.dataDir, c.temp = dir, true
+	} else {
+		abs, err := filepath.Abs(opts.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		c.dataDir = abs
+		if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.own(c.dataDir); err != nil {
+		c.cleanup()
+		return nil, err
+	}
+
+	pgdata := filepath.Join(c.dataDir, "pgdata")
+	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
+		logf("initialising PostgreSQL cluster in %s", pgdata)
+		args := []string{"-D", pgdata, "-U", "holdfast", "--auth=trust", "-E", "UTF8", "--locale=C"}
+		if !opts.Durable {
+			args = append(args, "--no-sync")
+		}
+		if out, err := c.run(ctx, "initdb", args...); err != nil {
+			c.cleanup()
+			return nil, fmt.Errorf("pgcluster: initdb: %w\n%s", err, out)
+		}
+	}
+
+	port, err := freePort()
+	if err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	c.port = port
+	maxConns := opts.MaxConnections
+	if maxConns == 0 {
+		maxConns = 300
+	}
+	settings := []string{
+		"listen_addresses=127.0.0.1",
+		"port=" + strconv.Itoa(port),
+		"unix_socket_directories=" + c.dataDir,
+		"max_connections=" + strconv.Itoa(maxConns),
+		"shared_buffers=256MB",
+		"autovacuum_naptime=10s",
+		"autovacuum_max_workers=6",
+		"log_lock_waits=on",
+		"shared_preload_libraries=pg_stat_statements",
+		"pg_stat_statements.track=all",
+		"compute_query_id=on",
+		"max_locks_per_transaction=256",
+	}
+	if !opts.Durable {
+		settings = append(settings, "fsync=off", "synchronous_commit=off", "full_page_writes=off")
+	}
+	args := []string{"-D", pgdata}
+	for _, s := range settings {
+		args = append(args, "-c", s)
+	}
+	logPath := filepath.Join(c.dataDir, "postgres.log")
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	c.logFile = lf
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		c.cleanup()
+		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
+	}
+	c.cmd = cmd
+	go func() { _ = cmd.Wait(); close(c.done) }()
+
+	if err := c.waitReady(ctx); err != nil {
+		tail := c.logTail()
+		_ = c.Stop(context.Background())
+		return nil, fmt.Errorf("pgcluster: server did not start: %w\n%s", err, tail)
+	}
+	logf("PostgreSQL listening on 127.0.0.1:%d (data in %s)", port, pgdata)
+	return c, nil
+}
+
+// URL is the connection string for the given database on this cluster.
+func (c *Cluster) URL(database string) string {
+	return fmt.Sprintf("postgres://holdfast@127.0.0.1:%d/%s?sslmode=disable", c.port, database)
+}
+
+// Port is the TCP port the cluster listens on (127.0.0.1 only).
+func (c *Cluster) Port() int { return c.port }
+
+// DataDir is the directory that holds the cluster.
+func (c *Cluster) DataDir() string { return c.dataDir }
+
+// Done is closed when the server process has exited.
+func (c *Cluster) Done() <-chan struct{} { return c.done }
+
+// Stop shuts the server down (fast shutdown) and, for a temporary cluster,
+// removes its files. Safe to call more than once.
+func (c *Cluster) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		if c.cmd != nil && c.cmd.Process != nil {
+			_ = c.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+				<-c.done
+				c.stopErr = ctx.Err()
+			case <-time.After(30 * time.Second):
+				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+				<-c.done
+			}
+		}
+		c.cleanup()
+	})
+	return c.stopErr
+}
+
+// Restart stops the server with the given mode ("fast" or "immediate") and
+// starts it again on the same port and data. It is used by fault tests.
+func (c *Cluster) Restart(ctx context.Context, mode string) error {
+	sig := syscall.SIGINT
+	if mode == "immediate" {
+		sig = syscall.SIGQUIT
+	}
+	_ = c.cmd.Process.Signal(sig)
+	<-c.done
+	args := c.cmd.Args[1:]
+	cmd := exec.Command(c.cmd.Path, args...)
+	cmd.Stdout, cmd.Stderr = c.logFile, c.logFile
+	cmd.SysProcAttr = c.cmd.SysProcAttr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	c.cmd = cmd
+	c.done = make(chan struct{})
+	done := c.done
+	go func() { _ = cmd.Wait(); close(done) }()
+	return c.waitReady(ctx)
+}
+
+func (c *Cluster) cleanup() {
+	if c.logFile != nil {
+		_ = c.logFile.Close()
+	}
+	if c.temp && c.dataDir != "" {
+		_ = os.RemoveAll(c.dataDir)
+	}
+}
+
+func (c *Cluster) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.done:
+			return errors.New("postgres exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		out, err := c.run(ctx, "pg_isready", "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "holdfast", "-d", "postgres")
+		if err == nil {
+			return nil
+		}
+		_ = out
+		timer := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-timer.C:
+		case <-c.done:
+			return errors.New("postgres exited")
+		}
+	}
+	return errors.New("timed out after 60s")
+}
+
+func (c *Cluster) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.dataDir, "postgres.log"))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
+	cmd.Dir = os.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+// own makes dir (and, for a temporary dir, nothing above it) usable by the
+// user the server runs as.
+func (c *Cluster) own(dir string) error {
+	if c.runAs == nil {
+		return nil
+	}
+	if err := os.Chown(dir, int(c.runAs.Uid), int(c.runAs.Gid)); err != nil {
+		return err
+	}
+	// The server user must be able to reach dir through its parents.
+	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("pgcluster: the server runs as user postgres, which cannot enter %s (mode %v); choose a data directory outside it", p, st.Mode().Perm())
+		}
+	}
+	return nil
+}
+
+// FindBinDir locates the directory with initdb and postgres: PATH first, then
+// `pg_config --bindir`, then the newest /usr/lib/postgresql/*/bin.
+func FindBinDir() (string, error) {
+	var candidates []string
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		candidates = append(candidates, filepath.Dir(p))
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		candidates = append(candidates, strings.TrimSpace(string(out)))
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	candidates = append(candidates, dirs...)
+	for _, d := range candidates {
+		if isExec(filepath.Join(d, "initdb")) && isExec(filepath.Join(d, "postgres")) {
+			return d, nil
+		}
+	}
+	return "", ErrNoServer
+}
+
+func versionOf(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+func unprivileged() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: running as root, and PostgreSQL refuses root; no unprivileged \"postgres\" user to run it as: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

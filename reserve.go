@@ -1,0 +1,387 @@
+package holdfast
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Reserve holds every line of a cart for p.CheckoutID, or nothing.
+//
+// Lines are processed in (item, location) order whatever order they are
+// given in; two lines for the same item and location are rejected. Reserve
+// is idempotent on the checkout id: the same checkout with the same lines
+// returns the existing hold (Hold.Replayed set), also under concurrent
+// retries; the same checkout with other lines is ErrIdempotencyConflict.
+// Out of stock is an *InsufficientStockError naming every short line.
+func (c *Client) Reserve(ctx context.Context, p ReserveParams) (*Hold, error) {
+	return c.reserve(ctx, c.pool, true, p)
+}
+
+// ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
+// any error the caller's transaction is left as it was, still usable. The
+// hold exists once the caller commits.
+func (c *Client) ReserveTx(ctx context.Context, tx pgx.Tx, p ReserveParams) (*Hold, error) {
+	return c.reserve(ctx, tx, false, p)
+}
+
+// reservation is a validated ReserveParams.
+type reservation struct {
+	shop     int64
+	checkout uuid.UUID
+	lines    []Line // sorted by (item, location)
+	linesRaw []byte // canonical JSON of lines
+	ttl      time.Duration
+}
+
+func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
+	if p.ShopID <= 0 {
+		return nil, argError("shop_id", "must be a positive integer")
+	}
+	if p.CheckoutID == uuid.Nil {
+		return nil, argError("checkout_id", "must be a non-nil UUID")
+	}
+	ttl := p.TTL
+	if ttl == 0 {
+		ttl = c.cfg.HoldTTLDefault
+	}
+	if ttl < HoldTTLMin || ttl > c.cfg.HoldLifetimeMax {
+		return nil, argError("ttl", "must be between %v and %v", HoldTTLMin, c.cfg.HoldLifetimeMax)
+	}
+	lines, err := c.validateLines(p.Lines)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(lines)
+	if err != nil {
+		return nil, err
+	}
+	return &reservation{shop: p.ShopID, checkout: p.CheckoutID, lines: lines, linesRaw: raw, ttl: ttl}, nil
+}
+
+// validateLines checks a cart's lines and returns them sorted.
+func (c *Client) validateLines(in []Line) ([]Line, error) {
+	if len(in) == 0 {
+		return nil, argError("lines", "a cart needs at least one line")
+	}
+	if len(in) > c.cfg.LinesPerCartMax {
+		return nil, argError("lines", "at most %d lines per cart, got %d", c.cfg.LinesPerCartMax, len(in))
+	}
+	for i, l := range in {
+		switch {
+		case l.ItemID <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].item_id", i), "must be a positive integer")
+		case l.LocationID <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "must be a positive integer")
+		case l.Quantity <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at least 1")
+		case l.Quantity > c.cfg.QuantityMax:
+			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at most %d", c.cfg.QuantityMax)
+		}
+	}
+	lines := slices.Clone(in)
+	slices.SortFunc(lines, compareLines)
+	for i := 1; i < len(lines); i++ {
+		if lines[i].ItemID == lines[i-1].ItemID && lines[i].LocationID == lines[i-1].LocationID {
+			j := slices.IndexFunc(in, func(l Line) bool { return l.ItemID == lines[i].ItemID && l.LocationID == lines[i].LocationID })
+			k := j + 1 + slices.IndexFunc(in[j+1:], func(l Line) bool { return l.ItemID == lines[i].ItemID && l.LocationID == lines[i].LocationID })
+			return nil, argError(fmt.Sprintf("lines[%d]", k), "duplicates lines[%d] (item %d at location %d); merge them", j, lines[i].ItemID, lines[i].LocationID)
+		}
+	}
+	return lines, nil
+}
+
+func compareLines(a, b Line) int {
+	if a.ItemID != b.ItemID {
+		if a.ItemID < b.ItemID {
+			return -1
+		}
+		return 1
+	}
+	if a.LocationID != b.LocationID {
+		if a.LocationID < b.LocationID {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReserveParams) (*Hold, error) {
+	start := time.Now()
+	req, err := c.validateReserve(p)
+	if err != nil {
+		c.cfg.Observer.Op(RouteReserve, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *Hold
+	err = c.run(ctx, b, RouteReserve, own, true, func(tx pgx.Tx, slow bool) error {
+		var err error
+		h, err = c.reserveOnce(ctx, tx, req, slow)
+		return err
+	})
+	c.cfg.Observer.Op(RouteReserve, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// reserveOnce is one attempt. The fast path takes every line from its buffer
+// without waiting on other reservers and asks for the slow path when a
+// buffer is short. The slow path first answers sold-out lines from one
+// lock-free snapshot, then, per key in order, takes the key's advisory lock,
+// refills its buffer from the ledger and takes again.
+func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, slow bool) (*Hold, error) {
+	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
+	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_insert"),
+		req.checkout, req.shop, req.linesRaw, req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c.existing(ctx, tx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, slow); err != nil {
+		return nil, err
+	} else if len(short) > 0 {
+		return nil, &InsufficientStockError{Lines: short}
+	}
+	items, locs, qtys := columns(req.lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteReserve, "hold_lines_insert"),
+		req.shop, req.checkout, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// existing answers a Reserve whose checkout already has a hold or outcome.
+func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Hold, error) {
+	h, err := c.getHold(ctx, tx, RouteReserve, req.shop, req.checkout)
+	if errors.Is(err, ErrNotFound) {
+		var owner int64
+		err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_owner"), req.checkout).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Purged between our insert and this read: run again.
+			return nil, errRetry
+		}
+		if err != nil {
+			return nil, err
+		}
+		return nil, ErrIdempotencyConflict
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch h.Status {
+	case StatusClaimed:
+		return nil, ErrHoldClaimed
+	case StatusReleased:
+		return nil, ErrHoldReleased
+	case StatusExpired:
+		return nil, ErrHoldExpired
+	}
+	if !slices.Equal(h.Lines, req.lines) {
+		return nil, ErrIdempotencyConflict
+	}
+	h.Replayed = true
+	return h, nil
+}
+
+// take removes every line's quantity from its key's buffer. On the fast path
+// it returns errSlowPath when any line comes up short; on the slow path it
+// returns the lines that are genuinely short, with their sellable stock.
+func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []Line, slow bool) ([]Shortfall, error) {
+	infos, err := c.keyInfos(ctx, tx, route, shop, lines, slow)
+	if err != nil {
+		return nil, err
+	}
+	if !slow {
+		batch := &pgx.Batch{}
+		for i, l := range lines {
+			switch infos[i].strategy {
+			case StrategyPool:
+				batch.Queue(c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity)
+			case StrategySlots:
+				batch.Queue(c.q(ctx, route, "take_slot"), shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots))
+			default:
+				batch.Queue(c.q(ctx, route, "take_counter"), shop, l.ItemID, l.LocationID, l.Quantity)
+			}
+		}
+		br := tx.SendBatch(ctx, batch)
+		short := false
+		for _, l := range lines {
+			var got int
+			if err := br.QueryRow().Scan(&got); err != nil {
+				br.Close()
+				return nil, err
+			}
+			short = short || got < l.Quantity
+		}
+		if err := br.Close(); err != nil {
+			return nil, err
+		}
+		if short {
+			return nil, errSlowPath
+		}
+		return nil, nil
+	}
+
+	// Slow path. Sold out is cheap: lines that cannot be served even with a
+	// full refill are answered from one snapshot, before any lock is taken.
+	sellable, err := c.sellable(ctx, tx, route, shop, lines)
+	if err != nil {
+		return nil, err
+	}
+	var short []Shortfall
+	for i, l := range lines {
+		if sellable[i] < l.Quantity {
+			short = append(short, Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
+		}
+	}
+	if len(short) > 0 {
+		return short, nil
+	}
+	for i, l := range lines {
+		k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+		if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(k)); err != nil {
+			return nil, err
+		}
+		res, err := c.refill(ctx, tx, route, []Key{k})
+		if err != nil {
+			return nil, err
+		}
+		if res[0].added > 0 {
+			c.cfg.Observer.Replenished(k, true, res[0].added)
+			if _, err := tx.Exec(ctx, c.q(ctx, route, "note_inline"), k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return nil, err
+			}
+		}
+		var got int
+		if infos[i].strategy == StrategyPool {
+			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
+		} else {
+			err = tx.QueryRow(ctx, c.q(ctx, route, "take_gather"), shop, l.ItemID, l.LocationID, l.Quantity, true).Scan(&got)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if got < l.Quantity {
+			// Units in flight to other reservers: sellable by the snapshot
+			// but not obtainable now.
+			s := max(0, res[0].available-res[0].held)
+			short = append(short, Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: min(s, sellable[i])})
+		}
+	}
+	return short, nil
+}
+
+// sellable returns available - held per line (never below zero), from one
+// snapshot, without locks.
+func (c *Client) sellable(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []Line) ([]int, error) {
+	items, locs, _ := columns(lines)
+	rows, err := tx.Query(ctx, c.q(ctx, route, "sellable"), shop, items, locs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(lines))
+	for rows.Next() {
+		var avail, held int
+		if err := rows.Scan(&avail, &held); err != nil {
+			return nil, err
+		}
+		out = append(out, max(0, avail-held))
+	}
+	return out, rows.Err()
+}
+
+// keyInfos returns the strategy of each line's key, from the cache unless
+// fresh is set or an entry is stale.
+func (c *Client) keyInfos(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []Line, fresh bool) ([]keyInfo, error) {
+	out := make([]keyInfo, len(lines))
+	now := time.Now()
+	missing := false
+	for i, l := range lines {
+		v, ok := c.keys.Load(Key{shop, l.ItemID, l.LocationID})
+		if !ok || fresh || now.Sub(v.(keyInfo).at) > keyInfoTTL {
+			missing = true
+			break
+		}
+		out[i] = v.(keyInfo)
+	}
+	if !missing {
+		return out, nil
+	}
+	items, locs, _ := columns(lines)
+	rows, err := tx.Query(ctx, c.q(ctx, route, "key_info"), shop, items, locs, string(c.cfg.Strategy), c.cfg.PoolCap)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var item, loc int64
+		var strategy string
+		var cap int
+		if err := rows.Scan(&item, &loc, &strategy, &cap); err != nil {
+			return nil, err
+		}
+		ki := keyInfo{strategy: Strategy(strategy), cap: cap, at: now}
+		c.keys.Store(Key{shop, item, loc}, ki)
+		// key_info keeps the order of its input.
+		out[i] = ki
+		i++
+	}
+	return out, rows.Err()
+}
+
+func columns(lines []Line) (items, locs []int64, qtys []int32) {
+	items = make([]int64, len(lines))
+	locs = make([]int64, len(lines))
+	qtys = make([]int32, len(lines))
+	for i, l := range lines {
+		items[i], locs[i], qtys[i] = l.ItemID, l.LocationID, int32(l.Quantity)
+	}
+	return items, locs, qtys
+}
+
+// outcome names an operation's result for metrics.
+func outcome(err error, h *Hold) string {
+	switch {
+	case err == nil && h != nil && h.Replayed:
+		return "replayed"
+	case err == nil && h != nil:
+		return string(h.Status)
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrInvalidArgument):
+		return "invalid"
+	case errors.Is(err, ErrInsufficientStock):
+		return "insufficient_stock"
+	case errors.Is(err, ErrIdempotencyConflict):
+		return "conflict"
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrHoldClaimed):
+		return "hold_claimed"
+	case errors.Is(err, ErrHoldReleased):
+		return "hold_released"
+	case errors.Is(err, ErrHoldExpired):
+		return "hold_expired"
+	case errors.Is(err, ErrLifetimeExceeded):
+		return "lifetime_exceeded"
+	case errors.Is(err, ErrOverCommitted):
+		return "over_committed"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	}
+	return "error"
+}

@@ -1,0 +1,15 @@
+-- One key's ledger and buffer state from one snapshot.
+-- $1 shop, $2 item, $3 location, $4 default strategy, $5 default pool cap.
+SELECT l.available IS NOT NULL,
+       coalesce(l.available, 0)::int,
+       (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
+         WHERE r.shop_id = $1::bigint AND r.inventory_item_id = $2::bigint AND r.location_id = $3::bigint)::int,
+       (SELECT count(*) FROM reservation_units u
+         WHERE u.shop_id = $1::bigint AND u.inventory_item_id = $2::bigint AND u.location_id = $3::bigint)::int,
+       (SELECT coalesce(sum(c.units), 0) FROM inventory_counters c
+         WHERE c.shop_id = $1::bigint AND c.inventory_item_id = $2::bigint AND c.location_id = $3::bigint)::int,
+       coalesce(l.strategy, $4::text),
+       coalesce(l.pool_cap, $5::int)
+FROM (SELECT 1) one
+LEFT JOIN inventory_levels l
+       ON l.shop_id = $1::bigint AND l.inventory_item_id = $2::bigint AND l.location_id = $3::bigint

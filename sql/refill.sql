@@ -1,0 +1,52 @@
+-- Top up the allocation buffers of keys whose advisory locks the caller
+-- holds. It reads pool, holds and available in this one statement, so from one
+-- snapshot taken after the locks: a sweep, release or claim committing
+-- meanwhile moves units between holds and buffers (or removes them from both
+-- holds and available) without changing what this statement may add.
+-- Every hold counts, expired or not: an unswept expired hold still owns its
+-- units. The amount added is least(cap - pooled, available - held - pooled).
+-- $1 shops, $2 items, $3 locations, $4 default strategy, $5 default pool cap,
+-- $6 slots per slotted key.
+WITH k AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(shop_id, item, location)
+), st AS (
+    SELECT k.shop_id, k.item, k.location,
+           coalesce(l.strategy, $4::text) AS strategy,
+           CASE WHEN coalesce(l.strategy, $4::text) = 'pool'
+                THEN coalesce(l.pool_cap, $5::int) ELSE 2147483647 END::bigint AS cap,
+           coalesce(l.available, 0)::bigint AS available,
+           (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
+             WHERE r.shop_id = k.shop_id AND r.inventory_item_id = k.item
+               AND r.location_id = k.location)::bigint AS held,
+           (SELECT count(*) FROM reservation_units u
+             WHERE u.shop_id = k.shop_id AND u.inventory_item_id = k.item
+               AND u.location_id = k.location)
+         + (SELECT coalesce(sum(c.units), 0) FROM inventory_counters c
+             WHERE c.shop_id = k.shop_id AND c.inventory_item_id = k.item
+               AND c.location_id = k.location)::bigint AS pooled
+    FROM k
+    LEFT JOIN inventory_levels l
+           ON l.shop_id = k.shop_id AND l.inventory_item_id = k.item AND l.location_id = k.location
+), plan AS (
+    SELECT st.*,
+           greatest(0, least(cap - pooled, available - held - pooled))::int AS add,
+           CASE strategy WHEN 'slots' THEN $6::int ELSE 1 END AS n
+    FROM st
+), pool_ins AS (
+    INSERT INTO reservation_units (shop_id, inventory_item_id, location_id)
+    SELECT p.shop_id, p.item, p.location
+    FROM plan p, generate_series(1, p.add)
+    WHERE p.strategy = 'pool' AND p.add > 0
+    RETURNING 1
+), counter_up AS (
+    INSERT INTO inventory_counters AS c (shop_id, inventory_item_id, location_id, slot, units)
+    SELECT p.shop_id, p.item, p.location, s.slot,
+           p.add / p.n + CASE WHEN s.slot < p.add % p.n THEN 1 ELSE 0 END
+    FROM plan p, generate_series(0, p.n - 1) AS s(slot)
+    WHERE p.strategy <> 'pool' AND p.add > 0
+    ORDER BY p.shop_id, p.item, p.location, s.slot
+    ON CONFLICT (shop_id, inventory_item_id, location_id, slot)
+    DO UPDATE SET units = c.units + EXCLUDED.units
+    RETURNING 1
+)
+SELECT shop_id, item, location, add, available, held, pooled + add FROM plan

@@ -1,0 +1,11 @@
+-- Available and held per key, from one snapshot and without locks: the cheap
+-- sold-out test that keeps sold-out reserves off the replenishment lock.
+-- $1 shop, $2 items, $3 locations.
+SELECT coalesce(l.available, 0)::int,
+       (SELECT coalesce(sum(r.quantity), 0)
+        FROM reserved_quantities r
+        WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int
+FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS k(item, location, n)
+LEFT JOIN inventory_levels l
+       ON l.shop_id = $1::bigint AND l.inventory_item_id = k.item AND l.location_id = k.location
+ORDER BY k.n

@@ -1,0 +1,17 @@
+-- Expire a batch of holds past their expiry. SKIP LOCKED lets any number of
+-- sweepers (and replicas) run at once without colliding, and skips holds a
+-- claim, release or extend is deciding right now.
+-- $1 now, $2 batch size.
+WITH batch AS (
+    SELECT checkout_id
+    FROM holds
+    WHERE status = 'held' AND expires_at < coalesce($1::timestamptz, clock_timestamp())
+    ORDER BY expires_at
+    LIMIT $2::int
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE holds h
+SET status = 'expired', ended_at = coalesce($1::timestamptz, clock_timestamp())
+FROM batch b
+WHERE h.checkout_id = b.checkout_id
+RETURNING h.checkout_id

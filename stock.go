@@ -1,0 +1,271 @@
+package holdfast
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Adjust changes a key's available stock by delta (restock, shrinkage) and
+// records reason and reference in the audit trail. See SetAvailable.
+func (c *Client) Adjust(ctx context.Context, k Key, delta int, reason, reference string) (*Level, error) {
+	return c.adjust(ctx, c.pool, true, k, &delta, nil, reason, reference)
+}
+
+// AdjustTx is Adjust inside the caller's transaction (in a savepoint).
+func (c *Client) AdjustTx(ctx context.Context, tx pgx.Tx, k Key, delta int, reason, reference string) (*Level, error) {
+	return c.adjust(ctx, tx, false, k, &delta, nil, reason, reference)
+}
+
+// SetAvailable sets a key's available stock (a stocktake), creating the key
+// when it is new, and records the difference in the audit trail.
+//
+// Reducing stock below pooled + held shrinks the key's buffer first. When
+// active holds alone exceed the new stock the change still applies — it is
+// a fact about the warehouse — but the key is over-committed: its buffer
+// stays empty and nothing more is reserved on it until it is whole again.
+// A commit whose acknowledgement is lost is ErrOutcomeUnknown, never retried
+// blindly.
+func (c *Client) SetAvailable(ctx context.Context, k Key, available int, reason, reference string) (*Level, error) {
+	return c.adjust(ctx, c.pool, true, k, nil, &available, reason, reference)
+}
+
+// SetAvailableTx is SetAvailable inside the caller's transaction.
+func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k Key, available int, reason, reference string) (*Level, error) {
+	return c.adjust(ctx, tx, false, k, nil, &available, reason, reference)
+}
+
+// ReasonMaxLen bounds an adjustment's reason and reference.
+const ReasonMaxLen = 500
+
+func validateKey(k Key) error {
+	switch {
+	case k.ShopID <= 0:
+		return argError("shop_id", "must be a positive integer")
+	case k.ItemID <= 0:
+		return argError("item_id", "must be a positive integer")
+	case k.LocationID <= 0:
+		return argError("location_id", "must be a positive integer")
+	}
+	return nil
+}
+
+func (c *Client) adjust(ctx context.Context, b beginner, own bool, k Key, delta, set *int, reason, reference string) (*Level, error) {
+	start := time.Now()
+	err := validateKey(k)
+	switch {
+	case err != nil:
+	case reason == "":
+		err = argError("reason", "required")
+	case len(reason) > ReasonMaxLen:
+		err = argError("reason", "at most %d bytes", ReasonMaxLen)
+	case len(reference) > ReasonMaxLen:
+		err = argError("reference", "at most %d bytes", ReasonMaxLen)
+	case set != nil && (*set < 0 || *set > AvailableMax):
+		err = argError("available", "must be between 0 and %d", AvailableMax)
+	case delta != nil && (*delta < -AvailableMax || *delta > AvailableMax):
+		err = argError("delta", "must be between %d and %d", -AvailableMax, AvailableMax)
+	}
+	if err != nil {
+		c.cfg.Observer.Op(RouteAdjust, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var lvl *Level
+	err = c.run(ctx, b, RouteAdjust, own, false, func(tx pgx.Tx, _ bool) error {
+		var err error
+		lvl, err = c.adjustOnce(ctx, tx, k, delta, set, reason, reference)
+		return err
+	})
+	c.cfg.Observer.Op(RouteAdjust, outcome(err, nil), time.Since(start))
+	return lvl, err
+}
+
+func (c *Client) adjustOnce(ctx context.Context, tx pgx.Tx, k Key, delta, set *int, reason, reference string) (*Level, error) {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "lock_key"), keyHash(k)); err != nil {
+		return nil, err
+	}
+	var old int
+	if err := tx.QueryRow(ctx, c.q(ctx, RouteAdjust, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old); err != nil {
+		return nil, err
+	}
+	next := old
+	if set != nil {
+		next = *set
+	} else {
+		next = old + *delta
+	}
+	if next < 0 {
+		return nil, argError("delta", "would take available below zero (available %d, delta %d)", old, *delta)
+	}
+	if next > AvailableMax {
+		return nil, argError("delta", "would take available above %d", AvailableMax)
+	}
+	var ref any
+	if reference != "" {
+		ref = reference
+	}
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "level_set"), k.ShopID, k.ItemID, k.LocationID, next, next-old, reason, ref); err != nil {
+		return nil, err
+	}
+	if err := c.shrink(ctx, tx, RouteAdjust, k, false); err != nil {
+		return nil, err
+	}
+	if _, err := c.refill(ctx, tx, RouteAdjust, []Key{k}); err != nil {
+		return nil, err
+	}
+	return c.level(ctx, tx, RouteAdjust, k)
+}
+
+// shrinkRoundsMax bounds shrink's loop; each round can only be cut short by
+// reservers that commit meanwhile, which shrinks the excess too.
+const shrinkRoundsMax = 1000
+
+// shrink removes units from a key's buffers, under the key's advisory lock,
+// until pooled + held <= available (or the buffers are empty: the key is
+// over-committed). With all set it empties the buffers.
+func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all bool) error {
+	for range shrinkRoundsMax {
+		st, err := c.keyState(ctx, tx, route, k)
+		if err != nil {
+			return err
+		}
+		excess := st.pooled
+		if !all {
+			excess = min(st.pooled, st.pooled+st.held-st.available)
+		}
+		if excess <= 0 {
+			return nil
+		}
+		var got int
+		if st.poolRows > 0 {
+			if err := tx.QueryRow(ctx, c.q(ctx, route, "shrink_pool"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.poolRows)).Scan(&got); err != nil {
+				return err
+			}
+			excess -= got
+		}
+		if excess > 0 && st.counterUnits > 0 {
+			if err := tx.QueryRow(ctx, c.q(ctx, route, "take_gather"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.counterUnits), false).Scan(&got); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.New("holdfast: shrink did not converge")
+}
+
+// SetStrategy chooses a key's allocation strategy and pool cap (0 means the
+// client's default), moving its buffered units into the new buffer under
+// the key's lock.
+func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int) (*Level, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	if !s.Valid() {
+		return nil, argError("strategy", "must be counter, pool or slots")
+	}
+	if poolCap < 0 || poolCap > 1_000_000 {
+		return nil, argError("pool_cap", "must be between 1 and 1000000 (0 for the default)")
+	}
+	var lvl *Level
+	err := c.run(ctx, c.pool, RouteAdjust, true, true, func(tx pgx.Tx, _ bool) error {
+		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "lock_key"), keyHash(k)); err != nil {
+			return err
+		}
+		var cp any
+		if poolCap > 0 {
+			cp = poolCap
+		}
+		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
+			return err
+		}
+		if err := c.shrink(ctx, tx, RouteAdjust, k, true); err != nil {
+			return err
+		}
+		if _, err := c.refill(ctx, tx, RouteAdjust, []Key{k}); err != nil {
+			return err
+		}
+		var err error
+		lvl, err = c.level(ctx, tx, RouteAdjust, k)
+		return err
+	})
+	c.keys.Delete(k)
+	return lvl, err
+}
+
+// Level returns a key's stock: available, held, pooled and sellable.
+func (c *Client) Level(ctx context.Context, k Key) (*Level, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	var lvl *Level
+	err := c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ bool) error {
+		var err error
+		lvl, err = c.level(ctx, tx, RouteRead, k)
+		return err
+	})
+	return lvl, err
+}
+
+type keyState struct {
+	exists                  bool
+	available, held, pooled int
+	poolRows, counterUnits  int
+	strategy                Strategy
+	poolCap                 int
+}
+
+func (c *Client) keyState(ctx context.Context, tx pgx.Tx, route string, k Key) (keyState, error) {
+	var st keyState
+	var strategy string
+	err := tx.QueryRow(ctx, c.q(ctx, route, "key_state"), k.ShopID, k.ItemID, k.LocationID, string(c.cfg.Strategy), c.cfg.PoolCap).
+		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap)
+	st.pooled = st.poolRows + st.counterUnits
+	st.strategy = Strategy(strategy)
+	return st, err
+}
+
+func (c *Client) level(ctx context.Context, tx pgx.Tx, route string, k Key) (*Level, error) {
+	st, err := c.keyState(ctx, tx, route, k)
+	if err != nil {
+		return nil, err
+	}
+	return &Level{
+		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
+		Sellable: max(0, st.available-st.held), OverCommitted: st.held > st.available,
+		Strategy: st.strategy, PoolCap: st.poolCap,
+	}, nil
+}
+
+type refillResult struct {
+	key                     Key
+	added                   int
+	available, held, pooled int
+}
+
+// refill tops up the buffers of keys whose advisory locks tx holds, in one
+// statement (see sql/refill.sql for why one).
+func (c *Client) refill(ctx context.Context, tx pgx.Tx, route string, keys []Key) ([]refillResult, error) {
+	shops := make([]int64, len(keys))
+	items := make([]int64, len(keys))
+	locs := make([]int64, len(keys))
+	for i, k := range keys {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, route, "refill"), shops, items, locs, string(c.cfg.Strategy), c.cfg.PoolCap, c.cfg.Slots)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []refillResult
+	for rows.Next() {
+		var r refillResult
+		var avail, held, pooled int64
+		if err := rows.Scan(&r.key.ShopID, &r.key.ItemID, &r.key.LocationID, &r.added, &avail, &held, &pooled); err != nil {
+			return nil, err
+		}
+		r.available, r.held, r.pooled = int(avail), int(held), int(pooled)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
