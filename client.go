@@ -162,6 +162,11 @@ var errSlowPath = errors.New("holdfast: take the slow path")
 // a retry: a race with a concurrent purge or strategy change.
 var errRetry = errors.New("holdfast: transient race, retrying")
 
+// errRollback asks run to roll the transaction back and report success: the
+// operation found its answer already in place (a replayed reservation) and
+// what this attempt did must not be kept.
+var errRollback = errors.New("holdfast: roll back, done")
+
 // commitError marks a failure of COMMIT itself: the outcome is unknown.
 type commitError struct{ err error }
 
@@ -179,7 +184,7 @@ func (c *Client) run(ctx context.Context, b beginner, route string, own, idempot
 	slow := false
 	for attempt := 0; ; {
 		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, slow) })
-		if err == nil {
+		if err == nil || errors.Is(err, errRollback) {
 			return nil
 		}
 		if errors.Is(err, errSlowPath) && !slow {
@@ -211,15 +216,12 @@ func (c *Client) run(ctx context.Context, b beginner, route string, own, idempot
 }
 
 func (c *Client) once(ctx context.Context, b beginner, route string, own bool, fn func(tx pgx.Tx) error) error {
+	if own {
+		b = ownBeginner{c: c, route: route}
+	}
 	tx, err := b.Begin(ctx)
 	if err != nil {
 		return err
-	}
-	if own {
-		if _, err := tx.Exec(ctx, c.q(ctx, route, "set_local"), c.setLocal[0], c.setLocal[1], c.setLocal[2]); err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			return err
-		}
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))

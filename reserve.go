@@ -134,54 +134,64 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 	return h, nil
 }
 
-// reserveOnce is one attempt. The fast path takes every line from its buffer
-// without waiting on other reservers and asks for the slow path when a
-// buffer is short. The slow path first answers sold-out lines from one
-// lock-free snapshot, then, per key in order, takes the key's advisory lock,
-// refills its buffer from the ledger and takes again.
+// reserveOnce is one attempt: take every line's units from its key's buffer,
+// then create the hold and its lines in one statement. Units are taken
+// first so that a sold-out answer writes nothing; a concurrent retry of the
+// same checkout waits on the hold's unique key and then rolls its own units
+// back (errRollback), so it never keeps any.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, slow bool) (*Hold, error) {
-	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
-	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_insert"),
-		req.checkout, req.shop, req.linesRaw, req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
-	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c.existing(ctx, tx, req)
-	}
+	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, slow)
 	if err != nil {
 		return nil, err
 	}
-	if short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, slow); err != nil {
-		return nil, err
-	} else if len(short) > 0 {
-		return nil, &InsufficientStockError{Lines: short}
+	if len(short) > 0 {
+		// A retry of a reservation made before the stock ran out is
+		// answered with its hold, not with sold out.
+		h, err := c.existing(ctx, tx, req)
+		if errors.Is(err, ErrNotFound) {
+			return nil, &InsufficientStockError{Lines: short}
+		}
+		return h, err
 	}
+	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
 	items, locs, qtys := columns(req.lines)
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteReserve, "hold_lines_insert"),
-		req.shop, req.checkout, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+	err = tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_create"),
+		req.checkout, req.shop, req.linesRaw, req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+		items, locs, qtys,
+	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		h, err := c.existing(ctx, tx, req)
+		if errors.Is(err, ErrNotFound) {
+			// Purged between the insert and this read: run again.
+			return nil, errRetry
+		}
+		return h, err
+	}
+	if err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
 // existing answers a Reserve whose checkout already has a hold or outcome.
+// A replay returns the hold with errRollback, so that the units this attempt
+// took go back. ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Hold, error) {
-	h, err := c.getHold(ctx, tx, RouteReserve, req.shop, req.checkout)
-	if errors.Is(err, ErrNotFound) {
-		var owner int64
-		err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_owner"), req.checkout).Scan(&owner)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Purged between our insert and this read: run again.
-			return nil, errRetry
-		}
-		if err != nil {
-			return nil, err
-		}
-		return nil, ErrIdempotencyConflict
+	h := &Hold{CheckoutID: req.checkout}
+	var raw []byte
+	var status string
+	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_find"), req.checkout).
+		Scan(&h.ShopID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	switch h.Status {
+	if h.ShopID != req.shop {
+		return nil, ErrIdempotencyConflict
+	}
+	switch h.Status = Status(status); h.Status {
 	case StatusClaimed:
 		return nil, ErrHoldClaimed
 	case StatusReleased:
@@ -189,16 +199,21 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Ho
 	case StatusExpired:
 		return nil, ErrHoldExpired
 	}
+	if err := json.Unmarshal(raw, &h.Lines); err != nil {
+		return nil, err
+	}
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, ErrIdempotencyConflict
 	}
 	h.Replayed = true
-	return h, nil
+	return h, errRollback
 }
 
-// take removes every line's quantity from its key's buffer. On the fast path
-// it returns errSlowPath when any line comes up short; on the slow path it
-// returns the lines that are genuinely short, with their sellable stock.
+// take removes every line's quantity from its key's buffer, or returns the
+// lines that are genuinely short, with their sellable stock. The fast path
+// takes without waiting on other reservers; when a buffer is short and the
+// stock is not, it returns errSlowPath, and the slow path refills each
+// key's buffer under the key's advisory lock before taking again.
 func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []Line, slow bool) ([]Shortfall, error) {
 	infos, err := c.keyInfos(ctx, tx, route, shop, lines, slow)
 	if err != nil {
@@ -229,14 +244,15 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		if err := br.Close(); err != nil {
 			return nil, err
 		}
-		if short {
-			return nil, errSlowPath
+		if !short {
+			return nil, nil
 		}
-		return nil, nil
 	}
 
-	// Slow path. Sold out is cheap: lines that cannot be served even with a
-	// full refill are answered from one snapshot, before any lock is taken.
+	// Sold out is cheap: lines that cannot be served even with a full
+	// refill are answered from one snapshot, before any lock is taken. The
+	// snapshot counts units in flight to other reservers as sellable, so a
+	// line that passes may still come up short below.
 	sellable, err := c.sellable(ctx, tx, route, shop, lines)
 	if err != nil {
 		return nil, err
@@ -249,6 +265,9 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	}
 	if len(short) > 0 {
 		return short, nil
+	}
+	if !slow {
+		return nil, errSlowPath
 	}
 	for i, l := range lines {
 		k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}

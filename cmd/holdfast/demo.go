@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/migrate"
+)
+
+func init() {
+	register(&command{name: "demo", summary: "run a flash sale: concurrent buyers race for scarce units", run: runDemo})
+}
+
+// demoBackend is what the demo's buyers call: the engine directly, or the
+// HTTP API (demo --http).
+type demoBackend interface {
+	Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error)
+	Claim(ctx context.Context, shopID int64, checkout uuid.UUID) (*holdfast.Hold, error)
+	Release(ctx context.Context, shopID int64, checkout uuid.UUID) (*holdfast.Hold, error)
+}
+
+// startHTTPBackend starts the service in-process and returns a backend that
+// drives it over HTTP; set by demo_http.go.
+var startHTTPBackend func(ctx context.Context, hc *holdfast.Client, pool *pgxpool.Pool, shopID int64) (demoBackend, func(), error)
+
+type demoStats struct {
+	held, claimed, released, outOfStock, errors atomic.Int64
+	mu                                          sync.Mutex
+	latencies                                   []time.Duration
+}
+
+func runDemo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	buyers := fs.Int("buyers", 2000, "buyers in the sale")
+	units := fs.Int("units", 500, "units of the item on sale")
+	concurrency := fs.Int("concurrency", 64, "buyers at the checkout at once")
+	payRate := fs.Float64("pay", 0.6, "share of holders whose payment succeeds (claim)")
+	failRate := fs.Float64("fail", 0.25, "share of holders whose payment fails (release); the rest abandon (expire)")
+	ttl := fs.Duration("ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
+	strategy := fs.String("strategy", "pool", "allocation strategy of the item: counter, pool or slots")
+	useHTTP := fs.Bool("http", false, "drive the sale through the HTTP API of an in-process server")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *buyers < 1 || *buyers > 1_000_000:
+		return fmt.Errorf("%w: --buyers must be between 1 and 1000000", errUsage)
+	case *units < 0 || *units > 10_000_000:
+		return fmt.Errorf("%w: --units must be between 0 and 10000000", errUsage)
+	case *concurrency < 1 || *concurrency > 256:
+		return fmt.Errorf("%w: --concurrency must be between 1 and 256", errUsage)
+	case *payRate < 0 || *failRate < 0 || *payRate+*failRate > 1:
+		return fmt.Errorf("%w: --pay and --fail must be shares that add up to at most 1", errUsage)
+	case !holdfast.Strategy(*strategy).Valid():
+		return fmt.Errorf("%w: --strategy must be counter, pool or slots", errUsage)
+	case *ttl < time.Second || *ttl > time.Hour:
+		return fmt.Errorf("%w: --ttl must be between 1s and 1h", errUsage)
+	}
+
+	db, err := openDatabase(ctx, throwaway, "", stderrf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	pool, err := db.pool(ctx, int32(*concurrency+8), "holdfast-demo")
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := migrate.Up(ctx, pool); err != nil {
+		return err
+	}
+	hc, err := holdfast.New(pool, holdfast.Config{})
+	if err != nil {
+		return err
+	}
+
+	// A fresh shop per run, so the demo can run repeatedly on one database.
+	shop := time.Now().UnixNano()%1_000_000_000 + 1
+	key := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
+	if _, err := hc.SetStrategy(ctx, key, holdfast.Strategy(*strategy), 0); err != nil {
+		return err
+	}
+	if _, err := hc.SetAvailable(ctx, key, *units, "demo: stock for the flash sale", ""); err != nil {
+		return err
+	}
+
+	var backend demoBackend = hc
+	via := "the Go library"
+	if *useHTTP {
+		if startHTTPBackend == nil {
+			return errors.New("this build has no HTTP service")
+		}
+		b, stop, err := startHTTPBackend(ctx, hc, pool, shop)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		backend, via = b, "the HTTP API"
+	}
+	fmt.Printf("flash sale: %d buyers, %d units, %d at once, strategy %s, via %s\n", *buyers, *units, *concurrency, *strategy, via)
+
+	st := &demoStats{}
+	var abandoned []uuid.UUID
+	var abMu sync.Mutex
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	var done atomic.Int64
+	for range *concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				id := buy(ctx, backend, shop, *ttl, *payRate, *failRate, st)
+				if id != uuid.Nil {
+					abMu.Lock()
+					abandoned = append(abandoned, id)
+					abMu.Unlock()
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	stopProgress := progress(func() string {
+		return fmt.Sprintf("buyers %d/%d  held %d  claimed %d  released %d  sold out %d",
+			done.Load(), *buyers, st.held.Load(), st.claimed.Load(), st.released.Load(), st.outOfStock.Load())
+	})
+feed:
+	for i := range *buyers {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopProgress()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	// Abandoned holds expire after their TTL; the sweeper gives their
+	// units back.
+	var expired int
+	if len(abandoned) > 0 {
+		wait := *ttl + 100*time.Millisecond
+		fmt.Fprintf(os.Stderr, "waiting %v for %d abandoned holds to expire...\n", wait.Round(100*time.Millisecond), len(abandoned))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for {
+			n, err := hc.SweepOnce(ctx)
+			if err != nil {
+				return err
+			}
+			expired += n
+			if n == 0 {
+				break
+			}
+		}
+	}
+
+	lvl, err := hc.Level(ctx, key)
+	if err != nil {
+		return err
+	}
+	rep, err := hc.CheckInvariant(ctx)
+	if err != nil {
+		return err
+	}
+	claimed := st.claimed.Load()
+	oversold := max(0, claimed-int64(*units))
+	lat := st.latencies
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	fmt.Printf("\nsummary (%v)\n", elapsed.Round(time.Millisecond))
+	fmt.Printf("  held           %6d  (reservations granted)\n", st.held.Load())
+	fmt.Printf("  claimed        %6d  (paid: permanently deducted)\n", claimed)
+	fmt.Printf("  released       %6d  (payment failed: units back)\n", st.released.Load())
+	fmt.Printf("  expired        %6d  (abandoned: swept after TTL)\n", expired)
+	fmt.Printf("  out of stock   %6d  (answered sold out)\n", st.outOfStock.Load())
+	fmt.Printf("  errors         %6d\n", st.errors.Load())
+	fmt.Printf("  oversold       %6d\n", oversold)
+	fmt.Printf("  throughput     %6.0f reservations/s\n", float64(len(lat))/elapsed.Seconds())
+	fmt.Printf("  reserve p50    %v, p99 %v\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond))
+	fmt.Printf("  stock now      available %d, held %d, pooled %d, sellable %d\n", lvl.Available, lvl.Held, lvl.Pooled, lvl.Sellable)
+	if rep.OK() && oversold == 0 && lvl.Available == *units-int(claimed) {
+		fmt.Printf("  invariant      OK: pooled + held <= available on all %d keys; available = %d - %d claimed\n", rep.Keys, *units, claimed)
+		return nil
+	}
+	fmt.Printf("  invariant      BROKEN: %s\n", rep)
+	return &exitError{code: 1, msg: "invariant broken"}
+}
+
+// buy is one buyer: reserve, "pay" outside any transaction, then claim,
+// release or abandon. It returns the checkout id of an abandoned hold.
+func buy(ctx context.Context, b demoBackend, shop int64, ttl time.Duration, payRate, failRate float64, st *demoStats) uuid.UUID {
+	id := uuid.New()
+	t0 := time.Now()
+	_, err := b.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: id, TTL: ttl,
+		Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
+	d := time.Since(t0)
+	st.mu.Lock()
+	st.latencies = append(st.latencies, d)
+	st.mu.Unlock()
+	switch {
+	case errors.Is(err, holdfast.ErrInsufficientStock):
+		st.outOfStock.Add(1)
+		return uuid.Nil
+	case err != nil:
+		if ctx.Err() == nil {
+			st.errors.Add(1)
+		}
+		return uuid.Nil
+	}
+	st.held.Add(1)
+	// The payment provider: no database connection is held meanwhile.
+	time.Sleep(time.Duration(rand.N(5)) * time.Millisecond)
+	switch r := rand.Float64(); {
+	case r < payRate:
+		if _, err := b.Claim(ctx, shop, id); err != nil {
+			st.errors.Add(1)
+			return uuid.Nil
+		}
+		st.claimed.Add(1)
+	case r < payRate+failRate:
+		if _, err := b.Release(ctx, shop, id); err != nil {
+			st.errors.Add(1)
+			return uuid.Nil
+		}
+		st.released.Add(1)
+	default:
+		return id
+	}
+	return uuid.Nil
+}
+
+// progress redraws a status line on stderr until the returned func is called.
+func progress(line func() string) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(os.Stderr, "\r\033[K%s\n", line())
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "\r\033[K%s", line())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
