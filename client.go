@@ -46,9 +46,10 @@ type Client struct {
 	sql      map[string]string
 	setLocal [3]string
 
-	keys    sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
-	texts   sync.Map // textKey -> tagged statement text
-	workers []*maint.Worker
+	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
+	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
+	texts     sync.Map // textKey -> tagged statement text
+	workers   []*maint.Worker
 }
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's

@@ -121,6 +121,13 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		c.cfg.Observer.Op(RouteReserve, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
+	if own && c.recentlySoldOut(req) {
+		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
+			err := &InsufficientStockError{Lines: short}
+			c.cfg.Observer.Op(RouteReserve, outcome(err, nil), time.Since(start))
+			return nil, err
+		}
+	}
 	var h *Hold
 	err = c.run(ctx, b, RouteReserve, own, true, func(tx pgx.Tx, slow bool) error {
 		var err error
@@ -128,10 +135,72 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		return err
 	})
 	c.cfg.Observer.Op(RouteReserve, outcome(err, h), time.Since(start))
+	var ise *InsufficientStockError
+	switch {
+	case errors.As(err, &ise):
+		for _, s := range ise.Lines {
+			c.soldOutAt.Store(Key{req.shop, s.ItemID, s.LocationID}, time.Now())
+		}
+	case err == nil:
+		for _, l := range req.lines {
+			c.soldOutAt.Delete(Key{req.shop, l.ItemID, l.LocationID})
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// soldOutHint is how long a key that answered sold out is checked with one
+// lock-free read before a reservation opens a transaction for it.
+const soldOutHint = time.Second
+
+func (c *Client) recentlySoldOut(req *reservation) bool {
+	now := time.Now()
+	for _, l := range req.lines {
+		if at, ok := c.soldOutAt.Load(Key{req.shop, l.ItemID, l.LocationID}); ok && now.Sub(at.(time.Time)) < soldOutHint {
+			return true
+		}
+	}
+	return false
+}
+
+// soldOut answers a reservation on a key that recently sold out in one round
+// trip and no transaction: the lines short in one snapshot of available and
+// held, unless the checkout already has a hold or outcome (then the normal
+// path answers it). Empty means: go the normal way.
+func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, error) {
+	items, locs, _ := columns(req.lines)
+	batch := &pgx.Batch{}
+	batch.Queue(c.q(ctx, RouteReserve, "hold_find"), req.checkout)
+	batch.Queue(c.q(ctx, RouteReserve, "sellable"), req.shop, items, locs)
+	br := c.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	exists := rows.Next()
+	rows.Close()
+	if exists || rows.Err() != nil {
+		return nil, rows.Err()
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, err
+	}
+	var short []Shortfall
+	for i := 0; rows.Next(); i++ {
+		var avail, held int
+		if err := rows.Scan(&avail, &held); err != nil {
+			return nil, err
+		}
+		if s := max(0, avail-held); s < req.lines[i].Quantity {
+			short = append(short, Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
+		}
+	}
+	return short, rows.Err()
 }
 
 // reserveOnce is one attempt: take every line's units from its key's buffer,
