@@ -48,6 +48,7 @@ type Client struct {
 
 	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
 	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
+	combiners sync.Map // Key -> *combiner: batch keys with reservations in flight
 	texts     sync.Map // textKey -> tagged statement text
 	workers   []*maint.Worker
 }
@@ -200,7 +201,10 @@ func (c *Client) run(ctx context.Context, b beginner, route string, own, idempot
 		}
 		attempt++
 		state := SQLState(err)
-		if state == "" {
+		switch {
+		case errors.Is(err, errRetry):
+			state = "race"
+		case state == "":
 			state = "connection"
 		}
 		c.cfg.Observer.Retry(route, state)

@@ -57,6 +57,9 @@ func (r *InvariantReport) String() string {
 func (c *Client) CheckInvariant(ctx context.Context) (*InvariantReport, error) {
 	rep := &InvariantReport{}
 	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL jit = off"); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "invariant"))
 		if err != nil {
 			return err

@@ -74,7 +74,7 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 			// Decided by someone else between our two statements.
 			return nil, errRetry
 		}
-		return c.lateClaim(ctx, tx, shop, checkout, slow)
+		return c.lateClaim(ctx, tx, shop, checkout)
 	}
 	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout); err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 
 // lateClaim serves a claim whose hold was swept: the same lines, taken
 // afresh from sellable stock, or an *ExpiredError with the shortfall.
-func (c *Client) lateClaim(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, slow bool) (*Hold, error) {
+func (c *Client) lateClaim(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) (*Hold, error) {
 	h, err := c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusExpired, StatusClaimed)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,16 @@ func (c *Client) lateClaim(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 	if h == nil {
 		return nil, errRetry
 	}
-	short, err := c.take(ctx, tx, RouteClaim, shop, h.Lines, slow)
+	// Take the keys' advisory locks first, in key order, as adjustments
+	// do: both then touch levels and buffers only while holding them, so a
+	// late claim and a stock adjustment never wait for each other in a
+	// cycle.
+	for _, l := range h.Lines {
+		if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "lock_key"), keyHash(Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+			return nil, err
+		}
+	}
+	short, err := c.take(ctx, tx, RouteClaim, shop, h.Lines, true)
 	if err != nil {
 		return nil, err
 	}

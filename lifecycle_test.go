@@ -11,7 +11,7 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
-var strategies = []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyPool, holdfast.StrategySlots}
+var strategies = []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyBatch, holdfast.StrategyPool, holdfast.StrategySlots}
 
 func TestLifecycle(t *testing.T) {
 	t.Parallel()

@@ -129,11 +129,20 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		}
 	}
 	var h *Hold
-	err = c.run(ctx, b, RouteReserve, own, true, func(tx pgx.Tx, slow bool) error {
-		var err error
-		h, err = c.reserveOnce(ctx, tx, req, slow)
-		return err
-	})
+	combined := false
+	if own && len(req.lines) == 1 {
+		k := Key{req.shop, req.lines[0].ItemID, req.lines[0].LocationID}
+		if ki, ok := c.keys.Load(k); ok && ki.(keyInfo).strategy == StrategyBatch && time.Since(ki.(keyInfo).at) < keyInfoTTL {
+			h, err, combined = c.reserveCombined(ctx, k, req)
+		}
+	}
+	if !combined {
+		err = c.run(ctx, b, RouteReserve, own, true, func(tx pgx.Tx, slow bool) error {
+			var err error
+			h, err = c.reserveOnce(ctx, tx, req, slow)
+			return err
+		})
+	}
 	c.cfg.Observer.Op(RouteReserve, outcome(err, h), time.Since(start))
 	var ise *InsufficientStockError
 	switch {

@@ -11,8 +11,11 @@ import (
 )
 
 // ownBeginner opens the client's own transactions. BEGIN and the
-// transaction's timeouts (SET LOCAL, so nothing leaks into a pooled server
-// connection behind PgBouncer) go in one round trip.
+// transaction's settings (SET LOCAL, so nothing leaks into a pooled server
+// connection behind PgBouncer) go in one round trip. JIT is off: the
+// engine's statements are short, and a JIT compile (a second on this
+// class of machine) would dwarf them whenever the planner's estimate for a
+// maintenance scan crosses jit_above_cost.
 type ownBeginner struct {
 	c     *Client
 	route string
@@ -39,7 +42,7 @@ func (c *Client) beginSQL(route string) string {
 	}
 	s := fmt.Sprintf("/* app='holdfast',route='%s' */ BEGIN ISOLATION LEVEL READ COMMITTED; "+
 		"SET LOCAL lock_timeout = '%s'; SET LOCAL statement_timeout = '%s'; "+
-		"SET LOCAL idle_in_transaction_session_timeout = '%s'",
+		"SET LOCAL idle_in_transaction_session_timeout = '%s'; SET LOCAL jit = off",
 		route, c.setLocal[0], c.setLocal[1], c.setLocal[2])
 	c.texts.Store(k, s)
 	return s

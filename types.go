@@ -67,6 +67,12 @@ const (
 	// with a conditional UPDATE. Right for most keys: cheap, no bloat, and a
 	// few thousand reservations a second per key.
 	StrategyCounter Strategy = "counter"
+	// StrategyBatch keeps a key's units in one counter row, like
+	// StrategyCounter, and combines the key's concurrent one-line
+	// reservations from one process into one transaction per batch, each
+	// request still granted or refused on its own. Uncontended it is the
+	// counter; contended it is the fastest strategy for Reserve on a hot key.
+	StrategyBatch Strategy = "batch"
 	// StrategyPool keeps a bounded pool of one row per sellable unit, taken
 	// with FOR UPDATE SKIP LOCKED (the design of the seed documents).
 	StrategyPool Strategy = "pool"
@@ -78,7 +84,7 @@ const (
 
 // Valid reports whether s names a strategy.
 func (s Strategy) Valid() bool {
-	return s == StrategyCounter || s == StrategyPool || s == StrategySlots
+	return s == StrategyCounter || s == StrategyBatch || s == StrategyPool || s == StrategySlots
 }
 
 // Level is a key's stock as holdfast accounts it.

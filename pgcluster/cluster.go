@@ -138,6 +138,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		"pg_stat_statements.track=all",
 		"compute_query_id=on",
 		"max_locks_per_transaction=256",
+		"jit=off",
 	}
 	if !opts.Durable {
 		settings = append(settings, "fsync=off", "synchronous_commit=off", "full_page_writes=off")

@@ -12,7 +12,7 @@ CREATE TABLE inventory_levels (
     inventory_item_id bigint      NOT NULL CHECK (inventory_item_id > 0),
     location_id       bigint      NOT NULL CHECK (location_id > 0),
     available         integer     NOT NULL CHECK (available >= 0),
-    strategy          text        CHECK (strategy IN ('counter', 'pool', 'slots')),
+    strategy          text        CHECK (strategy IN ('counter', 'batch', 'pool', 'slots')),
     pool_cap          integer     CHECK (pool_cap > 0),
     updated_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (shop_id, inventory_item_id, location_id)

@@ -1,0 +1,24 @@
+-- Create the holds of a combined batch of one-line reservations on one key,
+-- in checkout order (so two batches that share a retried checkout wait for
+-- each other in the same order), skipping checkouts that already have a hold
+-- or an outcome. Returns the holds created.
+-- $1 checkouts, $2 quantities, $3 ttls µs, $4 shop, $5 item, $6 location,
+-- $7 lifetime µs, $8 now (NULL: database clock).
+WITH r AS (
+    SELECT * FROM unnest($1::uuid[], $2::int[], $3::bigint[]) AS r(checkout_id, qty, ttl_us)
+), h AS (
+    INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
+    SELECT r.checkout_id, $4::bigint, 'held',
+           jsonb_build_array(jsonb_build_object('item_id', $5::bigint, 'location_id', $6::bigint, 'quantity', r.qty)),
+           t.now, t.now + r.ttl_us * interval '1 microsecond', t.now + $7::bigint * interval '1 microsecond'
+    FROM r, (SELECT coalesce($8::timestamptz, clock_timestamp()) AS now) t
+    ORDER BY r.checkout_id
+    ON CONFLICT (checkout_id) DO NOTHING
+    RETURNING checkout_id, created_at, expires_at, deadline, (lines -> 0 ->> 'quantity')::int AS qty
+), l AS (
+    INSERT INTO reserved_quantities
+        (shop_id, inventory_item_id, location_id, checkout_id, quantity, expires_at, created_at)
+    SELECT $4::bigint, $5::bigint, $6::bigint, h.checkout_id, h.qty, h.expires_at, h.created_at FROM h
+    RETURNING 1
+)
+SELECT checkout_id, created_at, expires_at, deadline, qty FROM h
