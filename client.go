@@ -131,13 +131,20 @@ func (c *Client) q(ctx context.Context, route, name string) string {
 	if !ok {
 		panic("holdfast: no statement " + name)
 	}
-	comment := "/* app='holdfast',route='" + route + "'"
-	if tag != "" {
-		comment += ",tag='" + tag + "'"
-	}
-	s := comment + " */ " + body
+	s := c.comment(ctx, route) + body
 	c.texts.Store(k, s)
 	return s
+}
+
+// comment is the sqlcommenter comment that attributes a statement to its
+// route (and the caller's tag), with a trailing space.
+func (c *Client) comment(ctx context.Context, route string) string {
+	tag, _ := ctx.Value(tagKey{}).(string)
+	s := "/* app='holdfast',route='" + route + "'"
+	if tag != "" {
+		s += ",tag='" + tag + "'"
+	}
+	return s + " */ "
 }
 
 // now is the injected clock as a statement argument; nil lets the database
@@ -208,21 +215,32 @@ func (c *Client) run(ctx context.Context, b beginner, route string, own, idempot
 			state = "connection"
 		}
 		c.cfg.Observer.Retry(route, state)
-		backoff := time.Duration(1<<min(attempt, 7)) * time.Millisecond
-		backoff = backoff/2 + rand.N(backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return c.mapErr(route, ctx.Err(), own, idempotent)
-		case <-t.C:
+		if err := c.backoff(ctx, attempt); err != nil {
+			return c.mapErr(route, err, own, idempotent)
 		}
+	}
+}
+
+// backoff waits before retry number attempt: jittered, exponential, at most
+// about 128 ms, or until ctx ends.
+func (c *Client) backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond
+	d = d/2 + rand.N(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
 func (c *Client) once(ctx context.Context, b beginner, route string, own bool, fn func(tx pgx.Tx) error) error {
 	if own {
 		b = ownBeginner{c: c, route: route}
+	} else if outer, ok := b.(pgx.Tx); ok {
+		b = savepointBeginner{c: c, outer: outer, route: route}
 	}
 	tx, err := b.Begin(ctx)
 	if err != nil {

@@ -2,12 +2,10 @@ package holdfast
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // CombineBatchMax bounds the reservations one combined transaction serves.
@@ -93,7 +91,9 @@ func (c *Client) runBatches(cb *combiner, k Key) {
 	}
 }
 
-// execBatch runs one combined transaction for batch and answers each request.
+// execBatch runs one combined statement for batch, in autocommit (one round
+// trip, one commit), and answers each request: with its hold, or by sending
+// it to the plain path (short of units, or an existing checkout).
 func (c *Client) execBatch(k Key, batch []*batchReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*c.cfg.StatementTimeout)
 	defer cancel()
@@ -102,6 +102,9 @@ func (c *Client) execBatch(k Key, batch []*batchReq) {
 	// the plain path, where they find its hold.
 	seen := make(map[uuid.UUID]bool, len(batch))
 	var uniq []*batchReq
+	ids := make([]uuid.UUID, 0, len(batch))
+	qtys := make([]int32, 0, len(batch))
+	ttls := make([]int64, 0, len(batch))
 	for _, r := range batch {
 		if seen[r.req.checkout] {
 			r.done <- batchResult{plain: true}
@@ -109,143 +112,63 @@ func (c *Client) execBatch(k Key, batch []*batchReq) {
 		}
 		seen[r.req.checkout] = true
 		uniq = append(uniq, r)
+		ids = append(ids, r.req.checkout)
+		qtys = append(qtys, int32(r.req.lines[0].Quantity))
+		ttls = append(ttls, r.req.ttl.Microseconds())
 	}
 
-	results := make([]batchResult, len(uniq))
-	err := c.run(ctx, c.pool, RouteReserve, true, true, func(tx pgx.Tx, _ bool) error {
-		clear(results)
-		units, err := c.batchUnits(ctx, tx, k)
+	created := make(map[uuid.UUID]*Hold, len(uniq))
+	err := c.runStatement(ctx, RouteReserve, func() error {
+		clear(created)
+		rows, err := c.pool.Query(ctx, c.q(ctx, RouteReserve, "batch_reserve"),
+			ids, qtys, ttls, k.ShopID, k.ItemID, k.LocationID, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
 		if err != nil {
 			return err
 		}
-		granted := make([]bool, len(uniq))
-		grant := func() (missing bool) {
-			for i, r := range uniq {
-				if granted[i] {
-					continue
-				}
-				if q := r.req.lines[0].Quantity; q <= units {
-					granted[i], units = true, units-q
-				} else {
-					missing = true
-				}
-			}
-			return missing
-		}
-		sellable := -1 // available - held before this batch, when read
-		if grant() {
-			// Short: refill from the ledger under the key's lock when
-			// there is unallocated stock, then grant again.
-			s, err := c.sellable(ctx, tx, RouteReserve, k.ShopID, []Line{{ItemID: k.ItemID, LocationID: k.LocationID}})
-			if err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			h := &Hold{ShopID: k.ShopID, Status: StatusHeld}
+			var q int
+			if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &q); err != nil {
 				return err
 			}
-			sellable = s[0]
-			if sellable > units {
-				if _, err := tx.Exec(ctx, c.q(ctx, RouteReserve, "lock_key"), keyHash(k)); err != nil {
-					return err
-				}
-				res, err := c.refill(ctx, tx, RouteReserve, []Key{k})
-				if err != nil {
-					return err
-				}
-				if res[0].added > 0 {
-					c.cfg.Observer.Replenished(k, true, res[0].added)
-					units += res[0].added
-					grant()
-				}
-			}
+			h.Lines = []Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: q}}
+			created[h.CheckoutID] = h
 		}
-
-		var ids []uuid.UUID
-		var qtys []int32
-		var ttls []int64
-		var refused []uuid.UUID
-		for i, r := range uniq {
-			if granted[i] {
-				ids = append(ids, r.req.checkout)
-				qtys = append(qtys, int32(r.req.lines[0].Quantity))
-				ttls = append(ttls, r.req.ttl.Microseconds())
-			} else {
-				refused = append(refused, r.req.checkout)
-			}
-		}
-		created := map[uuid.UUID]*Hold{}
-		total := 0
-		if len(ids) > 0 {
-			rows, err := tx.Query(ctx, c.q(ctx, RouteReserve, "batch_create"),
-				ids, qtys, ttls, k.ShopID, k.ItemID, k.LocationID, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				h := &Hold{ShopID: k.ShopID, Status: StatusHeld}
-				var q int
-				if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &q); err != nil {
-					return err
-				}
-				h.Lines = []Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: q}}
-				created[h.CheckoutID] = h
-				total += q
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-		if total > 0 {
-			if _, err := tx.Exec(ctx, c.q(ctx, RouteReserve, "batch_take"), k.ShopID, k.ItemID, k.LocationID, total); err != nil {
-				return err
-			}
-		}
-		// Refused checkouts that already exist are retries: the plain
-		// path answers them with their hold or outcome.
-		existing := map[uuid.UUID]bool{}
-		if len(refused) > 0 {
-			rows, err := tx.Query(ctx, c.q(ctx, RouteReserve, "holds_exist"), refused)
-			if err != nil {
-				return err
-			}
-			ex, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-			if err != nil {
-				return err
-			}
-			for _, id := range ex {
-				existing[id] = true
-			}
-		}
-		left := max(0, sellable-total) // sellable after this batch
-		for i, r := range uniq {
-			l := r.req.lines[0]
-			switch h, ok := created[r.req.checkout]; {
-			case ok:
-				results[i] = batchResult{h: h}
-			case granted[i] || existing[r.req.checkout] || l.Quantity <= left:
-				// A retry, or stock the counter row does not hold (the
-				// key changed strategy, or units are in flight).
-				results[i] = batchResult{plain: true}
-			default:
-				results[i] = batchResult{err: &InsufficientStockError{Lines: []Shortfall{{
-					ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: left,
-				}}}}
-			}
-		}
-		return nil
+		return rows.Err()
 	})
-	for i, r := range uniq {
-		if err != nil {
+	for _, r := range uniq {
+		switch h, ok := created[r.req.checkout]; {
+		case err != nil:
 			r.done <- batchResult{err: err}
-		} else {
-			r.done <- results[i]
+		case ok:
+			r.done <- batchResult{h: h}
+		default:
+			r.done <- batchResult{plain: true}
 		}
 	}
 }
 
-// batchUnits locks the key's counter row and returns its units.
-func (c *Client) batchUnits(ctx context.Context, tx pgx.Tx, k Key) (int, error) {
-	var units int
-	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "batch_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&units)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+// runStatement runs one autocommit statement with the retry policy of run:
+// it is its own transaction, so a retry re-runs all of it. The caller's
+// statement must be idempotent (batch_reserve is: it skips checkouts that
+// exist).
+func (c *Client) runStatement(ctx context.Context, route string, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if !(retryable(err) || connectionLost(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
+			return c.mapErr(route, err, true, true)
+		}
+		state := SQLState(err)
+		if state == "" {
+			state = "connection"
+		}
+		c.cfg.Observer.Retry(route, state)
+		if err := c.backoff(ctx, attempt+1); err != nil {
+			return c.mapErr(route, err, true, true)
+		}
 	}
-	return units, err
 }

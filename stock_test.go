@@ -143,6 +143,7 @@ func TestAdjustShrinksAndOverCommits(t *testing.T) {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, holdfast.Config{Strategy: s, Slots: 4}, 0)
+			e.allowOver = true
 			ctx := context.Background()
 			k := holdfast.Key{ShopID: 1, ItemID: 8, LocationID: 1}
 			e.stock(k, 10)

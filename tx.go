@@ -40,10 +40,10 @@ func (c *Client) beginSQL(route string) string {
 	if s, ok := c.texts.Load(k); ok {
 		return s.(string)
 	}
-	s := fmt.Sprintf("/* app='holdfast',route='%s' */ BEGIN ISOLATION LEVEL READ COMMITTED; "+
+	s := fmt.Sprintf("%sBEGIN ISOLATION LEVEL READ COMMITTED; "+
 		"SET LOCAL lock_timeout = '%s'; SET LOCAL statement_timeout = '%s'; "+
 		"SET LOCAL idle_in_transaction_session_timeout = '%s'; SET LOCAL jit = off",
-		route, c.setLocal[0], c.setLocal[1], c.setLocal[2])
+		c.comment(context.Background(), route), c.setLocal[0], c.setLocal[1], c.setLocal[2])
 	c.texts.Store(k, s)
 	return s
 }
@@ -114,3 +114,48 @@ func (t *ownTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 }
 
 func (t *ownTx) Conn() *pgx.Conn { return t.conn.Conn() }
+
+// savepointBeginner runs an operation inside the caller's transaction, in a
+// savepoint whose statements carry the route's comment, so a caller's
+// transaction left idle after a …Tx call is still attributed to holdfast's
+// route in pg_stat_activity.
+type savepointBeginner struct {
+	c     *Client
+	outer pgx.Tx
+	route string
+}
+
+func (b savepointBeginner) Begin(ctx context.Context) (pgx.Tx, error) {
+	comment := b.c.comment(ctx, b.route)
+	if _, err := b.outer.Exec(ctx, comment+"SAVEPOINT holdfast"); err != nil {
+		return nil, err
+	}
+	return &savepointTx{Tx: b.outer, comment: comment}, nil
+}
+
+// savepointTx is the caller's transaction inside holdfast's savepoint.
+type savepointTx struct {
+	pgx.Tx
+	comment string
+	done    bool
+}
+
+func (t *savepointTx) Begin(ctx context.Context) (pgx.Tx, error) { return nil, errNoNesting }
+
+func (t *savepointTx) Commit(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	t.done = true
+	_, err := t.Tx.Exec(ctx, t.comment+"RELEASE SAVEPOINT holdfast")
+	return err
+}
+
+func (t *savepointTx) Rollback(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	t.done = true
+	_, err := t.Tx.Exec(ctx, t.comment+"ROLLBACK TO SAVEPOINT holdfast; RELEASE SAVEPOINT holdfast")
+	return err
+}
