@@ -48,7 +48,7 @@ type Client struct {
 
 	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
 	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
-	combiners sync.Map // Key -> *combiner: batch keys with reservations in flight
+	combiner  combiner // contended reservations on batch keys
 	texts     sync.Map // textKey -> tagged statement text
 	workers   []*maint.Worker
 }

@@ -6,17 +6,19 @@ import (
 	"sync/atomic"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // CombineBatchMax bounds the reservations one combined transaction serves.
 const CombineBatchMax = 256
 
-// combiner turns a batch key's contended reservations from this process into
-// one transaction per batch: the counter row is locked once, every request
-// is granted or refused on its own (all-or-nothing, idempotent on its
+// combiner turns the contended reservations on batch keys from this
+// process into one statement per batch — one transaction, one commit, for
+// up to CombineBatchMax reservations over any keys. Every request is still
+// granted or refused on its own (all-or-nothing, idempotent on its
 // checkout), and each caller gets its own answer. An uncontended request
-// takes the plain path, so a key is promoted to combining while contention
-// shows and demoted as soon as it cools.
+// takes the plain path, so keys are combined while contention shows and
+// stop being combined as soon as it cools.
 type combiner struct {
 	inflight atomic.Int64
 	mu       sync.Mutex
@@ -25,6 +27,7 @@ type combiner struct {
 }
 
 type batchReq struct {
+	key  Key
 	req  *reservation
 	done chan batchResult // buffered: the batch never blocks on a caller
 }
@@ -32,30 +35,28 @@ type batchReq struct {
 type batchResult struct {
 	h   *Hold
 	err error
-	// plain asks the caller to resolve the request on the plain path: a
-	// checkout that already has a hold or outcome, or a duplicate within
-	// the batch.
+	// plain asks the caller to resolve the request on the plain path: short
+	// of units, a checkout that already has a hold or outcome, or a
+	// duplicate within the batch.
 	plain bool
 }
 
-// reserveCombined serves req through the key's combiner when another
-// reservation of the key is in flight in this process. ok is false when the
-// caller should take the plain path.
+// reserveCombined serves req through the combiner when another combinable
+// reservation is in flight in this process (the caller counts itself in
+// combiner.inflight for as long as it is). ok is false when the caller
+// should take the plain path.
 func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (h *Hold, err error, ok bool) {
-	v, _ := c.combiners.LoadOrStore(k, &combiner{})
-	cb := v.(*combiner)
-	n := cb.inflight.Add(1)
-	defer cb.inflight.Add(-1)
+	cb := &c.combiner
 	cb.mu.Lock()
-	if n == 1 && !cb.running {
+	if cb.inflight.Load() <= 1 && !cb.running {
 		cb.mu.Unlock()
 		return nil, nil, false
 	}
-	r := &batchReq{req: req, done: make(chan batchResult, 1)}
+	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
 	cb.pending = append(cb.pending, r)
 	if !cb.running {
 		cb.running = true
-		go c.runBatches(cb, k)
+		go c.runBatches()
 	}
 	cb.mu.Unlock()
 	select {
@@ -71,40 +72,38 @@ func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (
 	}
 }
 
-// runBatches serves the combiner's pending requests, a batch at a time,
-// until none are left.
-func (c *Client) runBatches(cb *combiner, k Key) {
+// runBatches serves the pending requests, a batch at a time, until none are
+// left. While one batch runs, the next one gathers.
+func (c *Client) runBatches() {
+	cb := &c.combiner
 	for {
 		cb.mu.Lock()
 		if len(cb.pending) == 0 {
 			cb.running = false
-			if cb.inflight.Load() == 0 {
-				c.combiners.CompareAndDelete(k, cb)
-			}
 			cb.mu.Unlock()
 			return
 		}
 		batch := cb.pending[:min(len(cb.pending), CombineBatchMax)]
 		cb.pending = cb.pending[len(batch):]
 		cb.mu.Unlock()
-		c.execBatch(k, batch)
+		c.execBatch(batch)
 	}
 }
 
-// execBatch runs one combined statement for batch, in autocommit (one round
-// trip, one commit), and answers each request: with its hold, or by sending
-// it to the plain path (short of units, or an existing checkout).
-func (c *Client) execBatch(k Key, batch []*batchReq) {
+// execBatch runs one transaction for batch — lock the keys' counter rows,
+// grant, create the holds and take their units — and answers each request:
+// with its hold, or by sending it to the plain path.
+func (c *Client) execBatch(batch []*batchReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*c.cfg.StatementTimeout)
 	defer cancel()
 
 	// A checkout twice in one batch: the first is served here, the rest on
 	// the plain path, where they find its hold.
 	seen := make(map[uuid.UUID]bool, len(batch))
-	var uniq []*batchReq
-	ids := make([]uuid.UUID, 0, len(batch))
-	qtys := make([]int32, 0, len(batch))
-	ttls := make([]int64, 0, len(batch))
+	uniq := make([]*batchReq, 0, len(batch))
+	n := len(batch)
+	ids, qtys, ttls := make([]uuid.UUID, 0, n), make([]int32, 0, n), make([]int64, 0, n)
+	shops, items, locs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	for _, r := range batch {
 		if seen[r.req.checkout] {
 			r.done <- batchResult{plain: true}
@@ -115,24 +114,54 @@ func (c *Client) execBatch(k Key, batch []*batchReq) {
 		ids = append(ids, r.req.checkout)
 		qtys = append(qtys, int32(r.req.lines[0].Quantity))
 		ttls = append(ttls, r.req.ttl.Microseconds())
+		shops, items, locs = append(shops, r.key.ShopID), append(items, r.key.ItemID), append(locs, r.key.LocationID)
 	}
 
 	created := make(map[uuid.UUID]*Hold, len(uniq))
-	err := c.runStatement(ctx, RouteReserve, func() error {
+	err := c.run(ctx, c.pool, RouteReserve, true, true, func(tx pgx.Tx, _ bool) error {
 		clear(created)
-		rows, err := c.pool.Query(ctx, c.q(ctx, RouteReserve, "batch_reserve"),
-			ids, qtys, ttls, k.ShopID, k.ItemID, k.LocationID, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
+		// Lock the keys' counters and grant each key's requests in
+		// arrival order while they fit.
+		rows, err := tx.Query(ctx, c.q(ctx, RouteReserve, "batch_lock"), shops, items, locs)
+		if err != nil {
+			return err
+		}
+		units := map[Key]int{}
+		for rows.Next() {
+			var k Key
+			var u int
+			if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &u); err != nil {
+				return err
+			}
+			units[k] = u
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var gIDs []uuid.UUID
+		var gQtys []int32
+		var gTTLs, gShops, gItems, gLocs []int64
+		for i, r := range uniq {
+			if q := int(qtys[i]); q <= units[r.key] {
+				units[r.key] -= q
+				gIDs, gQtys, gTTLs = append(gIDs, ids[i]), append(gQtys, qtys[i]), append(gTTLs, ttls[i])
+				gShops, gItems, gLocs = append(gShops, shops[i]), append(gItems, items[i]), append(gLocs, locs[i])
+			}
+		}
+		if len(gIDs) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, c.q(ctx, RouteReserve, "batch_reserve"),
+			gIDs, gQtys, gTTLs, gShops, gItems, gLocs, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			h := &Hold{ShopID: k.ShopID, Status: StatusHeld}
-			var q int
-			if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &q); err != nil {
+			h := &Hold{Status: StatusHeld}
+			if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 				return err
 			}
-			h.Lines = []Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: q}}
 			created[h.CheckoutID] = h
 		}
 		return rows.Err()
@@ -142,33 +171,10 @@ func (c *Client) execBatch(k Key, batch []*batchReq) {
 		case err != nil:
 			r.done <- batchResult{err: err}
 		case ok:
+			h.ShopID, h.Lines = r.req.shop, r.req.lines
 			r.done <- batchResult{h: h}
 		default:
 			r.done <- batchResult{plain: true}
-		}
-	}
-}
-
-// runStatement runs one autocommit statement with the retry policy of run:
-// it is its own transaction, so a retry re-runs all of it. The caller's
-// statement must be idempotent (batch_reserve is: it skips checkouts that
-// exist).
-func (c *Client) runStatement(ctx context.Context, route string, fn func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if !(retryable(err) || connectionLost(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return c.mapErr(route, err, true, true)
-		}
-		state := SQLState(err)
-		if state == "" {
-			state = "connection"
-		}
-		c.cfg.Observer.Retry(route, state)
-		if err := c.backoff(ctx, attempt+1); err != nil {
-			return c.mapErr(route, err, true, true)
 		}
 	}
 }

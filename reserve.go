@@ -132,7 +132,14 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 	combined := false
 	if own && len(req.lines) == 1 {
 		k := Key{req.shop, req.lines[0].ItemID, req.lines[0].LocationID}
-		if ki, ok := c.keys.Load(k); ok && ki.(keyInfo).strategy == StrategyBatch && time.Since(ki.(keyInfo).at) < keyInfoTTL {
+		// A stale cache entry is safe here: if the key left the batch
+		// strategy its counter row is empty, the batch refuses, and the
+		// plain path refreshes the entry.
+		if ki, ok := c.keys.Load(k); ok && ki.(keyInfo).strategy == StrategyBatch {
+			// In flight until answered, on either path: the measure of
+			// contention that decides whether to combine.
+			c.combiner.inflight.Add(1)
+			defer c.combiner.inflight.Add(-1)
 			h, err, combined = c.reserveCombined(ctx, k, req)
 		}
 	}
@@ -366,7 +373,7 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		if infos[i].strategy == StrategyPool {
 			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
 		} else {
-			err = tx.QueryRow(ctx, c.q(ctx, route, "take_gather"), shop, l.ItemID, l.LocationID, l.Quantity, true).Scan(&got)
+			got, err = c.gather(ctx, tx, route, k, l.Quantity, true)
 		}
 		if err != nil {
 			return nil, err

@@ -146,7 +146,7 @@ func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all
 			excess -= got
 		}
 		if excess > 0 && st.counterUnits > 0 {
-			if err := tx.QueryRow(ctx, c.q(ctx, route, "take_gather"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.counterUnits), false).Scan(&got); err != nil {
+			if _, err := c.gather(ctx, tx, route, k, min(excess, st.counterUnits), false); err != nil {
 				return err
 			}
 		}
@@ -268,4 +268,35 @@ func (c *Client) refill(ctx context.Context, tx pgx.Tx, route string, keys []Key
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// gather takes q units across every slot of a counter or slotted key,
+// waiting for the slot locks (in slot order): all or nothing when whole is
+// set, else as many as there are. Used under the key's advisory lock, by a
+// reservation's slow path and to shrink a buffer. Returns the units taken.
+func (c *Client) gather(ctx context.Context, tx pgx.Tx, route string, k Key, q int, whole bool) (int, error) {
+	rows, err := tx.Query(ctx, c.q(ctx, route, "slots_lock"), k.ShopID, k.ItemID, k.LocationID)
+	if err != nil {
+		return 0, err
+	}
+	var slots, takes []int32
+	taken := 0
+	for rows.Next() {
+		var slot, units int32
+		if err := rows.Scan(&slot, &units); err != nil {
+			return 0, err
+		}
+		if t := min(int(units), q-taken); t > 0 {
+			slots, takes = append(slots, slot), append(takes, int32(t))
+			taken += t
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if taken == 0 || (whole && taken < q) {
+		return 0, nil
+	}
+	_, err = tx.Exec(ctx, c.q(ctx, route, "slots_take"), k.ShopID, k.ItemID, k.LocationID, slots, takes)
+	return taken, err
 }

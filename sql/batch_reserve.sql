@@ -1,39 +1,37 @@
--- A combined batch of one-line reservations on one counter key, in one
--- statement (and so, in autocommit, one transaction): lock the key's counter
--- row, grant requests in order while their running total fits its units,
--- create the granted holds (in checkout order, skipping checkouts that
--- already have a hold or an outcome), and take from the counter exactly the
--- units of the holds created. Requests not returned are answered on the
--- plain path: short (refill or sold out) or already existing.
--- $1 checkouts, $2 quantities, $3 ttls µs, $4 shop, $5 item, $6 location,
+-- Create the holds a combined batch granted and take their units from the
+-- counter rows the batch holds locked (sql/batch_lock.sql). Holds are created
+-- in checkout order, skipping checkouts that already have a hold or an
+-- outcome; each counter gives exactly the units of the holds created.
+-- Returns the holds created.
+-- $1 checkouts, $2 quantities, $3 ttls µs, $4 shops, $5 items, $6 locations,
 -- $7 lifetime µs, $8 now (NULL: database clock).
-WITH c AS MATERIALIZED (
-    SELECT units FROM inventory_counters
-    WHERE shop_id = $4::bigint AND inventory_item_id = $5::bigint AND location_id = $6::bigint AND slot = 0
-    FOR UPDATE
-), r AS (
-    SELECT r.*, sum(r.qty) OVER (ORDER BY r.n) AS cum
-    FROM unnest($1::uuid[], $2::int[], $3::bigint[]) WITH ORDINALITY AS r(checkout_id, qty, ttl_us, n)
+WITH g AS (
+    SELECT *
+    FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+         AS g(checkout_id, qty, ttl_us, shop_id, item, location)
 ), h AS (
     INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
-    SELECT r.checkout_id, $4::bigint, 'held',
-           jsonb_build_array(jsonb_build_object('item_id', $5::bigint, 'location_id', $6::bigint, 'quantity', r.qty)),
-           t.now, t.now + r.ttl_us * interval '1 microsecond', t.now + $7::bigint * interval '1 microsecond'
-    FROM r, c, (SELECT coalesce($8::timestamptz, clock_timestamp()) AS now) t
-    WHERE r.cum <= c.units
-    ORDER BY r.checkout_id
+    SELECT g.checkout_id, g.shop_id, 'held',
+           jsonb_build_array(jsonb_build_object('item_id', g.item, 'location_id', g.location, 'quantity', g.qty)),
+           t.now, t.now + g.ttl_us * interval '1 microsecond', t.now + $7::bigint * interval '1 microsecond'
+    FROM g, (SELECT coalesce($8::timestamptz, clock_timestamp()) AS now) t
+    ORDER BY g.checkout_id
     ON CONFLICT (checkout_id) DO NOTHING
-    RETURNING checkout_id, created_at, expires_at, deadline, (lines -> 0 ->> 'quantity')::int AS qty
+    RETURNING checkout_id, shop_id, created_at, expires_at, deadline,
+              (lines -> 0 ->> 'item_id')::bigint AS item,
+              (lines -> 0 ->> 'location_id')::bigint AS location,
+              (lines -> 0 ->> 'quantity')::int AS qty
 ), l AS (
     INSERT INTO reserved_quantities
         (shop_id, inventory_item_id, location_id, checkout_id, quantity, expires_at, created_at)
-    SELECT $4::bigint, $5::bigint, $6::bigint, h.checkout_id, h.qty, h.expires_at, h.created_at FROM h
+    SELECT h.shop_id, h.item, h.location, h.checkout_id, h.qty, h.expires_at, h.created_at FROM h
     RETURNING 1
 ), u AS (
-    UPDATE inventory_counters
-    SET units = units - (SELECT sum(qty) FROM h)
-    WHERE shop_id = $4::bigint AND inventory_item_id = $5::bigint AND location_id = $6::bigint AND slot = 0
-      AND EXISTS (SELECT 1 FROM h)
+    UPDATE inventory_counters ic
+    SET units = ic.units - s.total
+    FROM (SELECT shop_id, item, location, sum(qty) AS total FROM h GROUP BY 1, 2, 3) s
+    WHERE ic.shop_id = s.shop_id AND ic.inventory_item_id = s.item
+      AND ic.location_id = s.location AND ic.slot = 0
     RETURNING 1
 )
-SELECT checkout_id, created_at, expires_at, deadline, qty FROM h
+SELECT checkout_id, created_at, expires_at, deadline FROM h

@@ -15,6 +15,9 @@ WITH picked AS MATERIALIZED (
     FROM picked p
     WHERE c.shop_id = $1::bigint AND c.inventory_item_id = $2::bigint
       AND c.location_id = $3::bigint AND c.slot = p.slot
+      -- Rechecked on the row as it is now: the guard does not rely on the
+      -- CTE having re-read a row updated since the statement's snapshot.
+      AND c.units >= $4::int
     RETURNING 1
 )
 SELECT (count(*) * $4::int)::int FROM t

@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// counterOf returns the counter strategy's result for the same scenario and
+// clients as res, if the report has one.
+func (rep *Report) counterOf(res *Result) *Result {
+	for i := range rep.Runs {
+		o := &rep.Runs[i]
+		if o.Strategy == "counter" && o.Scenario == res.Scenario && o.Clients == res.Clients {
+			return o
+		}
+	}
+	return nil
+}
+
+// WriteTable writes the report as a readable table, then what the backends
+// were waiting on.
+func (rep *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tclients\tstrategy\tholds/s\tx counter\tx ceiling\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tretries\tdead\tcheck\t")
+	prev := ""
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		if prev != "" && r.Scenario != prev {
+			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+		}
+		prev = r.Scenario
+		xc := "-"
+		if c := rep.counterOf(r); c != nil && c.HoldsPerSec > 0 {
+			xc = fmt.Sprintf("%.2f", r.HoldsPerSec/c.HoldsPerSec)
+		}
+		xl := "-"
+		if r.CommitCeiling > 0 {
+			xl = fmt.Sprintf("%.2f", r.HoldsPerSec/r.CommitCeiling)
+		}
+		check := "ok"
+		if r.Failed() {
+			check = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%d\t%s\t\n",
+			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, r.P50ms, r.P95ms, r.P99ms, r.Maxms,
+			codes(r.Errors, r.ErrorsByCode), codes(r.Retries, r.RetriesByCode), r.DeadTuples, check)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for i := range rep.Runs {
+		if r := &rep.Runs[i]; r.Scenario == ScenarioSoldout {
+			fmt.Fprintf(w, "soldout %-10s %d units held, %d attempts answered in %.0f ms (%d sold out, %d errors)\n",
+				r.Strategy, r.HeldUnits, r.Holds+r.SoldOut+r.Errors, r.ElapsedMs, r.SoldOut, r.Errors)
+		}
+	}
+	for i := range rep.Runs {
+		if r := &rep.Runs[i]; r.Failed() {
+			fmt.Fprintf(w, "FAIL %s %s c=%d: oversold %d: %s\n", r.Strategy, r.Scenario, r.Clients, r.Oversold, r.Problem)
+		}
+	}
+	fmt.Fprint(w, "commit ceiling (one-row insert per transaction):")
+	keys := make([]int, 0, len(rep.Ceilings))
+	for c := range rep.Ceilings {
+		keys = append(keys, c)
+	}
+	sort.Ints(keys)
+	for _, c := range keys {
+		fmt.Fprintf(w, "  c=%d %.0f/s", c, rep.Ceilings[c])
+	}
+	fmt.Fprintln(w)
+	if rep.LoadBefore != "" {
+		fmt.Fprintf(w, "load average: %s before, %s after (this machine has %d CPUs)\n", rep.LoadBefore, rep.LoadAfter, runtime.NumCPU())
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tclients\tstrategy\tcpu go%\tcpu pg%\tcpu other%\tbusy backends by wait event (avg)\tdead created\tinline refills")
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\n", r.Scenario, r.Clients, r.Strategy, r.GoCPU, r.PgCPU, r.OtherCPU, topWaits(r.Waits, 4), r.DeadCreated, r.InlineRefills)
+	}
+	return tw.Flush()
+}
+
+// codes formats a total with its breakdown: "12 (40P01:10 55P03:2)".
+func codes(total int64, by map[string]int64) string {
+	if total == 0 {
+		return "0"
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s:%d", k, by[k])
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, " "))
+}
+
+func topWaits(w map[string]float64, n int) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var all []kv
+	for k, v := range w {
+		all = append(all, kv{k, v})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].v != all[j].v {
+			return all[i].v > all[j].v
+		}
+		return all[i].k < all[j].k
+	})
+	var parts []string
+	for i, e := range all {
+		if i == n {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f", e.k, e.v))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteJSON writes the report as JSON: {"runs": [...], ...}.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteFile writes the report to path with write (WriteJSON, WriteSVG).
+func WriteFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

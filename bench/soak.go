@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SoakOptions shapes Soak.
+type SoakOptions struct {
+	// Duration of the soak. Defaults to 10 minutes.
+	Duration time.Duration
+	// Interval between samples. Defaults to one minute.
+	Interval time.Duration
+	// Clients defaults to 64.
+	Clients int
+}
+
+// SoakInterval is one sample of a soak.
+type SoakInterval struct {
+	End         string  `json:"end"`
+	HoldsPerSec float64 `json:"holds_per_sec"`
+	// BusiestTable is the table a reservation writes with the largest
+	// dead-tuple share, and that share in percent.
+	BusiestTable string  `json:"busiest_table"`
+	DeadPct      float64 `json:"dead_pct"`
+}
+
+// SoakReport is the outcome of Soak.
+type SoakReport struct {
+	Strategy  string         `json:"strategy"`
+	Clients   int            `json:"clients"`
+	Intervals []SoakInterval `json:"intervals"`
+	Result    Result         `json:"result"`
+	// LastVsFirst is the last interval's throughput over the first's.
+	LastVsFirst float64 `json:"last_vs_first"`
+	MaxDeadPct  float64 `json:"max_dead_pct"`
+	// Met: last interval within 10% of the first, no table above 20% dead.
+	Met bool `json:"met"`
+}
+
+// Soak runs the hot scenario at so.Clients for so.Duration on the best
+// strategy — the only one in o.Strategies, or the engine strategy with the
+// most holds/s in a hot run of o.Duration at so.Clients — sampling
+// throughput and dead tuples every so.Interval. The run is audited like any
+// other; an incorrect one returns an error wrapping ErrIncorrect.
+func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
+	if so.Duration == 0 {
+		so.Duration = 10 * time.Minute
+	}
+	if so.Interval == 0 {
+		so.Interval = time.Minute
+	}
+	if so.Clients == 0 {
+		so.Clients = 64
+	}
+	o.Scenarios = []string{ScenarioHot}
+	o.Clients = []int{so.Clients}
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	defer r.progressDone()
+	sc, _ := newScenario(ScenarioHot, &o)
+	best := o.Strategies[0]
+	if len(o.Strategies) > 1 {
+		bestRate := -1.0
+		for _, s := range o.Strategies {
+			if !IsEngine(s) {
+				continue
+			}
+			res, err := r.run(ctx, s, sc, so.Clients)
+			if err != nil {
+				return nil, err
+			}
+			if res.Failed() {
+				return nil, fmt.Errorf("%w: %s: %s", ErrIncorrect, s, res.Problem)
+			}
+			if res.HoldsPerSec > bestRate {
+				best, bestRate = s, res.HoldsPerSec
+			}
+		}
+	}
+	rep := &SoakReport{Strategy: best, Clients: so.Clients}
+	// The soak itself: run's steps with a sampling tick.
+	var statsPool *pgxpool.Pool
+	var tables []string
+	last, lastAt := int64(0), time.Time{}
+	start := time.Now()
+	r.onRun = func(pool *pgxpool.Pool, rs reserver) { statsPool, tables = pool, rs.tables() }
+	r.tick, r.window = so.Interval, so.Duration
+	r.onTick = func(holds int64) {
+		now := time.Now()
+		if lastAt.IsZero() {
+			lastAt = now.Add(-so.Interval)
+		}
+		iv := SoakInterval{End: now.Sub(start).Round(time.Second).String(), HoldsPerSec: float64(holds-last) / now.Sub(lastAt).Seconds()}
+		last, lastAt = holds, now
+		if statsPool != nil {
+			var live, dead int64
+			if err := statsPool.QueryRow(ctx, query("stats_busiest"), tables).Scan(&iv.BusiestTable, &live, &dead); err == nil {
+				iv.DeadPct = float64(int64(1000*dead/max(1, live+dead))) / 10
+			}
+		}
+		rep.Intervals = append(rep.Intervals, iv)
+	}
+	res, err := r.run(ctx, best, sc, so.Clients)
+	if err != nil {
+		return nil, err
+	}
+	rep.Result = *res
+	ivs := rep.Intervals
+	if n := len(ivs); n > 1 && ivs[0].HoldsPerSec > 0 {
+		rep.LastVsFirst = ivs[n-1].HoldsPerSec / ivs[0].HoldsPerSec
+	}
+	for _, iv := range ivs {
+		rep.MaxDeadPct = max(rep.MaxDeadPct, iv.DeadPct)
+	}
+	rep.Met = rep.LastVsFirst >= 0.9 && rep.MaxDeadPct <= 20 && !res.Failed()
+	if res.Failed() {
+		return rep, fmt.Errorf("%w: %s: %s", ErrIncorrect, best, res.Problem)
+	}
+	return rep, nil
+}
+
+// WriteJSON writes the soak report as JSON.
+func (rep *SoakReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTable writes the soak's intervals and verdict.
+func (rep *SoakReport) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "soak: hot, %d clients, strategy %s\n", rep.Clients, rep.Strategy)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "at\tholds/s\tbusiest table\tdead %\t")
+	for _, iv := range rep.Intervals {
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t\n", iv.End, iv.HoldsPerSec, iv.BusiestTable, iv.DeadPct)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verdict := "MET"
+	if !rep.Met {
+		verdict = "NOT MET"
+	}
+	fmt.Fprintf(w, "last/first throughput %.2f (target >= 0.90), max dead %.1f%% (target <= 20%%), p99 %.1f ms, oversold %d: %s\n",
+		rep.LastVsFirst, rep.MaxDeadPct, rep.Result.P99ms, rep.Result.Oversold, verdict)
+	return nil
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// palette colours strategies in Strategies() order; later ones reuse it.
+var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
+
+func colour(strategy string, order []string) string {
+	i := slices.Index(order, strategy)
+	if i < 0 {
+		i = len(order)
+	}
+	return palette[i%len(palette)]
+}
+
+// WriteSVG draws holds/s against clients, one line per strategy, one panel
+// per throughput scenario (soldout is a race, not a rate, and is left out),
+// on a shared logarithmic axis, with the commit ceiling dashed. Hand-written
+// SVG, no dependencies.
+func (rep *Report) WriteSVG(w io.Writer) error {
+	var scenarios, strategies []string
+	var clients []int
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rep.Runs {
+		if r.Scenario == ScenarioSoldout {
+			continue
+		}
+		if !slices.Contains(scenarios, r.Scenario) {
+			scenarios = append(scenarios, r.Scenario)
+		}
+		if !slices.Contains(strategies, r.Strategy) {
+			strategies = append(strategies, r.Strategy)
+		}
+		if !slices.Contains(clients, r.Clients) {
+			clients = append(clients, r.Clients)
+		}
+		for _, v := range []float64{r.HoldsPerSec, r.CommitCeiling} {
+			if v > 0 {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	slices.Sort(clients)
+	order := append(Strategies(), strategies...)
+	if len(scenarios) == 0 {
+		lo, hi = 1, 10
+	}
+	yMin := math.Pow(10, math.Floor(math.Log10(lo)))
+	yMax := math.Pow(10, math.Ceil(math.Log10(hi)))
+	if yMax <= yMin {
+		yMax = yMin * 10
+	}
+
+	const (
+		panelW, panelH = 460, 300
+		padL, padR     = 70, 20
+		padT, padB     = 34, 46
+		cols           = 2
+		headH          = 70
+	)
+	rows := (len(scenarios) + cols - 1) / cols
+	width := cols * panelW
+	height := headH + max(1, rows)*panelH + 10
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" font-weight="bold" text-anchor="middle">holdfast bench: holds/s by clients (duration %s, tx-work %s; log scale)</text>`+"\n", width/2, html.EscapeString(rep.Duration), html.EscapeString(rep.TxWork))
+	// Legend.
+	x := 20
+	for _, s := range strategies {
+		fmt.Fprintf(&b, `<line x1="%d" y1="48" x2="%d" y2="48" stroke="%s" stroke-width="3"/><circle cx="%d" cy="48" r="3.5" fill="%s"/><text x="%d" y="52">%s</text>`+"\n",
+			x, x+24, colour(s, order), x+12, colour(s, order), x+30, html.EscapeString(s))
+		x += 40 + 8*len(s)
+	}
+	fmt.Fprintf(&b, `<line x1="%d" y1="48" x2="%d" y2="48" stroke="#555" stroke-width="1.5" stroke-dasharray="5,4"/><text x="%d" y="52">commit ceiling (1-row insert/tx)</text>`+"\n", x, x+24, x+30)
+
+	for pi, sc := range scenarios {
+		ox := (pi % cols) * panelW
+		oy := headH + (pi/cols)*panelH
+		pw, ph := panelW-padL-padR, panelH-padT-padB
+		px := func(i int) float64 {
+			if len(clients) == 1 {
+				return float64(ox+padL) + float64(pw)/2
+			}
+			return float64(ox+padL) + float64(i)*float64(pw)/float64(len(clients)-1)
+		}
+		py := func(v float64) float64 {
+			f := (math.Log10(v) - math.Log10(yMin)) / (math.Log10(yMax) - math.Log10(yMin))
+			return float64(oy+padT) + float64(ph)*(1-f)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="14" font-weight="bold" text-anchor="middle">%s</text>`+"\n", ox+padL+pw/2, oy+padT-12, html.EscapeString(sc))
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", ox+padL, oy+padT, pw, ph)
+		// Y grid: decades labelled, 2 and 5 faint.
+		for d := yMin; d <= yMax*1.0001; d *= 10 {
+			for _, m := range []float64{1, 2, 5} {
+				v := d * m
+				if v > yMax*1.0001 {
+					break
+				}
+				y := py(v)
+				if m == 1 {
+					fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ccc"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", ox+padL, y, ox+padL+pw, y, ox+padL-6, y+4, humanRate(v))
+				} else {
+					fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end" fill="#999" font-size="10">%s</text>`+"\n", ox+padL, y, ox+padL+pw, y, ox+padL-6, y+3, humanRate(v))
+				}
+			}
+		}
+		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle">holds/s</text>`+"\n", ox+18, oy+padT+ph/2)
+		for i, c := range clients {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/><text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", px(i), oy+padT+ph, px(i), oy+padT+ph+5, px(i), oy+padT+ph+18, c)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">clients</text>`+"\n", ox+padL+pw/2, oy+padT+ph+36)
+		// Commit ceiling.
+		var pts []string
+		for i, c := range clients {
+			if v := rep.Ceilings[c]; v > 0 {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(i), py(v)))
+			}
+		}
+		if len(pts) > 0 {
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#555" stroke-width="1.5" stroke-dasharray="5,4"/>`+"\n", strings.Join(pts, " "))
+		}
+		for _, s := range strategies {
+			var pts []string
+			var dots strings.Builder
+			for i, c := range clients {
+				for _, r := range rep.Runs {
+					if r.Scenario == sc && r.Strategy == s && r.Clients == c && r.HoldsPerSec > 0 {
+						pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(i), py(r.HoldsPerSec)))
+						fmt.Fprintf(&dots, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s %s c=%d: %.0f holds/s, p99 %.1f ms</title></circle>`+"\n",
+							px(i), py(r.HoldsPerSec), colour(s, order), html.EscapeString(s), html.EscapeString(sc), c, r.HoldsPerSec, r.P99ms)
+					}
+				}
+			}
+			if len(pts) > 1 {
+				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2.5"/>`+"\n", strings.Join(pts, " "), colour(s, order))
+			}
+			b.WriteString(dots.String())
+		}
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// humanRate writes 1500 as 1.5k.
+func humanRate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e6), ".0") + "M"
+	case v >= 1e3:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e3), ".0") + "k"
+	}
+	return fmt.Sprintf("%.0f", v)
+}

@@ -1,0 +1,264 @@
+package faulttest
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy is a TCP proxy in front of a PostgreSQL server (or PgBouncer) that
+// understands just enough of the wire protocol to find a COMMIT. When told
+// to cut one, it forwards the COMMIT to the server, waits for the server's
+// answer (so the commit is durable) and then closes both connections
+// without passing the answer on: the client's commit outcome is unknown to
+// it, and the truth is "committed". Safe for concurrent use.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	rng   *rand.Rand
+	rate  float64
+	armed int
+
+	// Cut counts commits cut after the server answered; CutCommitted
+	// those the server answered with COMMIT (not ROLLBACK).
+	Cut          atomic.Int64
+	CutCommitted atomic.Int64
+	// Severed counts client connections closed by SeverAll.
+	Severed atomic.Int64
+	wg      sync.WaitGroup
+}
+
+// StartProxy listens on a free 127.0.0.1 port and forwards to target
+// (host:port). It stops when t ends.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Port is the proxy's port.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// Close stops the proxy and closes every connection.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.SeverAll()
+	p.wg.Wait()
+}
+
+// CutNext arms the proxy to cut the next n commits.
+func (p *Proxy) CutNext(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed += n
+}
+
+// SetCutRate cuts each commit with probability rate, drawing from a
+// generator seeded with seed.
+func (p *Proxy) SetCutRate(rate float64, seed uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rng = rand.New(rand.NewPCG(seed, seed^0xc0de))
+	p.rate = rate
+}
+
+// SeverAll closes every open connection at once (a network partition that
+// heals immediately) and returns how many.
+func (p *Proxy) SeverAll() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c := range p.conns {
+		c.Close()
+		n++
+	}
+	p.Severed.Add(int64(n / 2))
+	return n / 2
+}
+
+func (p *Proxy) decide() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.armed > 0 {
+		p.armed--
+		return true
+	}
+	return p.rng != nil && p.rate > 0 && p.rng.Float64() < p.rate
+}
+
+func (p *Proxy) track(c net.Conn, add bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if add {
+		p.conns[c] = struct{}{}
+	} else {
+		delete(p.conns, c)
+	}
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.serve(client)
+		}()
+	}
+}
+
+const (
+	sslRequestCode    = 80877103
+	gssencRequestCode = 80877104
+)
+
+func (p *Proxy) serve(client net.Conn) {
+	defer client.Close()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	p.track(client, true)
+	p.track(server, true)
+	defer p.track(client, false)
+	defer p.track(server, false)
+
+	var cutting atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Server to client: pass messages on, unless a cut is pending; then
+		// swallow up to ReadyForQuery and drop both connections.
+		r := bufio.NewReader(server)
+		committed := false
+		for {
+			typ, msg, err := readMessage(r)
+			if err != nil {
+				client.Close()
+				return
+			}
+			if cutting.Load() {
+				if typ == 'C' && strings.HasPrefix(string(msg[5:]), "COMMIT") {
+					committed = true
+				}
+				if typ == 'Z' {
+					p.Cut.Add(1)
+					if committed {
+						p.CutCommitted.Add(1)
+					}
+					client.Close()
+					server.Close()
+					return
+				}
+				continue
+			}
+			if _, err := client.Write(msg); err != nil {
+				server.Close()
+				return
+			}
+		}
+	}()
+
+	// Client to server: the startup packet (answering SSL and GSS
+	// encryption requests with "no"), then typed messages.
+	r := bufio.NewReader(client)
+	for {
+		n, msg, err := readStartup(r)
+		if err != nil {
+			server.Close()
+			<-done
+			return
+		}
+		if n == sslRequestCode || n == gssencRequestCode {
+			if _, err := client.Write([]byte{'N'}); err != nil {
+				server.Close()
+				<-done
+				return
+			}
+			continue
+		}
+		if _, err := server.Write(msg); err != nil {
+			<-done
+			return
+		}
+		break
+	}
+	for {
+		typ, msg, err := readMessage(r)
+		if err != nil {
+			server.Close()
+			break
+		}
+		if typ == 'Q' && isCommit(strings.TrimRight(string(msg[5:]), "\x00; ")) && p.decide() {
+			cutting.Store(true)
+		}
+		if _, err := server.Write(msg); err != nil {
+			break
+		}
+	}
+	<-done
+}
+
+// readStartup reads an untyped startup-phase packet and returns its code
+// (protocol version or request code) and its bytes.
+func readStartup(r *bufio.Reader) (uint32, []byte, error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n < 8 || n > 1<<20 {
+		return 0, nil, fmt.Errorf("proxy: bad startup length %d", n)
+	}
+	msg := make([]byte, n)
+	copy(msg, hdr[:])
+	if _, err := io.ReadFull(r, msg[8:]); err != nil {
+		return 0, nil, err
+	}
+	return binary.BigEndian.Uint32(hdr[4:]), msg, nil
+}
+
+// readMessage reads one typed protocol message and returns its type and all
+// of its bytes (type and length included).
+func readMessage(r *bufio.Reader) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n < 4 || n > 1<<30 {
+		return 0, nil, errors.New("proxy: bad message length")
+	}
+	msg := make([]byte, 1+n)
+	copy(msg, hdr[:])
+	if _, err := io.ReadFull(r, msg[5:]); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], msg, nil
+}

@@ -1,0 +1,56 @@
+package faulttest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/holdfast/holdfast/faulttest"
+)
+
+// size scales a schedule for the long form.
+func size(s faulttest.Schedule) faulttest.Schedule {
+	if faulttest.Long() {
+		s.Epochs *= 6
+		s.OpsPerEpoch *= 2
+	}
+	return s
+}
+
+// Random schedules with a linearizability check: random pauses at
+// statement boundaries, backends terminated at random and right before
+// COMMIT.
+var _ = scenario("random/history", func(t *testing.T) {
+	seed := faulttest.Seed(t)
+	e := faulttest.New(t, faulttest.Options{History: true})
+	st := size(faulttest.Schedule{Seed: seed, Epochs: 8, OpsPerEpoch: 20,
+		PauseRate: 0.2, PauseMax: 3 * time.Millisecond,
+		KillMean: 40 * time.Millisecond, CommitKill: 0.05}).Run(context.Background(), e)
+	e.Verify(context.Background())
+	t.Logf("seed %d: %s", seed, st)
+})
+
+// Random schedules whose COMMIT answers are lost (the server committed, the
+// client never heard), with a linearizability check.
+var _ = scenario("random/commit-cut", func(t *testing.T) {
+	seed := faulttest.Seed(t)
+	e := faulttest.New(t, faulttest.Options{History: true, Proxy: true})
+	st := size(faulttest.Schedule{Seed: seed, Epochs: 8, OpsPerEpoch: 20,
+		PauseRate: 0.1, PauseMax: 2 * time.Millisecond, CommitCut: 0.08}).Run(context.Background(), e)
+	e.Verify(context.Background())
+	t.Logf("seed %d: %s", seed, st)
+})
+
+// Random schedules with multi-line carts, the clock moving and sweeps under
+// load, retry storms and every fault at once; checked by the book and the
+// invariant.
+var _ = scenario("random/everything", func(t *testing.T) {
+	seed := faulttest.Seed(t)
+	e := faulttest.New(t, faulttest.Options{Proxy: true})
+	st := size(faulttest.Schedule{Seed: seed, Epochs: 8, OpsPerEpoch: 15, Keys: 4,
+		MultiLine: true, ConcurrentExpiry: true, Storm: 3,
+		PauseRate: 0.2, PauseMax: 3 * time.Millisecond,
+		KillMean: 50 * time.Millisecond, CommitKill: 0.04, CommitCut: 0.04}).Run(context.Background(), e)
+	e.Verify(context.Background())
+	t.Logf("seed %d: %s", seed, st)
+})

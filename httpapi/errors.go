@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Error codes. Each response error carries one; docs/API.md and
+// openapi.json list them with their statuses.
+const (
+	CodeMalformedJSON       = "malformed_json"         // 400: the body is not one JSON value
+	CodeUnknownField        = "unknown_field"          // 400
+	CodeMissingField        = "missing_field"          // 400
+	CodeWrongType           = "wrong_type"             // 400: a member or path segment of the wrong JSON type
+	CodeInvalidArgument     = "invalid_argument"       // 422: well-formed, but out of bounds
+	CodeUnauthorized        = "unauthorized"           // 401
+	CodeForbidden           = "forbidden"              // 403
+	CodeNotFound            = "not_found"              // 404: no such checkout
+	CodeRouteNotFound       = "route_not_found"        // 404: no such route
+	CodeMethodNotAllowed    = "method_not_allowed"     // 405
+	CodeBodyTooLarge        = "body_too_large"         // 413
+	CodeUnsupportedMedia    = "unsupported_media_type" // 415
+	CodeInsufficientStock   = "insufficient_stock"     // 409 (with lines)
+	CodeIdempotencyConflict = "idempotency_conflict"   // 409
+	CodeHoldClaimed         = "hold_claimed"           // 409
+	CodeHoldReleased        = "hold_released"          // 409
+	CodeHoldExpired         = "hold_expired"           // 410 from claim (with lines), 409 otherwise
+	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
+	CodeOverCommitted       = "over_committed"         // 409
+	CodeOverloaded          = "overloaded"             // 503 with Retry-After
+	CodeUnavailable         = "unavailable"            // 503 with Retry-After
+	CodeOutcomeUnknown      = "outcome_unknown"        // 503: an adjustment's commit was not acknowledged
+	CodeSchemaNotCurrent    = "schema_not_current"     // 503 from /readyz
+	CodeInternal            = "internal"               // 500
+)
+
+// apiError is an error response.
+type apiError struct {
+	Status     int
+	Code       string
+	Message    string
+	Field      string
+	Lines      []holdfast.Shortfall
+	RetryAfter int // seconds; 0 is none
+	cause      error
+}
+
+func (e *apiError) Error() string {
+	s := fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+	if e.Field != "" {
+		s += " (field " + e.Field + ")"
+	}
+	if e.cause != nil {
+		s += ": " + e.cause.Error()
+	}
+	return s
+}
+
+func (e *apiError) Unwrap() error { return e.cause }
+
+// errorBody is the wire form of every error.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Field   string          `json:"field,omitempty"`
+	Lines   []shortfallJSON `json:"lines,omitempty"`
+}
+
+type shortfallJSON struct {
+	ItemID     int64 `json:"item_id"`
+	LocationID int64 `json:"location_id"`
+	Requested  int   `json:"requested"`
+	Sellable   int   `json:"sellable"`
+}
+
+func (e *apiError) body() errorBody {
+	b := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}}
+	for _, l := range e.Lines {
+		b.Error.Lines = append(b.Error.Lines, shortfallJSON(l))
+	}
+	return b
+}
+
+func badRequest(code, field, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalid(field, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusUnprocessableEntity, Code: CodeInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// engineFields renames the engine's argument names to the API's.
+var engineFields = map[string]string{"ttl": "ttl_seconds"}
+
+// toAPIError translates an error from the engine (or the key store) into a
+// response. route tells the one status that depends on it: an expired
+// hold is 410 Gone from claim (the buyer must be refunded) and 409 elsewhere.
+func toAPIError(route string, err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var arg *holdfast.ArgumentError
+	var short *holdfast.InsufficientStockError
+	var exp *holdfast.ExpiredError
+	e := &apiError{Status: http.StatusConflict, cause: err}
+	switch {
+	case errors.As(err, &arg):
+		field := arg.Field
+		if f, ok := engineFields[field]; ok {
+			field = f
+		}
+		return invalid(field, "%s", arg.Reason)
+	case errors.As(err, &short):
+		e.Code, e.Message, e.Lines = CodeInsufficientStock, "not enough sellable stock for every line; nothing was held", short.Lines
+	case errors.Is(err, holdfast.ErrIdempotencyConflict):
+		e.Code, e.Message = CodeIdempotencyConflict, "the checkout id is already used with other lines; use a new checkout id"
+	case errors.Is(err, holdfast.ErrHoldClaimed):
+		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"
+	case errors.Is(err, holdfast.ErrHoldReleased):
+		e.Code, e.Message = CodeHoldReleased, "the checkout was already released"
+	case errors.Is(err, holdfast.ErrHoldExpired):
+		e.Code, e.Message = CodeHoldExpired, "the hold expired"
+		if route == routeClaim {
+			e.Status, e.Message = http.StatusGone, "the hold expired and its lines could not be taken again; refund the buyer"
+			if errors.As(err, &exp) {
+				e.Lines = exp.Lines
+			}
+		}
+	case errors.Is(err, holdfast.ErrLifetimeExceeded):
+		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
+	case errors.Is(err, holdfast.ErrOverCommitted):
+		e.Code, e.Message = CodeOverCommitted, "the key's stock was reduced below its holds; release the hold and refund"
+	case errors.Is(err, holdfast.ErrNotFound):
+		e.Status, e.Code, e.Message = http.StatusNotFound, CodeNotFound, "no hold or outcome is known for this checkout"
+	case errors.Is(err, holdfast.ErrOutcomeUnknown):
+		e.Status, e.Code, e.Message, e.RetryAfter = http.StatusServiceUnavailable, CodeOutcomeUnknown,
+			"the database did not acknowledge the change; read the level before retrying", 1
+	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, context.Canceled), dbUnreachable(err):
+		e.Status, e.Code, e.Message, e.RetryAfter = http.StatusServiceUnavailable, CodeUnavailable,
+			"the database is unavailable; retry later (reservations with the same checkout id)", 1
+	default:
+		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeInternal, "internal error; see the server log for this request id"
+	}
+	return e
+}
+
+// dbUnreachable reports errors of the database connection itself, met
+// outside the engine (key lookups, readiness): the engine maps its own to
+// holdfast.ErrUnavailable.
+func dbUnreachable(err error) bool {
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr), pgconn.SafeToRetry(err):
+		return true
+	case errors.As(err, &pgErr):
+		// Class 08 (connection exception), 57P01-57P03 (shutdown, cannot
+		// connect now), 53300 (too many connections).
+		return pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
+			pgErr.Code == "57P03" || pgErr.Code == "53300"
+	}
+	return false
+}
+
+// writeJSON writes v with status. HTML is not escaped: the API serves JSON
+// only.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="holdfast"`)
+	}
+	if r, ok := w.(*recorder); ok {
+		r.code = e.Code
+	}
+	writeJSON(w, e.Status, e.body())
+}

@@ -1,0 +1,160 @@
+package httpapi_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/httpapi"
+)
+
+// blockReservations takes a lock that makes every reservation's insert wait
+// until the returned func releases it.
+func (e *env) blockReservations() func() {
+	e.t.Helper()
+	ctx := context.Background()
+	tx, err := e.db.Pool.Begin(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE holds IN EXCLUSIVE MODE"); err != nil {
+		e.t.Fatal(err)
+	}
+	var done bool
+	release := func() {
+		if !done {
+			done = true
+			_ = tx.Rollback(ctx)
+		}
+	}
+	e.t.Cleanup(release)
+	return release
+}
+
+// waitingReservations counts reservations waiting on that lock.
+func (e *env) waitingReservations() int {
+	var n int
+	err := e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%route=''reserve''%'`, e.db.Name).Scan(&n)
+	if err != nil && err != pgx.ErrNoRows {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// TestOverload: past the in-flight bounds a request gets 503 overloaded with
+// Retry-After instead of queueing, and one shop's requests cannot take the
+// slots of the others.
+func TestOverload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{
+		engine: holdfast.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute},
+		server: httpapi.Config{MaxInFlight: 2, PerShopInFlight: 1, QueueWait: 50 * time.Millisecond,
+			RequestTimeout: time.Minute, KeyCacheTTL: time.Hour},
+	})
+	e.stock(1, 7, 5)
+	e.stock(2, 7, 5)
+	// Warm the key cache: from here on authentication needs no slot.
+	e.expect(req{method: "GET", path: "/v1/shops/1/inventory/7/1", key: "shop1"}, 200, "")
+	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 200, "")
+	e.expect(req{method: "GET", path: "/v1/shops/3/inventory/7/1", key: "admin"}, 200, "")
+	unblock := e.blockReservations()
+	results := make(chan *resp, 2)
+	go func() {
+		r, _ := e.try(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")})
+		results <- r
+	}()
+	waitFor(t, "one blocked reservation", func() bool { return e.waitingReservations() == 1 })
+
+	r := e.expect(req{method: "GET", path: "/v1/shops/1/inventory/7/1", key: "shop1"}, 503, "overloaded")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 200, "")
+
+	go func() {
+		r, _ := e.try(req{method: "POST", path: "/v1/shops/2/reservations", key: "shop2", body: reserveBody(uuid.New(), line(7, 1), "")})
+		results <- r
+	}()
+	waitFor(t, "two blocked reservations", func() bool { return e.waitingReservations() == 2 })
+	e.expect(req{method: "GET", path: "/v1/shops/3/inventory/7/1", key: "admin"}, 503, "overloaded")
+
+	unblock()
+	for range 2 {
+		if r := <-results; r == nil || r.status != 201 {
+			t.Fatalf("blocked reservation: %+v", r)
+		}
+	}
+	e.expect(req{method: "GET", path: "/v1/shops/3/inventory/7/1", key: "admin"}, 200, "")
+	r = e.expect(req{method: "GET", path: "/metrics", key: "-"}, 200, "")
+	if !strings.Contains(string(r.body), `holdfast_http_requests_total{outcome="overloaded",route="get_inventory",status="503"} 2`) {
+		t.Fatalf("overload not counted:\n%s", r.body)
+	}
+}
+
+// TestGracefulShutdown: requests in flight when shutdown starts all
+// complete; new connections are refused; nothing is half-applied.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{
+		engine: holdfast.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute},
+		server: httpapi.Config{RequestTimeout: time.Minute},
+	})
+	e.stock(1, 7, 100)
+	unblock := e.blockReservations()
+	const n = 8
+	ids := make([]uuid.UUID, n)
+	results := make(chan *resp, n)
+	for i := range ids {
+		ids[i] = uuid.New()
+		go func() {
+			r, err := e.try(req{method: "POST", path: res1, key: "shop1", body: reserveBody(ids[i], line(7, 2), "")})
+			if err != nil {
+				t.Errorf("in-flight request lost: %v", err)
+			}
+			results <- r
+		}()
+	}
+	waitFor(t, "blocked reservations", func() bool { return e.waitingReservations() == n })
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.stop() }()
+	addr := strings.TrimPrefix(e.url, "http://")
+	waitFor(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-stopped:
+		t.Fatalf("shutdown finished with %d requests in flight: %v", n, err)
+	default:
+	}
+
+	unblock()
+	for range n {
+		if r := <-results; r == nil || r.status != 201 {
+			t.Fatalf("in-flight reservation: %+v", r)
+		}
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	ctx := context.Background()
+	for _, id := range ids {
+		if h, err := e.hc.Hold(ctx, 1, id); err != nil || h.Status != holdfast.StatusHeld {
+			t.Fatalf("hold %s after shutdown: %+v %v", id, h, err)
+		}
+	}
+	if l, err := e.hc.Level(ctx, holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}); err != nil || l.Held != 2*n {
+		t.Fatalf("level after shutdown: %+v %v", l, err)
+	}
+}

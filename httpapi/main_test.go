@@ -1,0 +1,274 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/metrics"
+	"github.com/holdfast/holdfast/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	// Fuzz workers run only FuzzDecodeReserve, which needs no database.
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.fuzzworker") {
+			os.Exit(m.Run())
+		}
+	}
+	pgtest.Main(m)
+}
+
+// testClock is an injected clock: tests move it instead of sleeping.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// env is a real server on a free port over a fresh database.
+type env struct {
+	t     *testing.T
+	db    *pgtest.Database
+	hc    *holdfast.Client
+	srv   *httpapi.Server
+	clock *testClock
+	url   string
+	logs  *syncBuffer
+	stop  func() error // graceful shutdown; returns Serve's result
+	keys  map[string]string
+	http  *http.Client
+}
+
+type envOpts struct {
+	engine   holdfast.Config
+	server   httpapi.Config
+	maxConns int
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	db := pgtest.DB(t, o.maxConns)
+	clock := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
+	o.engine.Now = clock.Now
+	eng := metrics.NewEngine()
+	o.engine.Observer = eng
+	hc, err := holdfast.New(db.Pool, o.engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	o.server.Client = hc
+	o.server.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	o.server.Collectors = append(o.server.Collectors, eng)
+	if o.server.KeyCacheTTL == 0 {
+		o.server.KeyCacheTTL = -1 // revocations take effect at once
+	}
+	srv, err := httpapi.New(o.server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() { cancel(); serveErr = <-done })
+		return serveErr
+	}
+	e := &env{t: t, db: db, hc: hc, srv: srv, clock: clock, url: "http://" + ln.Addr().String(), logs: logs, stop: stop,
+		keys: map[string]string{}, http: &http.Client{Timeout: 30 * time.Second}}
+	for name, shop := range map[string]int64{"shop1": 1, "shop2": 2, "admin": 0} {
+		key, _, err := httpapi.CreateKey(context.Background(), db.Pool, shop, shop == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.keys[name] = key
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		e.checkInvariant()
+		for _, k := range e.keys {
+			if strings.Contains(logs.String(), k) {
+				t.Errorf("an API key appears in the logs")
+			}
+		}
+	})
+	return e
+}
+
+func (e *env) checkInvariant() {
+	e.t.Helper()
+	rep, err := e.hc.CheckInvariant(context.Background())
+	if err != nil {
+		e.t.Fatalf("invariant check: %v", err)
+	}
+	if !rep.OK() {
+		e.t.Fatalf("invariant broken: %s", rep)
+	}
+}
+
+// resp is a response as the tests see it.
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+	json   map[string]any
+}
+
+// errCode and errField read an error body.
+func (r *resp) errCode() string  { return r.errMember("code") }
+func (r *resp) errField() string { return r.errMember("field") }
+func (r *resp) errMember(name string) string {
+	e, _ := r.json["error"].(map[string]any)
+	s, _ := e[name].(string)
+	return s
+}
+
+// req describes a request; the zero value of each field is the usual one.
+type req struct {
+	method, path string
+	key          string // a name in env.keys, "-" for none, or a literal key
+	body         string
+	contentType  string // defaults to application/json when body is set; "-" for none
+	header       map[string]string
+}
+
+// do sends r, validates the response against the OpenAPI document, and
+// returns it.
+func (e *env) do(r req) *resp {
+	e.t.Helper()
+	res, err := e.try(r)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	return res
+}
+
+func (e *env) try(r req) (*resp, error) {
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr, err := http.NewRequest(r.method, e.url+r.path, body)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.contentType == "-":
+	case r.contentType != "":
+		hr.Header.Set("Content-Type", r.contentType)
+	case r.body != "":
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	switch k, ok := e.keys[r.key]; {
+	case r.key == "-":
+	case ok:
+		hr.Header.Set("Authorization", "Bearer "+k)
+	case r.key == "":
+		hr.Header.Set("Authorization", "Bearer "+e.keys["admin"])
+	default:
+		hr.Header.Set("Authorization", "Bearer "+r.key)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	hres, err := e.http.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer hres.Body.Close()
+	b, err := io.ReadAll(hres.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := &resp{status: hres.StatusCode, header: hres.Header, body: b}
+	if strings.HasPrefix(hres.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(b, &out.json); err != nil {
+			return nil, errors.New("response is not a JSON object: " + string(b))
+		}
+	}
+	if err := checkResponse(r.method, r.path, hres.StatusCode, hres.Header.Get("Content-Type"), b); err != nil {
+		return nil, errors.New("OpenAPI: " + err.Error())
+	}
+	if hres.StatusCode < 300 {
+		if err := checkRequest(r.method, r.path, []byte(r.body)); err != nil {
+			return nil, errors.New("OpenAPI: " + err.Error())
+		}
+	}
+	if hres.Header.Get("X-Request-Id") == "" {
+		return nil, errors.New("no X-Request-Id in the response")
+	}
+	return out, nil
+}
+
+// expect fails unless the response has the status and (for errors) code.
+func (e *env) expect(r req, status int, code string) *resp {
+	e.t.Helper()
+	res := e.do(r)
+	if res.status != status || res.errCode() != code {
+		e.t.Fatalf("%s %s %s: got %d %s, want %d %q", r.method, r.path, r.body, res.status, res.body, status, code)
+	}
+	return res
+}
+
+// stock sets a key's available stock through the engine.
+func (e *env) stock(shop, item int64, n int) {
+	e.t.Helper()
+	if _, err := e.hc.SetAvailable(context.Background(), holdfast.Key{ShopID: shop, ItemID: item, LocationID: 1}, n, "test", ""); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}

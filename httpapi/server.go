@@ -1,0 +1,535 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/metrics"
+	"github.com/holdfast/holdfast/migrate"
+)
+
+// Bounds and defaults of the service.
+const (
+	// BodyMax bounds a request body: larger ones get 413.
+	BodyMax = 1 << 20
+	// MaxInFlightDefault bounds the database operations in flight.
+	MaxInFlightDefault = 16
+	// QueueWaitDefault is how long a request waits for an in-flight slot
+	// before it gets 503 overloaded.
+	QueueWaitDefault = 250 * time.Millisecond
+	// RequestTimeoutDefault bounds one request's work; past it the answer
+	// is 503 unavailable.
+	RequestTimeoutDefault = 10 * time.Second
+	// DrainTimeoutDefault bounds a graceful shutdown's wait for requests in
+	// flight.
+	DrainTimeoutDefault = 30 * time.Second
+	// KeyCacheTTLDefault is how long a server trusts a key it looked up;
+	// a revocation reaches it within this time.
+	KeyCacheTTLDefault = 5 * time.Second
+	// requestIDMax bounds an honoured X-Request-Id.
+	requestIDMax = 128
+)
+
+// Worker is a background service the server starts with Serve and stops
+// after draining: *holdfast.Client (sweeper and replenisher) and
+// *maint.Worker have this shape.
+type Worker interface {
+	Start(ctx context.Context)
+	Stop(ctx context.Context) error
+}
+
+// Config configures a Server. The zero value of each field but Client means
+// its default.
+type Config struct {
+	// Client is the engine the API translates to. Required. Request
+	// validation uses its bounds (LinesPerCartMax, QuantityMax,
+	// HoldLifetimeMax).
+	Client *holdfast.Client
+	// Pool is used for key lookups and readiness. Defaults to
+	// Client.Pool().
+	Pool *pgxpool.Pool
+	// Logger receives one line per request. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Registry is where the server registers its metrics and Collectors,
+	// and what /metrics exports. Defaults to a new registry.
+	Registry *prometheus.Registry
+	// Collectors are registered on Registry: the engine's observer
+	// (metrics.Engine), samplers.
+	Collectors []prometheus.Collector
+	// Workers are started by Serve and stopped after the drain, in reverse
+	// order.
+	Workers []Worker
+	// MaxInFlight bounds the database operations in flight. Defaults to 16;
+	// keep it below the pool's size.
+	MaxInFlight int
+	// PerShopInFlight bounds one shop's share of MaxInFlight. Defaults to
+	// three quarters of MaxInFlight (at least 1).
+	PerShopInFlight int
+	// QueueWait is how long a request waits for a slot. Defaults to 250ms.
+	QueueWait time.Duration
+	// RequestTimeout bounds one request. Defaults to 10s.
+	RequestTimeout time.Duration
+	// DrainTimeout bounds the graceful shutdown. Defaults to 30s.
+	DrainTimeout time.Duration
+	// KeyCacheTTL is how long a looked-up key is trusted. Defaults to 5s;
+	// negative disables the cache.
+	KeyCacheTTL time.Duration
+	// NoMetricsRoute leaves /metrics off the API handler (serve it with
+	// MetricsHandler on its own listener).
+	NoMetricsRoute bool
+}
+
+// Server is the HTTP/JSON API. It is an http.Handler, safe for concurrent
+// use.
+type Server struct {
+	cfg    Config
+	hc     *holdfast.Client
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	lim    *limiter
+	auth   *authenticator
+	limits limits
+	mux    *http.ServeMux
+	reg    *prometheus.Registry
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the API's OpenAPI 3.1 document.
+func OpenAPI() []byte { return openAPI }
+
+// New returns a Server. It registers its metrics on cfg.Registry.
+func New(cfg Config) (*Server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("httpapi: Config.Client is required")
+	}
+	if cfg.Pool == nil {
+		cfg.Pool = cfg.Client.Pool()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = MaxInFlightDefault
+	}
+	if cfg.PerShopInFlight <= 0 {
+		cfg.PerShopInFlight = max(1, cfg.MaxInFlight*3/4)
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = QueueWaitDefault
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = RequestTimeoutDefault
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DrainTimeoutDefault
+	}
+	if cfg.KeyCacheTTL == 0 {
+		cfg.KeyCacheTTL = KeyCacheTTLDefault
+	}
+	ec := cfg.Client.Config()
+	s := &Server{
+		cfg:    cfg,
+		hc:     cfg.Client,
+		pool:   cfg.Pool,
+		log:    cfg.Logger,
+		lim:    newLimiter(cfg.MaxInFlight, cfg.PerShopInFlight, cfg.QueueWait),
+		auth:   &authenticator{pool: cfg.Pool, ttl: cfg.KeyCacheTTL, cache: map[[32]byte]cachedKey{}},
+		limits: limits{LinesPerCartMax: ec.LinesPerCartMax, QuantityMax: ec.QuantityMax, HoldLifetimeMax: ec.HoldLifetimeMax}.withDefaults(),
+		mux:    http.NewServeMux(),
+		reg:    cfg.Registry,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "holdfast_http_requests_total",
+			Help: "HTTP requests by route, status and outcome (an error code, or ok).",
+		}, []string{"route", "status", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "holdfast_http_request_duration_seconds",
+			Help:    "HTTP request latency by route and outcome (an error code, or ok).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "outcome"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "holdfast_http_in_flight_requests",
+			Help: "HTTP requests being served.",
+		}),
+	}
+	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, metrics.NewPoolCollector(cfg.Pool, "api")}, cfg.Collectors...)
+	for _, c := range cs {
+		if err := s.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
+		}
+	}
+	s.routes()
+	return s, nil
+}
+
+// Registry is the server's metrics registry: register more collectors on it.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// MetricsHandler serves the registry in Prometheus text format.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
+}
+
+// Serve starts the workers and serves on ln until ctx is cancelled, then
+// shuts down gracefully: it stops accepting, waits for requests in flight
+// (at most DrainTimeout), then stops the workers. It returns nil after a
+// clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      s.cfg.RequestTimeout + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	for _, w := range s.cfg.Workers {
+		w.Start(ctx)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining requests in flight", "timeout", s.cfg.DrainTimeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	err := hs.Shutdown(dctx)
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	for i := len(s.cfg.Workers) - 1; i >= 0; i-- {
+		err = errors.Join(err, s.cfg.Workers[i].Stop(dctx))
+	}
+	s.log.Info("shut down")
+	return errors.Join(serveErr, err)
+}
+
+// reqInfo is what the route wrapper learns about a request, for the log line.
+type reqInfo struct {
+	route string
+	shop  int64
+	keyID int64
+}
+
+type infoKey struct{}
+
+// recorder remembers a response's status, size and error code.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+	code   string
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// ServeHTTP implements http.Handler: request id, dispatch, one log line and
+// the request metrics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rid := r.Header.Get("X-Request-Id")
+	if !validRequestID(rid) {
+		rid = newRequestID()
+	}
+	w.Header().Set("X-Request-Id", rid)
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	info := &reqInfo{route: "unmatched"}
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	s.inFlight.Inc()
+	defer func() {
+		s.inFlight.Dec()
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "request_id", rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !rec.wrote {
+				writeError(rec, &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error; see the server log for this request id"})
+			}
+		}
+		s.finish(r, rec, info, rid, time.Since(start))
+	}()
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.unmatched(rec, r)
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid string, d time.Duration) {
+	outcome := rec.code
+	if outcome == "" {
+		outcome = "ok"
+	}
+	status := strconv.Itoa(rec.status)
+	s.requests.WithLabelValues(info.route, status, outcome).Inc()
+	s.duration.WithLabelValues(info.route, outcome).Observe(d.Seconds())
+	level := slog.LevelInfo
+	if rec.status >= 500 {
+		level = slog.LevelWarn
+		if rec.status == http.StatusInternalServerError {
+			level = slog.LevelError
+		}
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", rid),
+		slog.String("method", r.Method),
+		slog.String("route", info.route),
+		slog.Int("status", rec.status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+		slog.Int("bytes", rec.bytes),
+	}
+	if info.shop != 0 {
+		attrs = append(attrs, slog.Int64("shop", info.shop))
+	}
+	if info.keyID != 0 {
+		attrs = append(attrs, slog.Int64("key_id", info.keyID))
+	}
+	if rec.code != "" {
+		attrs = append(attrs, slog.String("code", rec.code))
+	}
+	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// unmatched answers requests no route matches: the mux's own 404 and 405
+// (with its Allow header) in the API's error format; anything else the mux
+// decides (a redirect to the cleaned path) as it is.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
+	c := &capture{header: http.Header{}}
+	h, _ := s.mux.Handler(r)
+	h.ServeHTTP(c, r)
+	switch c.status {
+	case http.StatusNotFound:
+		writeError(w, &apiError{Status: http.StatusNotFound, Code: CodeRouteNotFound, Message: "no route " + r.URL.Path})
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", c.header.Get("Allow"))
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+			Message: fmt.Sprintf("method %s not allowed here; allowed: %s", r.Method, c.header.Get("Allow"))})
+	default:
+		for k, v := range c.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(c.status)
+		_, _ = w.Write(c.body)
+	}
+}
+
+type capture struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (c *capture) Header() http.Header { return c.header }
+func (c *capture) WriteHeader(s int) {
+	if c.status == 0 {
+		c.status = s
+	}
+}
+func (c *capture) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	c.body = append(c.body, b...)
+	return len(b), nil
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > requestIDMax {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// call is one authenticated API request on its way to the engine.
+type call struct {
+	s     *Server
+	r     *http.Request
+	ctx   context.Context
+	route string
+	shop  int64
+	body  []byte
+}
+
+// do runs fn under the in-flight limits of the request's shop.
+func (c *call) do(fn func(ctx context.Context) error) error {
+	release, err := c.s.lim.acquire(c.ctx, c.shop)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn(c.ctx)
+}
+
+// routeOpts says what a route needs before its handler runs.
+type routeOpts struct {
+	body     bool // a JSON body is required
+	optional bool // a JSON body is allowed (must be {} when sent)
+}
+
+type handlerFunc func(c *call) (int, any, error)
+
+// handle registers an API route: authentication, shop isolation, body
+// limits and content type, then fn.
+func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		info, _ := r.Context().Value(infoKey{}).(*reqInfo)
+		info.route = route
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c := &call{s: s, r: r, ctx: holdfast.WithTag(ctx, "http"), route: route}
+		var status int
+		var body any
+		err := s.prepare(c, info, o)
+		if err == nil {
+			status, body, err = fn(c)
+		}
+		if err != nil {
+			ae := toAPIError(route, err)
+			if ae.Status >= 500 {
+				s.log.Warn("request failed", "request_id", w.Header().Get("X-Request-Id"), "route", route, "code", ae.Code, "error", err.Error())
+			}
+			writeError(w, ae)
+			return
+		}
+		writeJSON(w, status, body)
+	})
+}
+
+// prepare authenticates the request, checks its shop and reads its body.
+func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
+	r := c.r
+	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+		return &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "an Authorization: Bearer <key> header is required"}
+	}
+	p, err := s.auth.authenticate(c.ctx, strings.TrimSpace(key), func(ctx context.Context) (func(), *apiError) {
+		return s.lim.acquire(ctx, 0)
+	})
+	if errors.Is(err, errBadKey) {
+		return &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown or revoked key"}
+	}
+	if err != nil {
+		return err
+	}
+	info.keyID = p.keyID
+	shop, apiErr := parseID("shop_id", r.PathValue("shop_id"))
+	if apiErr != nil {
+		return apiErr
+	}
+	info.shop, c.shop = shop, shop
+	if !p.mayAccess(shop) {
+		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this key does not reach shop " + strconv.FormatInt(shop, 10)}
+	}
+	if !o.body && !o.optional {
+		return nil
+	}
+	if o.optional && r.ContentLength == 0 {
+		return nil
+	}
+	if r.ContentLength > BodyMax {
+		return tooLarge()
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &apiError{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia, Field: "Content-Type",
+			Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))}
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, BodyMax))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge()
+	}
+	if err != nil {
+		return badRequest(CodeMalformedJSON, "", "cannot read the body: %v", err)
+	}
+	c.body = b
+	return nil
+}
+
+func tooLarge() *apiError {
+	return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge, Message: fmt.Sprintf("the body exceeds %d bytes", BodyMax)}
+}
+
+// readyz answers whether the database is reachable and its schema current.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		info.route = "readyz"
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	err := s.pool.Ping(ctx)
+	if err == nil {
+		err = migrate.Check(ctx, s.pool)
+		if errors.Is(err, migrate.ErrSchemaBehind) || errors.Is(err, migrate.ErrSchemaAhead) {
+			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: CodeSchemaNotCurrent, Message: err.Error(), RetryAfter: 5})
+			return
+		}
+	}
+	if err != nil {
+		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the database is unreachable", RetryAfter: 1})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": migrate.Latest()})
+}

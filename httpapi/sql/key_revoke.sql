@@ -1,0 +1,6 @@
+-- Revoke a live key by id or by hash; returns the revoked key's id.
+-- $1 id (0: by hash), $2 sha256 of the key (NULL: by id)
+UPDATE api_keys
+SET revoked_at = clock_timestamp()
+WHERE (id = $1 OR key_hash = $2) AND revoked_at IS NULL
+RETURNING id

@@ -1,0 +1,168 @@
+// Package metrics exports holdfast's engine events and database pool
+// statistics as Prometheus metrics.
+//
+// Engine implements holdfast.Observer; pass it as holdfast.Config.Observer
+// and register it on a prometheus.Registerer. PoolCollector reports a
+// pgxpool.Pool's statistics at scrape time.
+package metrics
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Engine collects the engine's events. It is safe for concurrent use; the
+// zero value is not usable: call NewEngine.
+type Engine struct {
+	ops         *prometheus.HistogramVec
+	retries     *prometheus.CounterVec
+	replenished *prometheus.CounterVec
+	expired     prometheus.Counter
+	claimAge    prometheus.Histogram
+}
+
+var _ holdfast.Observer = (*Engine)(nil)
+var _ prometheus.Collector = (*Engine)(nil)
+
+// NewEngine returns an Engine with its metrics unregistered.
+func NewEngine() *Engine {
+	return &Engine{
+		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "holdfast_engine_op_duration_seconds",
+			Help:    "Engine operations by route and outcome (held, replayed, insufficient_stock, unavailable, ...), with their duration including retries.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "holdfast_engine_retries_total",
+			Help: "Transactions the engine ran again, by route and SQLSTATE (\"connection\" for a lost connection).",
+		}, []string{"route", "sqlstate"}),
+		replenished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "holdfast_replenished_units_total",
+			Help: "Units added to keys' allocation buffers, inline (on a buyer's reservation) or in the background.",
+		}, []string{"mode"}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "holdfast_holds_expired_total",
+			Help: "Holds the sweeper expired.",
+		}),
+		claimAge: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "holdfast_claim_hold_age_seconds",
+			Help:    "Time from reservation to claim.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600},
+		}),
+	}
+}
+
+// Op implements holdfast.Observer.
+func (e *Engine) Op(route, outcome string, d time.Duration) {
+	e.ops.WithLabelValues(route, outcome).Observe(d.Seconds())
+}
+
+// Retry implements holdfast.Observer.
+func (e *Engine) Retry(route, sqlstate string) { e.retries.WithLabelValues(route, sqlstate).Inc() }
+
+// Replenished implements holdfast.Observer. Keys are not labels: their
+// number is unbounded.
+func (e *Engine) Replenished(_ holdfast.Key, inline bool, units int) {
+	mode := "background"
+	if inline {
+		mode = "inline"
+	}
+	e.replenished.WithLabelValues(mode).Add(float64(units))
+}
+
+// Expired implements holdfast.Observer.
+func (e *Engine) Expired(n int) { e.expired.Add(float64(n)) }
+
+// Claimed implements holdfast.Observer.
+func (e *Engine) Claimed(holdAge time.Duration) { e.claimAge.Observe(holdAge.Seconds()) }
+
+// Describe implements prometheus.Collector.
+func (e *Engine) Describe(ch chan<- *prometheus.Desc) {
+	e.ops.Describe(ch)
+	e.retries.Describe(ch)
+	e.replenished.Describe(ch)
+	e.expired.Describe(ch)
+	e.claimAge.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (e *Engine) Collect(ch chan<- prometheus.Metric) {
+	e.ops.Collect(ch)
+	e.retries.Collect(ch)
+	e.replenished.Collect(ch)
+	e.expired.Collect(ch)
+	e.claimAge.Collect(ch)
+}
+
+// PoolCollector reports a pgxpool.Pool's statistics when scraped. It is
+// safe for concurrent use.
+type PoolCollector struct {
+	pool *pgxpool.Pool
+
+	acquired, idle, total, max, constructing  *prometheus.Desc
+	acquires, emptyAcquires, canceledAcquires *prometheus.Desc
+	acquireSeconds, emptyWaitSeconds          *prometheus.Desc
+	newConns, lifetimeDestroys, idleDestroys  *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*PoolCollector)(nil)
+
+// NewPoolCollector returns a collector of pool's statistics. name is a
+// constant "pool" label that tells pools of one process apart.
+func NewPoolCollector(pool *pgxpool.Pool, name string) *PoolCollector {
+	labels := prometheus.Labels{"pool": name}
+	d := func(n, help string) *prometheus.Desc {
+		return prometheus.NewDesc("holdfast_db_pool_"+n, help, nil, labels)
+	}
+	return &PoolCollector{
+		pool:             pool,
+		acquired:         d("acquired_conns", "Connections currently acquired."),
+		idle:             d("idle_conns", "Idle connections."),
+		total:            d("total_conns", "Connections open or being opened."),
+		max:              d("max_conns", "The pool's maximum size."),
+		constructing:     d("constructing_conns", "Connections being opened."),
+		acquires:         d("acquires_total", "Successful acquires."),
+		emptyAcquires:    d("empty_acquires_total", "Acquires that had to wait for a connection."),
+		canceledAcquires: d("canceled_acquires_total", "Acquires canceled by their context."),
+		acquireSeconds:   d("acquire_seconds_total", "Total time spent acquiring connections."),
+		emptyWaitSeconds: d("empty_acquire_wait_seconds_total", "Total time acquires waited for a connection."),
+		newConns:         d("new_conns_total", "Connections opened."),
+		lifetimeDestroys: d("max_lifetime_destroys_total", "Connections closed for reaching their maximum lifetime."),
+		idleDestroys:     d("max_idle_destroys_total", "Connections closed for idling too long."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (p *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{p.acquired, p.idle, p.total, p.max, p.constructing,
+		p.acquires, p.emptyAcquires, p.canceledAcquires, p.acquireSeconds, p.emptyWaitSeconds,
+		p.newConns, p.lifetimeDestroys, p.idleDestroys} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (p *PoolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := p.pool.Stat()
+	g := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	c := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	g(p.acquired, float64(s.AcquiredConns()))
+	g(p.idle, float64(s.IdleConns()))
+	g(p.total, float64(s.TotalConns()))
+	g(p.max, float64(s.MaxConns()))
+	g(p.constructing, float64(s.ConstructingConns()))
+	c(p.acquires, float64(s.AcquireCount()))
+	c(p.emptyAcquires, float64(s.EmptyAcquireCount()))
+	c(p.canceledAcquires, float64(s.CanceledAcquireCount()))
+	c(p.acquireSeconds, s.AcquireDuration().Seconds())
+	c(p.emptyWaitSeconds, s.EmptyAcquireWaitTime().Seconds())
+	c(p.newConns, float64(s.NewConnsCount()))
+	c(p.lifetimeDestroys, float64(s.MaxLifetimeDestroyCount()))
+	c(p.idleDestroys, float64(s.MaxIdleDestroyCount()))
+}

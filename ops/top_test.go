@@ -1,0 +1,130 @@
+package ops_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/pgtest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+func fixedSnapshot() *ops.Snapshot {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	return &ops.Snapshot{
+		At: at, Database: "shop", Window: time.Second,
+		HoldsPerSecond: 412, ActiveHolds: 1830, Claimed: 350, Released: 20, Expired: 3,
+		CommitsPerSecond: 1210.5, RollbacksPerSecond: 4, Deadlocks: 0,
+		OldestXact: 1500 * time.Millisecond, IdleInTransaction: 1,
+		Waits: []ops.WaitCount{{Type: "Lock", Event: "advisory", Sessions: 2}, {Type: "LWLock", Event: "WALWrite", Sessions: 1}},
+		Callers: []ops.CallerRow{
+			{Caller: ops.Caller{Application: "holdfast-serve", Route: "reserve", State: "active"}, Sessions: 6, Seconds: 5230},
+			{Caller: ops.Caller{Application: "checkout-web", Route: "claim", Tag: "payment-callback", State: "idle in transaction"}, Sessions: 1, Seconds: 1875.5},
+			{Caller: ops.Caller{Application: "holdfast-serve", Route: "none", State: "idle"}, Sessions: 12, Seconds: 960},
+		},
+		Tables: []ops.TableStat{
+			{Table: "reservation_units_p0", Live: 12000, Dead: 300, DeadPercent: 2.4390243902439024, AutovacuumCount: 41, LastAutovacuum: at.Add(-12 * time.Second)},
+			{Table: "reservation_units_p1", Live: 9000, Dead: 4000, DeadPercent: 30.76923076923077, AutovacuumCount: 2, LastAutovacuum: at.Add(-7 * time.Minute), AboveSince: at.Add(-2 * time.Minute)},
+			{Table: "reservation_units_p2", Live: 8000, Dead: 9000, DeadPercent: 52.94117647058823, AutovacuumCount: 0, Alert: true, AboveSince: at.Add(-9 * time.Minute)},
+			{Table: "holds", Live: 2000000, Dead: 1200, DeadPercent: 0.06, AutovacuumCount: 90, LastAutovacuum: at.Add(-time.Minute)},
+		},
+		FrozenXIDAge: 150000000, XminHorizonAge: 42,
+		HotKeys: []ops.KeyFill{
+			{Key: holdfast.Key{ShopID: 1, ItemID: 42, LocationID: 7}, Strategy: holdfast.StrategyPool, PoolCap: 1000, Available: 5000, Held: 800, Pooled: 640},
+			{Key: holdfast.Key{ShopID: 2, ItemID: 9, LocationID: 1}, Strategy: holdfast.StrategyCounter, Available: 100, Held: 40, Pooled: 60},
+		},
+		Pool: ops.PoolFill{Keys: 3, Low: 1, Empty: 0, Pooled: 2100, Wanted: 3000},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	t.Parallel()
+	got := ops.Render(fixedSnapshot())
+	path := filepath.Join("testdata", "top.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("Render differs from %s (go test -run TestRenderGolden -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+	// The first frame has no rates yet.
+	s := fixedSnapshot()
+	s.Window = 0
+	if first := ops.Render(s); !strings.Contains(first, "new/s –") || !strings.Contains(first, "ended: –") {
+		t.Fatalf("first frame shows rates:\n%s", first)
+	}
+}
+
+// TestTopCollect collects two frames around some reservations.
+func TestTopCollect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.DB(t, 4)
+	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := holdfast.Key{ShopID: 5, ItemID: 77, LocationID: 2}
+	if _, err := c.SetAvailable(ctx, hot, 100, "stocktake", ""); err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(q int) uuid.UUID {
+		id := uuid.New()
+		if _, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: 5, CheckoutID: id, Lines: []holdfast.Line{{ItemID: 77, LocationID: 2, Quantity: q}}}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first := reserve(3)
+	web := connect(t, db, "shop-web")
+	exec(t, web, "/* app='shop',route='cart' */ SELECT 1")
+	top := ops.NewTop(db.Pool, c.Config(), time.Second)
+	s1, err := top.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Window != 0 || s1.ActiveHolds != 1 || s1.Database != db.Name || len(s1.Tables) != 19 {
+		t.Fatalf("first frame: %+v", s1)
+	}
+	reserve(2)
+	if _, err := c.Claim(ctx, 5, first); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := top.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Window <= 0 || s2.ActiveHolds != 1 || s2.Claimed != 1 || s2.Released != 0 {
+		t.Fatalf("second frame: %+v", s2)
+	}
+	if len(s2.HotKeys) != 1 || s2.HotKeys[0].Key != hot || s2.HotKeys[0].Held != 2 || s2.HotKeys[0].Available != 97 {
+		t.Fatalf("hot keys: %+v", s2.HotKeys)
+	}
+	if len(s2.Callers) != 1 || s2.Callers[0].Application != "shop-web" || s2.Callers[0].State != "idle" || s2.Callers[0].Seconds != 2 {
+		t.Fatalf("callers: %+v", s2.Callers)
+	}
+	out := ops.Render(s2)
+	for _, want := range []string{"database " + db.Name, "5/77/2", "reservation_units_p15", "claimed 1"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("frame lacks %q:\n%s", want, out)
+		}
+	}
+	if testing.Verbose() {
+		t.Log("\n" + out)
+	}
+}
