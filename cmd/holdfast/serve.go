@@ -19,6 +19,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/ops"
 )
 
 func init() {
@@ -137,10 +138,23 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The operations sampler (pg_stat_activity, bloat) gets its own small
+	// pool, so it never competes with requests for a connection and shows
+	// up under its own application_name.
+	opsPool, err := db.pool(ctx, 2, "holdfast-ops")
+	if err != nil {
+		return err
+	}
+	defer opsPool.Close()
+	mon := ops.NewMonitor(opsPool, ops.MonitorConfig{
+		Sampler: ops.SamplerConfig{Logger: log},
+		Bloat:   ops.BloatConfig{Logger: log},
+	})
 	srv, err := httpapi.New(httpapi.Config{
 		Client: hc, Logger: log, Registry: reg,
-		Collectors:  []prometheus.Collector{engine, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
-		Workers:     []httpapi.Worker{hc},
+		Collectors: []prometheus.Collector{engine, mon.Sampler, mon.Bloat,
+			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
+		Workers:     []httpapi.Worker{hc, mon},
 		MaxInFlight: *maxInFlight, PerShopInFlight: *perShop, QueueWait: *queueWait,
 		DrainTimeout: *drain, RequestTimeout: *reqTimeout, NoMetricsRoute: mln != nil,
 	})
