@@ -45,7 +45,8 @@ type Config struct {
 	// QuantityMax bounds one line's quantity. Defaults to 10,000.
 	QuantityMax int
 	// Strategy is the allocation strategy of keys without an override.
-	// Defaults to StrategyCounter.
+	// Defaults to StrategyBatch: the single counter row, combined under
+	// contention.
 	Strategy Strategy
 	// PoolCap is the pool size of pool keys without an override. Defaults
 	// to 1,000.
@@ -100,7 +101,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.LinesPerCartMax, LinesPerCartMaxDefault)
 	defInt(&c.QuantityMax, QuantityMaxDefault)
 	if c.Strategy == "" {
-		c.Strategy = StrategyCounter
+		c.Strategy = StrategyBatch
 	}
 	defInt(&c.PoolCap, PoolCapDefault)
 	defInt(&c.Slots, SlotsDefault)

@@ -162,7 +162,7 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 		return nil, err
 	}
 	if !s.Valid() {
-		return nil, argError("strategy", "must be counter, pool or slots")
+		return nil, argError("strategy", "must be counter, batch, pool or slots")
 	}
 	if poolCap < 0 || poolCap > 1_000_000 {
 		return nil, argError("pool_cap", "must be between 1 and 1000000 (0 for the default)")

@@ -49,7 +49,7 @@ func runDemo(ctx context.Context, args []string) error {
 	payRate := fs.Float64("pay", 0.6, "share of holders whose payment succeeds (claim)")
 	failRate := fs.Float64("fail", 0.25, "share of holders whose payment fails (release); the rest abandon (expire)")
 	ttl := fs.Duration("ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
-	strategy := fs.String("strategy", "pool", "allocation strategy of the item: counter, pool or slots")
+	strategy := fs.String("strategy", "batch", "allocation strategy of the item: counter, batch, pool or slots")
 	useHTTP := fs.Bool("http", false, "drive the sale through the HTTP API of an in-process server")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,7 +64,7 @@ func runDemo(ctx context.Context, args []string) error {
 	case *payRate < 0 || *failRate < 0 || *payRate+*failRate > 1:
 		return fmt.Errorf("%w: --pay and --fail must be shares that add up to at most 1", errUsage)
 	case !holdfast.Strategy(*strategy).Valid():
-		return fmt.Errorf("%w: --strategy must be counter, pool or slots", errUsage)
+		return fmt.Errorf("%w: --strategy must be counter, batch, pool or slots", errUsage)
 	case *ttl < time.Second || *ttl > time.Hour:
 		return fmt.Errorf("%w: --ttl must be between 1s and 1h", errUsage)
 	}
@@ -257,22 +257,35 @@ func buy(ctx context.Context, b demoBackend, shop int64, ttl time.Duration, payR
 	return uuid.Nil
 }
 
-// progress redraws a status line on stderr until the returned func is called.
+// progress redraws a status line on stderr until the returned func is
+// called: in place on a terminal, a line a second otherwise.
 func progress(line func() string) func() {
+	tty := false
+	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		tty = true
+	}
+	every, format := time.Second, "%s\n"
+	if tty {
+		every, format = 200*time.Millisecond, "\r\033[K%s"
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(200 * time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
-				fmt.Fprintf(os.Stderr, "\r\033[K%s\n", line())
+				if tty {
+					fmt.Fprintf(os.Stderr, "\r\033[K%s\n", line())
+				} else {
+					fmt.Fprintf(os.Stderr, "%s\n", line())
+				}
 				return
 			case <-t.C:
-				fmt.Fprintf(os.Stderr, "\r\033[K%s", line())
+				fmt.Fprintf(os.Stderr, format, line())
 			}
 		}
 	}()
