@@ -86,12 +86,23 @@ type Database struct {
 // pool allows maxConns connections (0 means 20).
 func DB(t testing.TB, maxConns int) *Database {
 	t.Helper()
+	return create(t, maxConns, "TEMPLATE "+template)
+}
+
+// EmptyDB is DB without the schema, for tests of migrations themselves.
+func EmptyDB(t testing.TB, maxConns int) *Database {
+	t.Helper()
+	return create(t, maxConns, "")
+}
+
+func create(t testing.TB, maxConns int, clause string) *Database {
+	t.Helper()
 	if template == "" {
 		t.Fatal("pgtest: call pgtest.Main from TestMain")
 	}
 	ctx := context.Background()
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), seq.Add(1))
-	if err := exec(ctx, serverURL, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template)); err != nil {
+	if err := exec(ctx, serverURL, fmt.Sprintf("CREATE DATABASE %s %s", name, clause)); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
 	u := withDatabase(serverURL, name)
