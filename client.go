@@ -190,6 +190,12 @@ func (e *commitError) Unwrap() error { return e.err }
 // jittered exponential backoff. fn returning errSlowPath runs it once more
 // with slow set.
 func (c *Client) run(ctx context.Context, b beginner, route string, own, idempotent bool, fn func(tx pgx.Tx, slow bool) error) error {
+	return c.runSlow(ctx, b, route, own, idempotent, nil, fn)
+}
+
+// runSlow is run with beforeSlow called between the rolled-back fast attempt
+// and the slow one, outside any transaction.
+func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, idempotent bool, beforeSlow func() error, fn func(tx pgx.Tx, slow bool) error) error {
 	slow := false
 	for attempt := 0; ; {
 		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, slow) })
@@ -198,7 +204,12 @@ func (c *Client) run(ctx context.Context, b beginner, route string, own, idempot
 		}
 		if errors.Is(err, errSlowPath) && !slow {
 			slow = true
-			continue
+			if beforeSlow != nil {
+				err = beforeSlow()
+			}
+			if err == nil || errors.Is(err, errSlowPath) {
+				continue
+			}
 		}
 		var ce *commitError
 		lost := connectionLost(err)

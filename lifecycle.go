@@ -104,7 +104,7 @@ func (c *Client) lateClaim(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 			return nil, err
 		}
 	}
-	short, err := c.take(ctx, tx, RouteClaim, shop, h.Lines, true)
+	short, err := c.take(ctx, tx, RouteClaim, shop, h.Lines, takeLocked)
 	if err != nil {
 		return nil, err
 	}

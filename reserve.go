@@ -144,9 +144,24 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		}
 	}
 	if !combined {
-		err = c.run(ctx, b, RouteReserve, own, true, func(tx pgx.Tx, slow bool) error {
+		// The slow path of the client's own transactions refills the
+		// short buffers in a short transaction of its own, so waiters on a
+		// key's lock wait for a refill, not for each other's reservations;
+		// inside a caller's transaction it refills under the lock in place.
+		var beforeSlow func() error
+		if own {
+			beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
+		}
+		err = c.runSlow(ctx, b, RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, slow bool) error {
+			mode := takeFast
+			switch {
+			case slow && own:
+				mode = takeRetry
+			case slow:
+				mode = takeLocked
+			}
 			var err error
-			h, err = c.reserveOnce(ctx, tx, req, slow)
+			h, err = c.reserveOnce(ctx, tx, req, mode)
 			return err
 		})
 	}
@@ -224,8 +239,8 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, er
 // first so that a sold-out answer writes nothing; a concurrent retry of the
 // same checkout waits on the hold's unique key and then rolls its own units
 // back (errRollback), so it never keeps any.
-func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, slow bool) (*Hold, error) {
-	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, slow)
+func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*Hold, error) {
+	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -294,17 +309,30 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Ho
 	return h, errRollback
 }
 
+// takeMode is how take gets units.
+type takeMode int
+
+const (
+	// takeFast takes without waiting on other reservers (but for a counter
+	// row) and returns errSlowPath when a buffer is short but the stock is
+	// not.
+	takeFast takeMode = iota
+	// takeRetry takes again after refillInline refilled the buffers, waiting
+	// for slot locks.
+	takeRetry
+	// takeLocked takes each key's advisory lock, refills its buffer and
+	// takes, in the caller's transaction.
+	takeLocked
+)
+
 // take removes every line's quantity from its key's buffer, or returns the
-// lines that are genuinely short, with their sellable stock. The fast path
-// takes without waiting on other reservers; when a buffer is short and the
-// stock is not, it returns errSlowPath, and the slow path refills each
-// key's buffer under the key's advisory lock before taking again.
-func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []Line, slow bool) ([]Shortfall, error) {
-	infos, err := c.keyInfos(ctx, tx, route, shop, lines, slow)
+// lines that are genuinely short, with their sellable stock.
+func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []Line, mode takeMode) ([]Shortfall, error) {
+	infos, err := c.keyInfos(ctx, tx, route, shop, lines, mode != takeFast)
 	if err != nil {
 		return nil, err
 	}
-	if !slow {
+	if mode == takeFast {
 		batch := &pgx.Batch{}
 		for i, l := range lines {
 			switch infos[i].strategy {
@@ -351,21 +379,16 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	if len(short) > 0 {
 		return short, nil
 	}
-	if !slow {
+	if mode == takeFast {
 		return nil, errSlowPath
 	}
 	for i, l := range lines {
 		k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-		if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(k)); err != nil {
-			return nil, err
-		}
-		res, err := c.refill(ctx, tx, route, []Key{k})
-		if err != nil {
-			return nil, err
-		}
-		if res[0].added > 0 {
-			c.cfg.Observer.Replenished(k, true, res[0].added)
-			if _, err := tx.Exec(ctx, c.q(ctx, route, "note_inline"), k.ShopID, k.ItemID, k.LocationID); err != nil {
+		if mode == takeLocked {
+			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(k)); err != nil {
+				return nil, err
+			}
+			if err := c.refillKey(ctx, tx, route, k); err != nil {
 				return nil, err
 			}
 		}
@@ -381,11 +404,45 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		if got < l.Quantity {
 			// Units in flight to other reservers: sellable by the snapshot
 			// but not obtainable now.
-			s := max(0, res[0].available-res[0].held)
-			short = append(short, Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: min(s, sellable[i])})
+			short = append(short, Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
 		}
 	}
 	return short, nil
+}
+
+// refillKey refills one key's buffer under its advisory lock, which tx
+// holds, and counts an inline replenishment when it added units.
+func (c *Client) refillKey(ctx context.Context, tx pgx.Tx, route string, k Key) error {
+	res, err := c.refill(ctx, tx, route, []Key{k})
+	if err != nil {
+		return err
+	}
+	if res[0].added > 0 {
+		c.cfg.Observer.Replenished(k, true, res[0].added)
+		if _, err := tx.Exec(ctx, c.q(ctx, route, "note_inline"), k.ShopID, k.ItemID, k.LocationID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refillInline refills the buffers of a reservation's keys in a short
+// transaction of its own: each key's advisory lock in key order, then its
+// refill. Exactly one transaction refills a key at a time; the others wait
+// for it and then find little or nothing to add.
+func (c *Client) refillInline(ctx context.Context, shop int64, lines []Line) error {
+	return c.run(ctx, c.pool, RouteReplenish, true, true, func(tx pgx.Tx, _ bool) error {
+		for _, l := range lines {
+			k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+			if _, err := tx.Exec(ctx, c.q(ctx, RouteReplenish, "lock_key"), keyHash(k)); err != nil {
+				return err
+			}
+			if err := c.refillKey(ctx, tx, RouteReplenish, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // sellable returns available - held per line (never below zero), from one
