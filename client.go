@@ -163,8 +163,8 @@ type beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// errSlowPath asks run to roll back and run the operation again on its slow
-// path (under the per-key locks). It never reaches a caller.
+// errSlowPath asks run to roll back and run the operation again one level
+// slower (see slowLevelMax). It never reaches a caller.
 var errSlowPath = errors.New("holdfast: take the slow path")
 
 // errRetry asks run to roll back and run the operation again, counting it as
@@ -187,24 +187,28 @@ func (e *commitError) Unwrap() error { return e.err }
 // server rolled back for a transient reason (deadlock, serialization
 // failure, lock timeout, lost connection before or — for idempotent
 // operations — during commit) run again, at most Config.RetryMax times with
-// jittered exponential backoff. fn returning errSlowPath runs it once more
-// with slow set.
-func (c *Client) run(ctx context.Context, b beginner, route string, own, idempotent bool, fn func(tx pgx.Tx, slow bool) error) error {
+// jittered exponential backoff. fn returning errSlowPath runs it again one
+// level slower, at most slowLevelMax times.
+func (c *Client) run(ctx context.Context, b beginner, route string, own, idempotent bool, fn func(tx pgx.Tx, level int) error) error {
 	return c.runSlow(ctx, b, route, own, idempotent, nil, fn)
 }
 
+// slowLevelMax bounds how often an operation asks for a slower path
+// (errSlowPath): fast, then slow, then slowest.
+const slowLevelMax = 2
+
 // runSlow is run with beforeSlow called between the rolled-back fast attempt
-// and the slow one, outside any transaction.
-func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, idempotent bool, beforeSlow func() error, fn func(tx pgx.Tx, slow bool) error) error {
-	slow := false
+// and the first slow one, outside any transaction.
+func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, idempotent bool, beforeSlow func() error, fn func(tx pgx.Tx, level int) error) error {
+	level := 0
 	for attempt := 0; ; {
-		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, slow) })
+		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, level) })
 		if err == nil || errors.Is(err, errRollback) {
 			return nil
 		}
-		if errors.Is(err, errSlowPath) && !slow {
-			slow = true
-			if beforeSlow != nil {
+		if errors.Is(err, errSlowPath) && level < slowLevelMax {
+			level++
+			if level == 1 && beforeSlow != nil {
 				err = beforeSlow()
 			}
 			if err == nil || errors.Is(err, errSlowPath) {

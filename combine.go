@@ -118,7 +118,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 	}
 
 	created := make(map[uuid.UUID]*Hold, len(uniq))
-	err := c.run(ctx, c.pool, RouteReserve, true, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, c.pool, RouteReserve, true, true, func(tx pgx.Tx, _ int) error {
 		clear(created)
 		// Lock the keys' counters and grant each key's requests in
 		// arrival order while they fit.

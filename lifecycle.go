@@ -39,9 +39,9 @@ func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, ch
 		return nil, err
 	}
 	var h *Hold
-	err := c.run(ctx, b, RouteClaim, own, true, func(tx pgx.Tx, slow bool) error {
+	err := c.run(ctx, b, RouteClaim, own, true, func(tx pgx.Tx, _ int) error {
 		var err error
-		h, err = c.claimOnce(ctx, tx, shop, checkout, slow)
+		h, err = c.claimOnce(ctx, tx, shop, checkout)
 		return err
 	})
 	c.cfg.Observer.Op(RouteClaim, outcome(err, h), time.Since(start))
@@ -54,7 +54,7 @@ func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, ch
 	return h, nil
 }
 
-func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, slow bool) (*Hold, error) {
+func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) (*Hold, error) {
 	h, err := c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusHeld, StatusClaimed)
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, 
 		return nil, err
 	}
 	var h *Hold
-	err := c.run(ctx, b, RouteRelease, own, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, b, RouteRelease, own, true, func(tx pgx.Tx, _ int) error {
 		var err error
 		h, err = c.releaseOnce(ctx, tx, shop, checkout)
 		return err
@@ -263,7 +263,7 @@ func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, c
 		return nil, err
 	}
 	var h *Hold
-	err = c.run(ctx, b, RouteExtend, own, true, func(tx pgx.Tx, _ bool) error {
+	err = c.run(ctx, b, RouteExtend, own, true, func(tx pgx.Tx, _ int) error {
 		var err error
 		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
 		return err
@@ -314,7 +314,7 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 		return nil, err
 	}
 	var h *Hold
-	err := c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
 		var err error
 		h, err = c.getHold(ctx, tx, RouteRead, shopID, checkoutID)
 		return err

@@ -53,7 +53,7 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 // units go back to their keys' buffers where the key's lock is free.
 func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	var n int
-	err := c.run(ctx, c.pool, RouteSweep, true, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, c.pool, RouteSweep, true, true, func(tx pgx.Tx, _ int) error {
 		rows, err := tx.Query(ctx, c.q(ctx, RouteSweep, "sweep_expire"), c.now(), c.cfg.SweepBatch)
 		if err != nil {
 			return err
@@ -86,7 +86,7 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 // Config.OutcomeRetention and returns how many.
 func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
-	err := c.run(ctx, c.pool, RoutePurge, true, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, c.pool, RoutePurge, true, true, func(tx pgx.Tx, _ int) error {
 		tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, "purge_outcomes"), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
 		n = int(tag.RowsAffected())
 		return err
@@ -111,7 +111,7 @@ func (c *Client) Replenish(ctx context.Context) (int, error) {
 	added := 0
 	for {
 		var page int
-		err := c.run(ctx, c.pool, RouteReplenish, true, true, func(tx pgx.Tx, _ bool) error {
+		err := c.run(ctx, c.pool, RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
 			rows, err := tx.Query(ctx, c.q(ctx, RouteReplenish, "replenish_scan"),
 				cursor.ShopID, cursor.ItemID, cursor.LocationID, ReplenishBatch,
 				string(c.cfg.Strategy), c.cfg.PoolCap, c.cfg.LowWaterPercent)

@@ -152,12 +152,12 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		if own {
 			beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
 		}
-		err = c.runSlow(ctx, b, RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, slow bool) error {
+		err = c.runSlow(ctx, b, RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, level int) error {
 			mode := takeFast
 			switch {
-			case slow && own:
+			case level == 1 && own:
 				mode = takeRetry
-			case slow:
+			case level > 0:
 				mode = takeLocked
 			}
 			var err error
@@ -318,7 +318,8 @@ const (
 	// not.
 	takeFast takeMode = iota
 	// takeRetry takes again after refillInline refilled the buffers, waiting
-	// for slot locks.
+	// for slot locks, and returns errSlowPath when others took the refill
+	// first.
 	takeRetry
 	// takeLocked takes each key's advisory lock, refills its buffer and
 	// takes, in the caller's transaction.
@@ -385,6 +386,8 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	for i, l := range lines {
 		k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 		if mode == takeLocked {
+			// The slowest path: refill right before the take, under the
+			// key's lock.
 			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(k)); err != nil {
 				return nil, err
 			}
@@ -402,6 +405,10 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 			return nil, err
 		}
 		if got < l.Quantity {
+			if mode == takeRetry {
+				// Others took the refill first: once more, under the lock.
+				return nil, errSlowPath
+			}
 			// Units in flight to other reservers: sellable by the snapshot
 			// but not obtainable now.
 			short = append(short, Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
@@ -431,7 +438,7 @@ func (c *Client) refillKey(ctx context.Context, tx pgx.Tx, route string, k Key) 
 // refill. Exactly one transaction refills a key at a time; the others wait
 // for it and then find little or nothing to add.
 func (c *Client) refillInline(ctx context.Context, shop int64, lines []Line) error {
-	return c.run(ctx, c.pool, RouteReplenish, true, true, func(tx pgx.Tx, _ bool) error {
+	return c.run(ctx, c.pool, RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
 		for _, l := range lines {
 			k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 			if _, err := tx.Exec(ctx, c.q(ctx, RouteReplenish, "lock_key"), keyHash(k)); err != nil {

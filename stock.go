@@ -73,7 +73,7 @@ func (c *Client) adjust(ctx context.Context, b beginner, own bool, k Key, delta,
 		return nil, err
 	}
 	var lvl *Level
-	err = c.run(ctx, b, RouteAdjust, own, false, func(tx pgx.Tx, _ bool) error {
+	err = c.run(ctx, b, RouteAdjust, own, false, func(tx pgx.Tx, _ int) error {
 		var err error
 		lvl, err = c.adjustOnce(ctx, tx, k, delta, set, reason, reference)
 		return err
@@ -168,7 +168,7 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 		return nil, argError("pool_cap", "must be between 1 and 1000000 (0 for the default)")
 	}
 	var lvl *Level
-	err := c.run(ctx, c.pool, RouteAdjust, true, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, c.pool, RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
 		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "lock_key"), keyHash(k)); err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (c *Client) Level(ctx context.Context, k Key) (*Level, error) {
 		return nil, err
 	}
 	var lvl *Level
-	err := c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ bool) error {
+	err := c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
 		var err error
 		lvl, err = c.level(ctx, tx, RouteRead, k)
 		return err
