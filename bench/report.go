@@ -141,6 +141,15 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(rep)
 }
 
+// ReadJSON reads a report written by WriteJSON, to print or plot it again.
+func ReadJSON(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("bench: read report: %w", err)
+	}
+	return &rep, nil
+}
+
 // WriteFile writes the report to path with write (WriteJSON, WriteSVG).
 func WriteFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)

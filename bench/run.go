@@ -188,7 +188,10 @@ func (r *runner) run(ctx context.Context, strategy string, sc *scenario, clients
 		m, err = r.timed(ctx, pool, db, label, clients, r.o.Warmup, window, op, r.tick, r.onTick)
 	}
 	r.progress("%s stopping", label)
-	if stopErr := rs.stop(context.WithoutCancel(ctx)); err == nil {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	stopErr := rs.stop(stopCtx)
+	cancel()
+	if err == nil {
 		err = stopErr
 	}
 	if err != nil {

@@ -52,8 +52,22 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 	if len(scenarios) == 0 {
 		lo, hi = 1, 10
 	}
+	// The axis starts at the 1-2-5 step at or below the smallest value.
 	yMin := math.Pow(10, math.Floor(math.Log10(lo)))
-	yMax := math.Pow(10, math.Ceil(math.Log10(hi)))
+	for _, m := range []float64{5, 2} {
+		if yMin*m <= lo {
+			yMin *= m
+			break
+		}
+	}
+	// And ends at the 1-2-5 step at or above the largest.
+	yMax := math.Pow(10, math.Floor(math.Log10(hi)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if yMax*m >= hi {
+			yMax *= m
+			break
+		}
+	}
 	if yMax <= yMin {
 		yMax = yMin * 10
 	}
@@ -98,9 +112,12 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="14" font-weight="bold" text-anchor="middle">%s</text>`+"\n", ox+padL+pw/2, oy+padT-12, html.EscapeString(sc))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", ox+padL, oy+padT, pw, ph)
 		// Y grid: decades labelled, 2 and 5 faint.
-		for d := yMin; d <= yMax*1.0001; d *= 10 {
+		for d := math.Pow(10, math.Floor(math.Log10(yMin))); d <= yMax*1.0001; d *= 10 {
 			for _, m := range []float64{1, 2, 5} {
 				v := d * m
+				if v < yMin*0.9999 {
+					continue
+				}
 				if v > yMax*1.0001 {
 					break
 				}
@@ -116,7 +133,7 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 		for i, c := range clients {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/><text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", px(i), oy+padT+ph, px(i), oy+padT+ph+5, px(i), oy+padT+ph+18, c)
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">clients</text>`+"\n", ox+padL+pw/2, oy+padT+ph+36)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">clients (evenly spaced)</text>`+"\n", ox+padL+pw/2, oy+padT+ph+36)
 		// Commit ceiling.
 		var pts []string
 		for i, c := range clients {
@@ -125,7 +142,7 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 			}
 		}
 		if len(pts) > 0 {
-			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#555" stroke-width="1.5" stroke-dasharray="5,4"/>`+"\n", strings.Join(pts, " "))
+			fmt.Fprintf(&b, `<path d="M%s" fill="none" stroke="#555" stroke-width="1.5" stroke-dasharray="5,4"/>`+"\n", strings.Join(pts, " L"))
 		}
 		for _, s := range strategies {
 			var pts []string
@@ -140,7 +157,7 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 				}
 			}
 			if len(pts) > 1 {
-				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2.5"/>`+"\n", strings.Join(pts, " "), colour(s, order))
+				fmt.Fprintf(&b, `<path d="M%s" fill="none" stroke="%s" stroke-width="2.5" stroke-linejoin="round"/>`+"\n", strings.Join(pts, " L"), colour(s, order))
 			}
 			b.WriteString(dots.String())
 		}

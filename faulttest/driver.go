@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -55,8 +54,11 @@ type Schedule struct {
 	// ExtendRacesReserve lets an extend run while a reserve of the same
 	// checkout is in flight. Off by default: the engine then answers
 	// ErrLifetimeExceeded wrongly (see race/extend-vs-first-reserve); on
-	// with HOLDFAST_KNOWN_BUGS=1.
+	// when KnownBugs.
 	ExtendRacesReserve bool
+	// StrategyChanges lets workers switch a key's strategy and pool cap
+	// under load (moving its buffered units between buffers).
+	StrategyChanges bool
 	// OpTimeout bounds each operation; default 15s.
 	OpTimeout time.Duration
 	// During runs concurrently with the workers of each epoch (a fault such
@@ -86,6 +88,19 @@ func (s *Stats) Count(op, result string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ops[op+" "+result]
+}
+
+// Result returns how many operations of any kind ended with result.
+func (s *Stats) Result(result string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, v := range s.ops {
+		if strings.HasSuffix(k, " "+result) {
+			n += v
+		}
+	}
+	return n
 }
 
 func (s *Stats) String() string {
@@ -127,7 +142,7 @@ func (s Schedule) Run(ctx context.Context, e *Env) *Stats {
 	if s.Stock == 0 {
 		s.Stock = 12
 	}
-	if os.Getenv("HOLDFAST_KNOWN_BUGS") != "" {
+	if KnownBugs() {
 		s.ExtendRacesReserve = true
 	}
 	if s.OpTimeout == 0 {
@@ -286,6 +301,14 @@ func (s Schedule) Run(ctx context.Context, e *Env) *Stats {
 						_, err := e.Client.SweepOnce(octx)
 						e.untyped("sweep", err)
 						stats.add("sweep", err)
+					case x < 98 && s.StrategyChanges:
+						k := keys[r.IntN(len(keys))]
+						_, err := e.Client.SetStrategy(octx, k.Key, Strategies[r.IntN(len(Strategies))], 3+r.IntN(6))
+						e.untyped("set strategy", err)
+						stats.add("set-strategy", err)
+						if err == nil {
+							e.Tally.Inject("strategy switched under load", 1)
+						}
 					default:
 						if s.ConcurrentExpiry {
 							e.Clock.Advance(time.Duration(r.IntN(8)) * time.Minute)
@@ -322,6 +345,7 @@ func (s Schedule) Run(ctx context.Context, e *Env) *Stats {
 		e.Tally.Inject("COMMIT answer lost (server rolled back)", int(e.Proxy.Cut.Load()-e.Proxy.CutCommitted.Load()))
 	}
 	e.Tally.Inject("random pause at statement boundary", int(e.Hook.Pauses.Load()))
+	e.Tally.Inject("(consequence) call answered with unknown outcome", stats.Result(ResUnknown))
 	return stats
 }
 

@@ -98,6 +98,8 @@ type Entry struct {
 	Doubt bool
 
 	inflight, starts int       // claims and releases in flight, and started
+	extending        int       // extends in flight
+	extOverlap       bool      // an extend overlapped another
 	endedAt          time.Time // when a claim or release was acknowledged
 }
 
@@ -348,7 +350,10 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 	case ResOK:
 		out.Exp = micros(h.ExpiresAt)
 		out.Replayed = h.Replayed
-		if !en.Acked || h.ExpiresAt.After(en.Exp) && !en.Doubt {
+		if !en.Acked {
+			// Later replays may have read an expiry that a concurrent
+			// extend has since shortened: only the first answer and
+			// extends set it.
 			en.Exp = h.ExpiresAt
 		}
 		if !en.Acked {
@@ -475,26 +480,46 @@ func (e *Env) Release(ctx context.Context, client int, shop int64, co uuid.UUID)
 // Extend extends through the engine and records the outcome.
 func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
 	now := e.Clock.Now()
+	e.mu.Lock()
+	en, num := e.entry(shop, co, nil)
+	if en.extending > 0 {
+		en.extOverlap = true
+	}
+	en.extending++
+	lines := en.Lines
+	e.mu.Unlock()
+
 	call := e.call()
 	h, err := e.Client.Extend(ctx, shop, co, ttl)
 	res := Classify(err)
 	e.untyped("extend", err)
 	e.mu.Lock()
-	en, num := e.entry(shop, co, nil)
+	en.extending--
 	out := Output{Result: res}
 	switch res {
 	case ResOK:
 		out.Exp = micros(h.ExpiresAt)
-		if !en.Doubt {
+		switch {
+		case en.extOverlap:
+			// Concurrent extends: the one applied last may not be the
+			// one answered last; keep the lower bound.
+			if h.ExpiresAt.Before(en.Exp) {
+				en.Exp = h.ExpiresAt
+			}
+		case !en.Doubt:
 			en.Exp = h.ExpiresAt
 		}
+	case ResClaimed, ResReleased, ResExpired:
+		out.Late = true
 	case ResUnknown, ResUntyped:
 		// It may have moved the expiry either way.
 		if c := now.Add(ttl); c.Before(en.Exp) {
 			en.Exp = c
 		}
 	}
-	lines := en.Lines
+	if en.extending == 0 {
+		en.extOverlap = false
+	}
 	e.mu.Unlock()
 	e.record(client, e.histKey(shop, lines), Input{Op: OpExtend, CO: num, Now: micros(now), TTL: ttl.Microseconds()}, call, out)
 	return h, err
@@ -693,6 +718,7 @@ func (e *Env) Verify(ctx context.Context) int {
 	}
 	e.checkInvariant(ctx, "after claiming every held checkout")
 	n++
+	n += e.checkClaimLedger(ctx)
 
 	// Expire everything that is left, sweep, replenish: nothing may be held
 	// and every buffer must be full.
@@ -737,6 +763,43 @@ func (e *Env) Verify(ctx context.Context) int {
 		e.T.Logf("history: %d operations, linearizability %s", e.Hist.Len(), res)
 	}
 	return n
+}
+
+// checkClaimLedger checks that every claimed checkout deducted each of its
+// lines exactly once in the audit trail, and that no other checkout
+// deducted anything: never a double claim, never a claim without its hold.
+func (e *Env) checkClaimLedger(ctx context.Context) int {
+	e.T.Helper()
+	rows, err := e.Admin.Query(ctx, `
+WITH h AS (
+    SELECT checkout_id::text AS ref, status, jsonb_array_length(lines) AS nlines,
+           (SELECT coalesce(sum((l->>'quantity')::int), 0) FROM jsonb_array_elements(lines) l) AS qty
+    FROM holds
+), g AS (
+    SELECT reference AS ref, count(*) AS n, coalesce(sum(-delta), 0) AS qty
+    FROM inventory_ledger WHERE reason LIKE 'claim%' GROUP BY reference
+)
+SELECT h.ref, h.status, coalesce(g.n, 0)::int, coalesce(g.qty, 0)::int, h.nlines, h.qty::int
+FROM h LEFT JOIN g USING (ref)
+WHERE (h.status = 'claimed' AND (coalesce(g.n, 0) <> h.nlines OR coalesce(g.qty, 0) <> h.qty))
+   OR (h.status <> 'claimed' AND coalesce(g.n, 0) > 0)`)
+	if err != nil {
+		e.T.Fatalf("claim ledger check: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ref, status string
+		var n, qty, nlines, want int
+		if err := rows.Scan(&ref, &status, &n, &qty, &nlines, &want); err != nil {
+			e.T.Fatal(err)
+		}
+		e.Violation("checkout %s (%s): %d claim entries deducting %d in the ledger; its hold has %d lines of %d units",
+			ref, status, n, qty, nlines, want)
+	}
+	if err := rows.Err(); err != nil {
+		e.T.Fatal(err)
+	}
+	return 1
 }
 
 func (e *Env) overCommitted(ctx context.Context, shop int64, lines []holdfast.Line) bool {

@@ -1,7 +1,9 @@
 package faulttest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -55,26 +57,26 @@ func Classify(err error) string {
 	switch {
 	case err == nil:
 		return ResOK
-	case holdfastIs(err, holdfast.ErrInsufficientStock):
+	case errors.Is(err, holdfast.ErrInsufficientStock):
 		return ResInsufficient
-	case holdfastIs(err, holdfast.ErrNotFound):
+	case errors.Is(err, holdfast.ErrNotFound):
 		return ResNotFound
-	case holdfastIs(err, holdfast.ErrHoldClaimed):
+	case errors.Is(err, holdfast.ErrHoldClaimed):
 		return ResClaimed
-	case holdfastIs(err, holdfast.ErrHoldReleased):
+	case errors.Is(err, holdfast.ErrHoldReleased):
 		return ResReleased
-	case holdfastIs(err, holdfast.ErrHoldExpired):
+	case errors.Is(err, holdfast.ErrHoldExpired):
 		return ResExpired
-	case holdfastIs(err, holdfast.ErrLifetimeExceeded):
+	case errors.Is(err, holdfast.ErrLifetimeExceeded):
 		return ResLifetime
-	case holdfastIs(err, holdfast.ErrOverCommitted):
+	case errors.Is(err, holdfast.ErrOverCommitted):
 		return ResOverCommitted
-	case holdfastIs(err, holdfast.ErrInvalidArgument):
+	case errors.Is(err, holdfast.ErrInvalidArgument):
 		return ResInvalid
-	case holdfastIs(err, holdfast.ErrIdempotencyConflict):
+	case errors.Is(err, holdfast.ErrIdempotencyConflict):
 		return ResConflict
-	case holdfastIs(err, holdfast.ErrUnavailable), holdfastIs(err, holdfast.ErrOutcomeUnknown),
-		isContextErr(err):
+	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, holdfast.ErrOutcomeUnknown),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ResUnknown
 	}
 	return ResUntyped
@@ -101,12 +103,12 @@ type Output struct {
 	Exp       int64           // reserve and extend: the returned expiry
 	Available int             // adjust and level
 	Held      int             // adjust and level
-	// Late: a reserve answered that the checkout had ended (claimed,
-	// released, expired). The engine retries a reserve whose COMMIT
+	// Late: a reserve or extend answered that the checkout had ended
+	// (claimed, released, expired). The engine retries a call whose COMMIT
 	// answer was lost; when the first attempt did commit and the hold was
 	// ended before the retry, the retry reports the ending although this
-	// call created the hold. Such an answer may have taken effect at any
-	// time after the call.
+	// call created (or extended) the hold. Such an answer may have taken
+	// effect at any time after the call.
 	Late bool
 	// Replayed: a reserve answered with an existing hold. When the model
 	// has no hold yet, this call created it (its first attempt committed,
@@ -243,7 +245,10 @@ func step(s keyModel, in Input, out Output) []keyModel {
 			}
 			return nil
 		}
-		if out.Result == ResOK && out.Available == s.avail+in.Delta && out.Held == s.heldSum() {
+		// Available is exact (the level row is locked until commit); held
+		// is read by a statement before the commit, while reservations
+		// that do not take the key's lock may commit: not checked.
+		if out.Result == ResOK && out.Available == s.avail+in.Delta {
 			return yes(s.withAvail(s.avail + in.Delta))
 		}
 	case OpReserve:
@@ -332,6 +337,18 @@ func step(s keyModel, in Input, out Output) []keyModel {
 			}
 		}
 	case OpExtend:
+		if out.Late && exists {
+			// Its first attempt may have extended the hold before the
+			// hold ended (answer lost, retried): either effect.
+			var next []keyModel
+			if out.Result == ended() {
+				next = append(next, s)
+			}
+			if n, ok := apply(s, in); ok {
+				next = append(next, n)
+			}
+			return next
+		}
 		switch {
 		case !exists:
 			if out.Result == ResNotFound {

@@ -34,6 +34,12 @@ type PgBouncer struct {
 // ErrNoPgBouncer is returned when no pgbouncer binary is installed.
 var ErrNoPgBouncer = errors.New("faulttest: pgbouncer not found (apt-get install pgbouncer; scripts/setup does)")
 
+// PgBouncerInstalled reports whether a pgbouncer binary is installed.
+func PgBouncerInstalled() bool {
+	_, err := findPgBouncer()
+	return err == nil
+}
+
 func findPgBouncer() (string, error) {
 	if p, err := exec.LookPath("pgbouncer"); err == nil {
 		return p, nil
@@ -100,6 +106,7 @@ default_pool_size = 12
 reserve_pool_size = 0
 server_reset_query =
 server_check_delay = 0
+server_login_retry = 1
 ignore_startup_parameters = extra_float_digits,search_path
 logfile = %s
 admin_users = %s
@@ -121,7 +128,9 @@ admin_users = %s
 		}
 	}
 	b.cmd = exec.Command(bin, filepath.Join(b.dir, "pgbouncer.ini"))
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	// Pdeathsig: a test binary that dies without its cleanups (killed, or
+	// its output pipe closed) takes its PgBouncer with it.
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("pgbouncer: start: %v", err)
 	}
@@ -134,7 +143,8 @@ admin_users = %s
 }
 
 // PgBouncerExecMode is pgx's default_query_exec_mode for connections through
-// PgBouncer: HOLDFAST_PGBOUNCER_EXEC_MODE, else cache_describe. PgBouncer
+// PgBouncer: HOLDFAST_PGBOUNCER_EXEC_MODE, else exec once EngineFixed, else
+// cache_describe. PgBouncer
 // 1.18 has no protocol-level prepared statements in transaction mode, so
 // only the modes with unnamed statements work: exec, cache_describe,
 // describe_exec (simple_protocol too). "exec" needs the engine fix for
@@ -142,6 +152,9 @@ admin_users = %s
 func PgBouncerExecMode() string {
 	if m := os.Getenv("HOLDFAST_PGBOUNCER_EXEC_MODE"); m != "" {
 		return m
+	}
+	if EngineFixed {
+		return "exec"
 	}
 	return "cache_describe"
 }
@@ -195,7 +208,8 @@ func (b *PgBouncer) waitReady(server *url.URL) error {
 
 func (b *PgBouncer) stop() {
 	if b.cmd.Process != nil {
-		_ = b.cmd.Process.Signal(syscall.SIGINT)
+		// SIGTERM: immediate shutdown (SIGINT would wait for clients).
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	select {
 	case <-b.done:

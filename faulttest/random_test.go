@@ -23,7 +23,7 @@ func size(s faulttest.Schedule) faulttest.Schedule {
 var _ = scenario("random/history", func(t *testing.T) {
 	seed := faulttest.Seed(t)
 	e := faulttest.New(t, faulttest.Options{History: true})
-	st := size(faulttest.Schedule{Seed: seed, Epochs: 8, OpsPerEpoch: 20,
+	st := size(faulttest.Schedule{Seed: seed, Epochs: 8, OpsPerEpoch: 20, StrategyChanges: true,
 		PauseRate: 0.2, PauseMax: 3 * time.Millisecond,
 		KillMean: 40 * time.Millisecond, CommitKill: 0.05}).Run(context.Background(), e)
 	e.Verify(context.Background())
@@ -48,7 +48,7 @@ var _ = scenario("random/everything", func(t *testing.T) {
 	seed := faulttest.Seed(t)
 	e := faulttest.New(t, faulttest.Options{Proxy: true})
 	st := size(faulttest.Schedule{Seed: seed, Epochs: 8, OpsPerEpoch: 15, Keys: 4,
-		MultiLine: true, ConcurrentExpiry: true, Storm: 3,
+		MultiLine: true, ConcurrentExpiry: true, Storm: 3, StrategyChanges: true,
 		PauseRate: 0.2, PauseMax: 3 * time.Millisecond,
 		KillMean: 50 * time.Millisecond, CommitKill: 0.04, CommitCut: 0.04}).Run(context.Background(), e)
 	e.Verify(context.Background())

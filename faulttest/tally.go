@@ -82,10 +82,10 @@ func (t *Tally) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-34s %9s %9s %9s\n", "fault", "injected", "scenarios", "checks")
+	fmt.Fprintf(&b, "%-48s %9s %9s %9s\n", "fault", "injected", "scenarios", "checks")
 	for _, name := range slices.Sorted(maps.Keys(t.rows)) {
 		r := t.rows[name]
-		fmt.Fprintf(&b, "%-34s %9d %9d %9d\n", name, r.Injected, r.Scenarios, r.Checks)
+		fmt.Fprintf(&b, "%-48s %9d %9d %9d\n", name, r.Injected, r.Scenarios, r.Checks)
 	}
 	return b.String()
 }

@@ -29,6 +29,7 @@ func runBench(ctx context.Context, args []string) error {
 	svgFile := fs.String("svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
 	soak := fs.Bool("soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
 	soakDuration := fs.Duration("soak-duration", 10*time.Minute, "length of --soak")
+	replot := fs.String("replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: holdfast bench [flags]\n\nRuns every (scenario, clients, strategy) on a fresh database of DATABASE_URL's server (its role\nneeds CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) on any oversell.\n\nFlags:")
 		fs.PrintDefaults()
@@ -38,6 +39,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
+	}
+	if *replot != "" {
+		return replotReport(*replot, *svgFile)
 	}
 	cl, err := parseInts(*clients)
 	if err != nil {
@@ -106,6 +110,26 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return benchError(err)
+	}
+	return nil
+}
+
+// replotReport prints the table of a saved report and redraws its chart.
+func replotReport(path, svgFile string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rep, err := bench.ReadJSON(f)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	if svgFile != "" {
+		return bench.WriteFile(svgFile, rep.WriteSVG)
 	}
 	return nil
 }
