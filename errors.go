@@ -133,8 +133,14 @@ func retryable(err error) bool {
 // connectionLost reports errors where the connection failed; the outcome of a
 // COMMIT in flight is unknown.
 func connectionLost(err error) bool {
-	if err == nil || SQLState(err) != "" {
+	if err == nil {
 		return false
+	}
+	if state := SQLState(err); state != "" {
+		// Class 08, connection exception: what PgBouncer answers when its
+		// server connection died under the client (08P01 "server conn
+		// crashed?") or the server cannot be reached.
+		return strings.HasPrefix(state, "08")
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {

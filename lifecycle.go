@@ -281,17 +281,27 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	err := tx.QueryRow(ctx, c.q(ctx, RouteExtend, "extend_hold"), checkout, shop, ttl.Microseconds(), c.now()).
 		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
-		cur, err := c.getHold(ctx, tx, RouteExtend, shop, checkout)
-		if err != nil {
+		var status string
+		var fits bool
+		err := tx.QueryRow(ctx, c.q(ctx, RouteExtend, "extend_check"), checkout, shop, ttl.Microseconds(), c.now()).Scan(&status, &fits)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, ErrNotFound
+		case err != nil:
 			return nil, err
 		}
-		switch cur.Status {
+		switch Status(status) {
 		case StatusClaimed:
 			return nil, ErrHoldClaimed
 		case StatusReleased:
 			return nil, ErrHoldReleased
 		case StatusExpired:
 			return nil, ErrHoldExpired
+		}
+		if fits {
+			// Held and within its deadline, yet not updated: the hold's
+			// reservation committed after the UPDATE's snapshot.
+			return nil, errRetry
 		}
 		return nil, ErrLifetimeExceeded
 	}

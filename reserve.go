@@ -256,7 +256,9 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
 	items, locs, qtys := columns(req.lines)
 	err = tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_create"),
-		req.checkout, req.shop, req.linesRaw, req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+		// The lines go as text: as []byte, pgx's exec and simple protocol
+		// modes (used behind PgBouncer) would send them as bytea.
+		req.checkout, req.shop, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
 		items, locs, qtys,
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
