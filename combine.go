@@ -22,9 +22,14 @@ const CombineBatchMax = 256
 type combiner struct {
 	inflight atomic.Int64
 	mu       sync.Mutex
-	running  bool
+	running  int // batch runners, at most CombineRunnersMax
 	pending  []*batchReq
 }
+
+// CombineRunnersMax bounds the combined transactions in flight at once
+// from one client: while one commits, the next executes. They lock counter
+// rows in key order, so they never deadlock each other.
+const CombineRunnersMax = 2
 
 type batchReq struct {
 	key  Key
@@ -48,14 +53,14 @@ type batchResult struct {
 func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (h *Hold, err error, ok bool) {
 	cb := &c.combiner
 	cb.mu.Lock()
-	if cb.inflight.Load() <= 1 && !cb.running {
+	if cb.inflight.Load() <= 1 && cb.running == 0 {
 		cb.mu.Unlock()
 		return nil, nil, false
 	}
 	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
 	cb.pending = append(cb.pending, r)
-	if !cb.running {
-		cb.running = true
+	if cb.running < CombineRunnersMax {
+		cb.running++
 		go c.runBatches()
 	}
 	cb.mu.Unlock()
@@ -73,13 +78,13 @@ func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (
 }
 
 // runBatches serves the pending requests, a batch at a time, until none are
-// left. While one batch runs, the next one gathers.
+// left. While a batch runs, the next one gathers.
 func (c *Client) runBatches() {
 	cb := &c.combiner
 	for {
 		cb.mu.Lock()
 		if len(cb.pending) == 0 {
-			cb.running = false
+			cb.running--
 			cb.mu.Unlock()
 			return
 		}

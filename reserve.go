@@ -132,10 +132,11 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 	combined := false
 	if own && len(req.lines) == 1 {
 		k := Key{req.shop, req.lines[0].ItemID, req.lines[0].LocationID}
-		// A stale cache entry is safe here: if the key left the batch
-		// strategy its counter row is empty, the batch refuses, and the
-		// plain path refreshes the entry.
-		if ki, ok := c.keys.Load(k); ok && ki.(keyInfo).strategy == StrategyBatch {
+		// A stale or missing cache entry is safe here: a key that is not
+		// (or no longer) a batch key has no units in its counter row, the
+		// batch refuses it, and the plain path caches its strategy.
+		ki, ok := c.keys.Load(k)
+		if (ok && ki.(keyInfo).strategy == StrategyBatch) || (!ok && c.cfg.Strategy == StrategyBatch) {
 			// In flight until answered, on either path: the measure of
 			// contention that decides whether to combine.
 			c.combiner.inflight.Add(1)

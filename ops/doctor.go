@@ -378,6 +378,7 @@ var (
 		"fillfactor": "70", "autovacuum_vacuum_scale_factor": "0.0", "autovacuum_vacuum_threshold": "1000",
 		"autovacuum_analyze_scale_factor": "0.0", "autovacuum_analyze_threshold": "5000",
 		"autovacuum_vacuum_cost_delay": "0", "autovacuum_vacuum_cost_limit": "10000",
+		"vacuum_truncate": "false",
 	}
 	counterOptions = map[string]string{
 		"fillfactor": "50", "autovacuum_vacuum_scale_factor": "0.0", "autovacuum_vacuum_threshold": "1000",
