@@ -122,55 +122,29 @@ func (c *Client) execBatch(batch []*batchReq) {
 		shops, items, locs = append(shops, r.key.ShopID), append(items, r.key.ItemID), append(locs, r.key.LocationID)
 	}
 
-	created := make(map[uuid.UUID]*Hold, len(uniq))
-	err := c.run(ctx, c.pool, RouteReserve, true, true, func(tx pgx.Tx, _ int) error {
-		clear(created)
-		// Lock the keys' counters and grant each key's requests in
-		// arrival order while they fit.
-		rows, err := tx.Query(ctx, c.q(ctx, RouteReserve, "batch_lock"), shops, items, locs)
-		if err != nil {
-			return err
-		}
-		units := map[Key]int{}
-		for rows.Next() {
-			var k Key
-			var u int
-			if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &u); err != nil {
-				return err
+	var created map[uuid.UUID]*Hold
+	var err error
+	for attempt := 0; ; attempt++ {
+		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
+		if err == nil || !(retryable(err) || connectionLost(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
+			if err != nil {
+				err = c.mapErr(RouteReserve, err, true, true)
 			}
-			units[k] = u
+			break
 		}
-		if err := rows.Err(); err != nil {
-			return err
+		// Re-running is safe even when a COMMIT's answer was lost: the
+		// holds it created are skipped, and their requests find them on
+		// the plain path.
+		state := SQLState(err)
+		if state == "" {
+			state = "connection"
 		}
-		var gIDs []uuid.UUID
-		var gQtys []int32
-		var gTTLs, gShops, gItems, gLocs []int64
-		for i, r := range uniq {
-			if q := int(qtys[i]); q <= units[r.key] {
-				units[r.key] -= q
-				gIDs, gQtys, gTTLs = append(gIDs, ids[i]), append(gQtys, qtys[i]), append(gTTLs, ttls[i])
-				gShops, gItems, gLocs = append(gShops, shops[i]), append(gItems, items[i]), append(gLocs, locs[i])
-			}
+		c.cfg.Observer.Retry(RouteReserve, state)
+		if c.backoff(ctx, attempt+1) != nil {
+			err = c.mapErr(RouteReserve, ctx.Err(), true, true)
+			break
 		}
-		if len(gIDs) == 0 {
-			return nil
-		}
-		rows, err = tx.Query(ctx, c.q(ctx, RouteReserve, "batch_reserve"),
-			gIDs, gQtys, gTTLs, gShops, gItems, gLocs, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			h := &Hold{Status: StatusHeld}
-			if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
-				return err
-			}
-			created[h.CheckoutID] = h
-		}
-		return rows.Err()
-	})
+	}
 	for _, r := range uniq {
 		switch h, ok := created[r.req.checkout]; {
 		case err != nil:
@@ -182,4 +156,98 @@ func (c *Client) execBatch(batch []*batchReq) {
 			r.done <- batchResult{plain: true}
 		}
 	}
+}
+
+// batchOnce runs one combined transaction in two round trips: BEGIN, its
+// bounds and the counter locks (batch_lock.sql) in one pipeline; then the
+// holds (batch_reserve.sql) and COMMIT in another, so the counter rows are
+// held for one round trip and the commit.
+func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[uuid.UUID]*Hold, error) {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Release destroys the connection unless it is idle and healthy, so a
+	// failure anywhere below never leaks an open transaction.
+	defer conn.Release()
+
+	b := &pgx.Batch{}
+	b.Queue(c.comment(ctx, RouteReserve) + "BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(c.q(ctx, RouteReserve, "set_local"), c.setLocal[0], c.setLocal[1], c.setLocal[2])
+	b.Queue(c.q(ctx, RouteReserve, "batch_lock"), shops, items, locs)
+	br := conn.SendBatch(ctx, b)
+	units := map[Key]int{}
+	err = func() error {
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k Key
+			var u int
+			if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &u); err != nil {
+				return err
+			}
+			units[k] = u
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return nil, err
+	}
+
+	// Grant each key's requests in arrival order while they fit.
+	var gIDs []uuid.UUID
+	var gQtys []int32
+	var gTTLs, gShops, gItems, gLocs []int64
+	for i, r := range uniq {
+		if q := int(qtys[i]); q <= units[r.key] {
+			units[r.key] -= q
+			gIDs, gQtys, gTTLs = append(gIDs, ids[i]), append(gQtys, qtys[i]), append(gTTLs, ttls[i])
+			gShops, gItems, gLocs = append(gShops, shops[i]), append(gItems, items[i]), append(gLocs, locs[i])
+		}
+	}
+	created := make(map[uuid.UUID]*Hold, len(gIDs))
+	if len(gIDs) == 0 {
+		_, err := conn.Exec(ctx, "ROLLBACK")
+		return created, err
+	}
+
+	b = &pgx.Batch{}
+	b.Queue(c.q(ctx, RouteReserve, "batch_reserve"),
+		gIDs, gQtys, gTTLs, gShops, gItems, gLocs, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		h := &Hold{Status: StatusHeld}
+		if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		created[h.CheckoutID] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, &commitError{err}
+	}
+	if tag.String() == "ROLLBACK" {
+		return nil, pgx.ErrTxCommitRollback
+	}
+	return created, br.Close()
 }
