@@ -204,13 +204,13 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	}
 
 	// Grant each key's requests in arrival order while they fit.
-	var gIDs []uuid.UUID
+	var gIDs []string // as text: pgx's exec mode (PgBouncer) cannot encode []uuid.UUID
 	var gQtys []int32
 	var gTTLs, gShops, gItems, gLocs []int64
 	for i, r := range uniq {
 		if q := int(qtys[i]); q <= units[r.key] {
 			units[r.key] -= q
-			gIDs, gQtys, gTTLs = append(gIDs, ids[i]), append(gQtys, qtys[i]), append(gTTLs, ttls[i])
+			gIDs, gQtys, gTTLs = append(gIDs, ids[i].String()), append(gQtys, qtys[i]), append(gTTLs, ttls[i])
 			gShops, gItems, gLocs = append(gShops, shops[i]), append(gItems, items[i]), append(gLocs, locs[i])
 		}
 	}

@@ -66,7 +66,13 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 		if n == 0 {
 			return nil
 		}
-		rows, err = tx.Query(ctx, c.q(ctx, RouteSweep, "sweep_lines"), ids)
+		// As text: pgx's exec query mode (PgBouncer) cannot encode
+		// []uuid.UUID.
+		strs := make([]string, len(ids))
+		for i, id := range ids {
+			strs[i] = id.String()
+		}
+		rows, err = tx.Query(ctx, c.q(ctx, RouteSweep, "sweep_lines"), strs)
 		if err != nil {
 			return err
 		}

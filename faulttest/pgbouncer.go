@@ -143,7 +143,7 @@ admin_users = %s
 }
 
 // PgBouncerExecMode is pgx's default_query_exec_mode for connections through
-// PgBouncer: HOLDFAST_PGBOUNCER_EXEC_MODE, else exec once EngineFixed, else
+// PgBouncer: HOLDFAST_PGBOUNCER_EXEC_MODE, else exec once ExecModeFixed, else
 // cache_describe. PgBouncer
 // 1.18 has no protocol-level prepared statements in transaction mode, so
 // only the modes with unnamed statements work: exec, cache_describe,
@@ -153,7 +153,7 @@ func PgBouncerExecMode() string {
 	if m := os.Getenv("HOLDFAST_PGBOUNCER_EXEC_MODE"); m != "" {
 		return m
 	}
-	if EngineFixed {
+	if ExecModeFixed {
 		return "exec"
 	}
 	return "cache_describe"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,19 +37,41 @@ var _ = scenario("race/extend-vs-first-reserve", func(t *testing.T) {
 	atCommit := make(chan struct{}) // the reserve is about to commit
 	goCommit := make(chan struct{}) // let it
 	reserved := make(chan error, 1) // the reserve returned
+	var atOnce, goOnce sync.Once
+	var sawUpdate atomic.Bool
+	release := func() { goOnce.Do(func() { close(goCommit) }) }
+	defer release()
+	// Every wait is bounded: a schedule the engine's flow no longer allows
+	// fails the test instead of hanging it.
+	wait := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		case <-time.After(10 * time.Second):
+			return false
+		}
+	}
 	e.Hook.SetBeforeStatement(func(ctx context.Context, _ *pgx.Conn, sql string) {
 		switch ctx.Value(actor{}) {
 		case "reserve":
 			if strings.EqualFold(strings.TrimSpace(sql), "commit") {
-				close(atCommit)
-				<-goCommit
+				atOnce.Do(func() { close(atCommit) })
+				wait(goCommit)
 			}
 		case "extend":
-			if strings.Contains(sql, "SELECT status, lines") {
+			if strings.Contains(sql, "UPDATE holds") {
+				sawUpdate.Store(true)
+				return
+			}
+			if sawUpdate.Load() && !isCommitSQL(sql) {
 				// extend_hold found no row; commit the reserve before the
-				// read that decides the answer.
-				close(goCommit)
-				<-reserved
+				// statement after it, which decides the answer.
+				release()
+				select {
+				case err := <-reserved:
+					reserved <- err
+				case <-time.After(10 * time.Second):
+				}
 			}
 		}
 	})
@@ -55,13 +79,21 @@ var _ = scenario("race/extend-vs-first-reserve", func(t *testing.T) {
 		_, err := e.Client.Reserve(context.WithValue(ctx, actor{}, "reserve"),
 			holdfast.ReserveParams{ShopID: 1, CheckoutID: co, Lines: []holdfast.Line{{ItemID: 7, LocationID: 1, Quantity: 2}}, TTL: 5 * time.Minute})
 		reserved <- err
-		close(reserved)
 	}()
-	<-atCommit
+	if !wait(atCommit) {
+		release()
+		t.Fatal("the reserve never reached its COMMIT through the hook: the engine's flow changed; update the schedule")
+	}
 	_, err := e.Client.Extend(context.WithValue(ctx, actor{}, "extend"), 1, co, 10*time.Minute)
+	release()
 	e.Hook.SetBeforeStatement(nil)
-	if rerr := <-reserved; rerr != nil {
-		t.Fatalf("reserve: %v", rerr)
+	select {
+	case rerr := <-reserved:
+		if rerr != nil {
+			t.Fatalf("reserve: %v", rerr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reserve did not return")
 	}
 	if err != nil && !errors.Is(err, holdfast.ErrNotFound) {
 		e.Violation("extend racing the first reserve answered %v; want success or ErrNotFound", err)
@@ -69,3 +101,5 @@ var _ = scenario("race/extend-vs-first-reserve", func(t *testing.T) {
 	e.Tally.Inject("extend racing its reservation's commit", 1)
 	e.Verify(ctx)
 })
+
+func isCommitSQL(sql string) bool { return strings.EqualFold(strings.TrimSpace(sql), "commit") }
