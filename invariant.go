@@ -55,6 +55,20 @@ func (r *InvariantReport) String() string {
 // available, and holds and their lines agree. Tests run it after every
 // concurrent test; operators can run it through `holdfast doctor`.
 func (c *Client) CheckInvariant(ctx context.Context) (*InvariantReport, error) {
+	for attempt := 0; ; attempt++ {
+		rep, err := c.checkInvariant(ctx)
+		// A read: after a lost connection (a pooled connection a server
+		// restart closed) it simply runs again.
+		if err == nil || !(connectionLost(err) || retryable(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
+			return rep, err
+		}
+		if err := c.backoff(ctx, attempt+1); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *Client) checkInvariant(ctx context.Context) (*InvariantReport, error) {
 	rep := &InvariantReport{}
 	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL jit = off"); err != nil {
