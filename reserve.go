@@ -437,15 +437,22 @@ func (c *Client) refillKey(ctx context.Context, tx pgx.Tx, route string, k Key) 
 }
 
 // refillInline refills the buffers of a reservation's keys in a short
-// transaction of its own: each key's advisory lock in key order, then its
-// refill. Exactly one transaction refills a key at a time; the others wait
-// for it and then find little or nothing to add.
+// transaction of its own, key by key in key order: exactly one transaction
+// refills a key at a time, and the others wait for it together (a shared
+// lock on the key) rather than one after another, then retry their take.
 func (c *Client) refillInline(ctx context.Context, shop int64, lines []Line) error {
 	return c.run(ctx, c.pool, RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
 		for _, l := range lines {
 			k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-			if _, err := tx.Exec(ctx, c.q(ctx, RouteReplenish, "lock_key"), keyHash(k)); err != nil {
+			var mine bool
+			if err := tx.QueryRow(ctx, c.q(ctx, RouteReplenish, "trylock_key"), keyHash(k)).Scan(&mine); err != nil {
 				return err
+			}
+			if !mine {
+				if _, err := tx.Exec(ctx, c.q(ctx, RouteReplenish, "await_key"), keyHash(k)); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := c.refillKey(ctx, tx, RouteReplenish, k); err != nil {
 				return err
