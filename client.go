@@ -290,7 +290,7 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 	if own && !idempotent && errors.As(err, &ce) && connectionLost(err) {
 		return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, route, err)
 	}
-	if connectionLost(err) || retryable(err) || SQLState(err) == sqlstateQueryCanceled {
+	if connectionLost(err) || retryable(err) || errors.Is(err, errRetry) || SQLState(err) == sqlstateQueryCanceled {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, route, err)
 	}
 	return fmt.Errorf("holdfast: %s: %w", route, err)

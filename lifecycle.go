@@ -1,6 +1,7 @@
 package holdfast
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,7 +61,7 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 		return nil, err
 	}
 	if h == nil {
-		cur, err := c.getHold(ctx, tx, RouteClaim, shop, checkout)
+		cur, err := c.lockHold(ctx, tx, RouteClaim, shop, checkout)
 		if err != nil {
 			return nil, err
 		}
@@ -71,10 +72,14 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 		case StatusReleased:
 			return nil, ErrHoldReleased
 		case StatusHeld:
-			// Decided by someone else between our two statements.
-			return nil, errRetry
+			// The hold's reservation committed after our UPDATE's
+			// snapshot; we hold its row now, so this one sees it.
+			if h, err = c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusHeld, StatusClaimed); err != nil || h == nil {
+				return nil, cmp.Or(err, errRetry)
+			}
+		default:
+			return c.lateClaim(ctx, tx, shop, checkout)
 		}
-		return c.lateClaim(ctx, tx, shop, checkout)
 	}
 	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout); err != nil {
 		return nil, err
@@ -182,7 +187,7 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 		return nil, err
 	}
 	if h == nil {
-		cur, err := c.getHold(ctx, tx, RouteRelease, shop, checkout)
+		cur, err := c.lockHold(ctx, tx, RouteRelease, shop, checkout)
 		if err != nil {
 			return nil, err
 		}
@@ -190,10 +195,14 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 		case StatusClaimed:
 			return nil, ErrHoldClaimed
 		case StatusHeld:
-			return nil, errRetry
+			// Committed after our UPDATE's snapshot; locked now.
+			if h, err = c.endHold(ctx, tx, RouteRelease, shop, checkout, StatusHeld, StatusReleased); err != nil || h == nil {
+				return nil, cmp.Or(err, errRetry)
+			}
+		default:
+			cur.Replayed = true
+			return cur, nil
 		}
-		cur.Replayed = true
-		return cur, nil
 	}
 	if _, err := tx.Exec(ctx, c.q(ctx, RouteRelease, "hold_lines_delete"), checkout); err != nil {
 		return nil, err
@@ -333,10 +342,20 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 }
 
 func (c *Client) getHold(ctx context.Context, q pgx.Tx, route string, shop int64, checkout uuid.UUID) (*Hold, error) {
+	return c.readHold(ctx, q, route, "hold_get", shop, checkout)
+}
+
+// lockHold is getHold with the row locked (FOR UPDATE): it waits for
+// whoever is deciding the hold and sees what they decided.
+func (c *Client) lockHold(ctx context.Context, q pgx.Tx, route string, shop int64, checkout uuid.UUID) (*Hold, error) {
+	return c.readHold(ctx, q, route, "hold_lock", shop, checkout)
+}
+
+func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, shop int64, checkout uuid.UUID) (*Hold, error) {
 	h := &Hold{CheckoutID: checkout, ShopID: shop}
 	var raw []byte
 	var status string
-	err := q.QueryRow(ctx, c.q(ctx, route, "hold_get"), checkout, shop).
+	err := q.QueryRow(ctx, c.q(ctx, route, stmt), checkout, shop).
 		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
