@@ -73,7 +73,7 @@ func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (
 	case <-ctx.Done():
 		// The batch may still create the hold: like a lost reply, a
 		// retry with the same checkout id finds it.
-		return nil, ctx.Err(), true
+		return nil, c.mapErr(RouteReserve, ctx.Err(), true, true), true
 	}
 }
 
