@@ -2,7 +2,6 @@ package holdfast_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +13,11 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// testClock is an injected clock: tests move it instead of sleeping.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type env struct {
 	t     *testing.T
 	db    *pgtest.Database
 	c     *holdfast.Client
-	clock *testClock
+	clock *pgtest.Clock
 	// allowOver lets the final invariant check accept over-committed keys,
 	// for tests that reduce stock below active holds on purpose.
 	allowOver bool
@@ -41,7 +27,7 @@ type env struct {
 func newEnv(t *testing.T, cfg holdfast.Config, maxConns int) *env {
 	t.Helper()
 	db := pgtest.DB(t, maxConns)
-	clock := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
+	clock := pgtest.NewClock(time.Time{})
 	cfg.Now = clock.Now
 	c, err := holdfast.New(db.Pool, cfg)
 	if err != nil {

@@ -31,19 +31,6 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// testClock is an injected clock: tests move it instead of sleeping.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // syncBuffer is a log sink safe for concurrent writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -64,7 +51,7 @@ type env struct {
 	db    *pgtest.Database
 	hc    *holdfast.Client
 	srv   *httpapi.Server
-	clock *testClock
+	clock *pgtest.Clock
 	url   string
 	logs  *syncBuffer
 	stop  func() error // graceful shutdown; returns Serve's result
@@ -81,7 +68,7 @@ type envOpts struct {
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	db := pgtest.DB(t, o.maxConns)
-	clock := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
+	clock := pgtest.NewClock(time.Time{})
 	o.engine.Now = clock.Now
 	if o.engine.Strategy == "" {
 		// The plain counter: the overload and shutdown tests count one

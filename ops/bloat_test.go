@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,18 +13,6 @@ import (
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // TestBloatAlert leaves 2,000 dead tuples in a partition whose autovacuum is
 // off and walks the monitor's clock through the alert window.
@@ -45,7 +32,7 @@ func TestBloatAlert(t *testing.T) {
 	}
 	tableStat(t, db.Pool, part, func(s ops.TableStat) bool { return s.Dead >= 1200 })
 
-	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := pgtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var logs logBuffer
 	m := ops.NewBloatMonitor(db.Pool, ops.BloatConfig{Window: 5 * time.Minute, Now: clk.Now,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
