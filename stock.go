@@ -300,3 +300,16 @@ func (c *Client) gather(ctx context.Context, tx pgx.Tx, route string, k Key, q i
 	_, err = tx.Exec(ctx, c.q(ctx, route, "slots_take"), k.ShopID, k.ItemID, k.LocationID, slots, takes)
 	return taken, err
 }
+
+// ChangeStock applies ch: SetAvailable when ch.Set is non-nil, else Adjust
+// by ch.Delta.
+func (c *Client) ChangeStock(ctx context.Context, ch StockChange) (*Level, error) {
+	if ch.ID != "" {
+		// TODO(#10): idempotent stock changes.
+		return nil, argError("id", "idempotent stock changes are not supported yet")
+	}
+	if ch.Set != nil {
+		return c.SetAvailable(ctx, ch.Key, *ch.Set, ch.Reason, ch.Reference)
+	}
+	return c.Adjust(ctx, ch.Key, ch.Delta, ch.Reason, ch.Reference)
+}
