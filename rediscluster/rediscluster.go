@@ -17,9 +17,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -71,11 +73,27 @@ func Start(ctx context.Context) (*Server, error) {
 			"--save", "", "--appendonly", "no",
 			"--dir", dir, "--daemonize", "no",
 			"--logfile", filepath.Join(dir, "redis.log"))
-		if err := s.cmd.Start(); err != nil {
+		// The server gets SIGTERM when the thread that started it exits:
+		// that thread stays locked to the goroutine waiting on the server,
+		// so a process that exits without Stop (os.Exit in TestMain) takes
+		// its server with it.
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		started := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			if err := s.cmd.Start(); err != nil {
+				started <- err
+				close(s.done)
+				return
+			}
+			started <- nil
+			_ = s.cmd.Wait()
+			close(s.done)
+		}()
+		if err := <-started; err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("rediscluster: start %s: %w", bin, err)
 		}
-		go func() { _ = s.cmd.Wait(); close(s.done) }()
 		if lastErr = s.waitReady(ctx); lastErr == nil {
 			return s, nil
 		}

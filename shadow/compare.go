@@ -290,6 +290,7 @@ type metricSet struct {
 	latency  *prometheus.HistogramVec
 	mode     *prometheus.GaugeVec
 	fallback *prometheus.CounterVec
+	mirrored *prometheus.CounterVec
 }
 
 func newMetricSet() *metricSet {
@@ -311,9 +312,13 @@ func newMetricSet() *metricSet {
 			Name: "holdfast_shadow_fallbacks_total",
 			Help: "Lifecycle operations the truth side did not know and the other side answered (holds acknowledged under the other truth).",
 		}, []string{"shop", "op"}),
+		mirrored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "holdfast_shadow_claims_deducted_other_side_total",
+			Help: "Claims answered by the side that was not the truth, deducted from the truth's ledger as a stock change.",
+		}, []string{"shop"}),
 	}
 }
 
 func (m *metricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ops, m.latency, m.mode, m.fallback}
+	return []prometheus.Collector{m.ops, m.latency, m.mode, m.fallback, m.mirrored}
 }

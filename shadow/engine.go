@@ -195,15 +195,22 @@ const (
 )
 
 type answer struct {
-	h   *holdfast.Hold
-	err error
-	d   time.Duration
+	h        *holdfast.Hold
+	err      error
+	d        time.Duration
+	holdfast bool // the answer is holdfast's (else the legacy's)
 }
 
 func timed(ctx context.Context, fn func(context.Context) (*holdfast.Hold, error)) answer {
 	start := time.Now()
 	h, err := fn(ctx)
 	return answer{h: h, err: err, d: time.Since(start)}
+}
+
+func timedSide(ctx context.Context, isHoldfast bool, fn func(context.Context) (*holdfast.Hold, error)) answer {
+	a := timed(ctx, fn)
+	a.holdfast = isHoldfast
+	return a
 }
 
 // dual runs one operation on the sides the bound mode writes and answers
@@ -224,14 +231,15 @@ func (e *Engine) dualAnswers(ctx context.Context, shop int64, op string, req any
 	b := e.bind(shop)
 	switch b.mode {
 	case ModeLegacy, ModeHoldfast:
+		hfFirst := b.mode == ModeHoldfast
 		first, second := onLegacy, onHoldfast
-		if b.mode == ModeHoldfast {
+		if hfFirst {
 			first, second = onHoldfast, onLegacy
 		}
-		a := timed(ctx, first)
+		a := timedSide(ctx, hfFirst, first)
 		e.recordSingle(shop, op, b.mode, a)
 		if lifecycle && errors.Is(a.err, holdfast.ErrNotFound) {
-			if o := timed(ctx, second); o.err == nil || !errors.Is(o.err, holdfast.ErrNotFound) {
+			if o := timedSide(ctx, !hfFirst, second); o.err == nil || !errors.Is(o.err, holdfast.ErrNotFound) {
 				e.metrics.fallback.WithLabelValues(shopLabel(shop), op).Inc()
 				return o, a, b
 			}
@@ -241,8 +249,8 @@ func (e *Engine) dualAnswers(ctx context.Context, shop int64, op string, req any
 	var l, h answer
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); h = timed(ctx, onHoldfast) }()
-	l = timed(ctx, onLegacy)
+	go func() { defer wg.Done(); h = timedSide(ctx, true, onHoldfast) }()
+	l = timedSide(ctx, false, onLegacy)
 	wg.Wait()
 	e.compare(shop, op, b, req, l, h)
 	truth, other := l, h
@@ -286,11 +294,42 @@ func refusal(err error) bool {
 	return errors.Is(err, holdfast.ErrInsufficientStock)
 }
 
-// Claim implements holdfast.Engine.
+// Claim implements holdfast.Engine. A claim the truth did not know and the
+// other side answered (a hold acknowledged under the other truth, or whose
+// mirror the truth refused) also deducts the lines from the truth's ledger
+// as a stock change, so the side that is now the truth does not sell the
+// sold units again.
 func (e *Engine) Claim(ctx context.Context, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	return e.dual(ctx, shop, OpClaim, checkoutReq{shop, checkout, 0}, true,
+	truth, other, b := e.dualAnswers(ctx, shop, OpClaim, checkoutReq{shop, checkout, 0}, true,
 		func(ctx context.Context) (*holdfast.Hold, error) { return e.old.Claim(ctx, shop, checkout) },
 		func(ctx context.Context) (*holdfast.Hold, error) { return e.hf.Claim(ctx, shop, checkout) })
+	if truth.err == nil && truth.h != nil && !truth.h.Replayed && errors.Is(other.err, holdfast.ErrNotFound) {
+		// The side that did not know the hold is other's side; the legacy
+		// is not written in mode holdfast.
+		if other.holdfast || b.mode != ModeHoldfast {
+			e.deductMissing(context.WithoutCancel(ctx), truth.h, other.holdfast)
+		}
+	}
+	return truth.h, truth.err
+}
+
+// deductMissing deducts a hold claimed on one side from the other side's
+// ledger (holdfast's when toHoldfast).
+func (e *Engine) deductMissing(ctx context.Context, h *holdfast.Hold, toHoldfast bool) {
+	for _, l := range h.Lines {
+		ch := holdfast.StockChange{Key: holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: l.LocationID},
+			Delta: -l.Quantity, Reason: "shadow: claim answered by the other side", Reference: h.CheckoutID.String()}
+		var err error
+		if toHoldfast {
+			_, err = e.hf.ChangeStock(ctx, ch)
+		} else {
+			_, err = e.old.ChangeStock(ctx, ch)
+		}
+		if err != nil {
+			e.cfg.Logger.Warn("shadow: deducting a claim answered by the other side failed; reconcile the key", "key", ch.Key, "checkout", h.CheckoutID, "err", err)
+		}
+	}
+	e.metrics.mirrored.WithLabelValues(shopLabel(h.ShopID)).Inc()
 }
 
 // Release implements holdfast.Engine.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/holdfast/holdfast"
 )
 
 // Mode is where a shop is in its move from the legacy store to holdfast.
@@ -77,11 +79,11 @@ var (
 
 // ModeError is a refused mode change. It matches its Err with errors.Is.
 type ModeError struct {
-	Err      error
-	Shop     int64
-	From     Mode
-	Mode     Mode
-	ReadyAt  time.Time // for ErrWarming
+	Err     error
+	Shop    int64
+	From    Mode
+	Mode    Mode
+	ReadyAt time.Time // for ErrWarming
 }
 
 func (e *ModeError) Error() string {
@@ -153,6 +155,7 @@ func (e *Engine) SetMode(ctx context.Context, shop int64, to Mode, reason string
 	if reason == "" {
 		reason = "set"
 	}
+	var enteringShadow bool
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var from Mode
 		var since *time.Time
@@ -182,7 +185,7 @@ func (e *Engine) SetMode(ctx context.Context, shop int64, to Mode, reason string
 		if e.cfg.Now != nil {
 			nowArg = &now
 		}
-		enteringShadow := from == ModeLegacy && to == ModeShadow
+		enteringShadow = from == ModeLegacy && to == ModeShadow
 		_, err = tx.Exec(ctx, e.sql("mode_set"), shop, string(to), enteringShadow, reason, nowArg, string(from))
 		return err
 	})
@@ -193,7 +196,38 @@ func (e *Engine) SetMode(ctx context.Context, shop int64, to Mode, reason string
 		}
 		return fmt.Errorf("shadow: set mode: %w", err)
 	}
-	return e.Refresh(ctx)
+	if err := e.Refresh(ctx); err != nil {
+		return err
+	}
+	if enteringShadow {
+		if _, err := e.SyncStock(ctx, shop); err != nil {
+			return fmt.Errorf("shadow: shop %d is in shadow but its stock was not seeded from the legacy ledger (run SyncStock): %w", shop, err)
+		}
+	}
+	return nil
+}
+
+// SyncStock sets holdfast's available stock of every key holdfast stocks
+// for the shop to the legacy ledger's on-hand. SetMode runs it when a shop
+// enters shadow, so holdfast starts from the legacy's ledger, claims made
+// while holdfast was not written included. It returns the keys it changed.
+func (e *Engine) SyncStock(ctx context.Context, shop int64) (int, error) {
+	rec, err := e.Reconcile(ctx, shop)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range rec.Drift {
+		if d.LegacyOnHand == int64(d.Available) {
+			continue
+		}
+		set := int(max(d.LegacyOnHand, 0))
+		if _, err := e.hf.ChangeStock(ctx, holdfast.StockChange{Key: d.Key, Set: &set, Reason: "shadow: seeded from the legacy ledger"}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // Promote moves one shop one step forward.
