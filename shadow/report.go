@@ -151,6 +151,10 @@ type Thresholds struct {
 	P99RatioMax float64 `json:"p99_ratio_max"`
 	// P99Max bounds holdfast's p99 absolutely. Defaults to 250ms.
 	P99Max time.Duration `json:"p99_max"`
+	// Until is the furthest mode PromoteNext moves a shop to. Defaults to
+	// ModeHoldfast; ModePrimary keeps every shop's dual write (and so the
+	// kill switch) armed.
+	Until Mode `json:"until"`
 }
 
 func (t Thresholds) withDefaults() Thresholds {
@@ -165,6 +169,9 @@ func (t Thresholds) withDefaults() Thresholds {
 	}
 	if t.P99Max == 0 {
 		t.P99Max = 250 * time.Millisecond
+	}
+	if t.Until == "" {
+		t.Until = ModeHoldfast
 	}
 	return t
 }
@@ -231,12 +238,16 @@ var ErrNothingReady = errors.New("shadow: no shop is ready to promote")
 // PromoteNext promotes the first ready shop of the plan (the smallest by
 // traffic) one step and returns its entry with Mode the new mode.
 func (e *Engine) PromoteNext(ctx context.Context, th Thresholds) (*PlanEntry, error) {
+	th = th.withDefaults()
+	if !th.Until.Valid() {
+		return nil, &ModeError{Err: ErrUnknownMode, Mode: th.Until}
+	}
 	plan, err := e.Plan(ctx, th)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range plan {
-		if !p.Ready || p.Next == "" {
+		if !p.Ready || p.Next == "" || p.Next.index() > th.Until.index() {
 			continue
 		}
 		if err := e.SetMode(ctx, p.ShopID, p.Next, "promote next"); err != nil {
