@@ -69,9 +69,14 @@ type SaleResult struct {
 	// Oversold is units sold beyond the stock: a crashed claim's hold
 	// stayed in Redis, expired, and its units went back on sale.
 	Oversold int `json:"oversold"`
+	// NeverDeducted is units sold that the ledger never deducted: it
+	// overstates the stock by them, and sells them again once Redis is
+	// re-synced from it (the seeds' "oversold: sold, never deducted").
+	NeverDeducted int `json:"never_deducted"`
 	// Undersold is units deducted from the ledger but still reserved in
-	// Redis when the sale ended: stock no buyer could get while the sale
-	// turned buyers away.
+	// Redis when the sale ended (the seeds' "undersold: deducted, still
+	// reserved"): until the hold expires no buyer can get them — and when it
+	// does expire they go back on sale although sold.
 	Undersold int `json:"undersold"`
 	// LedgerLeft is the ledger's stock after the sale (negative: oversold).
 	LedgerLeft int `json:"ledger_left"`
@@ -105,6 +110,13 @@ func (c *demoClock) Advance(d time.Duration) {
 
 var errDemoCrash = errors.New("demo: injected crash between the ledger write and the Redis cleanup")
 
+// The demo sale's systems.
+const (
+	saleLedgerFirst = "redis ledger->redis"
+	saleRedisFirst  = "redis redis->ledger"
+	saleHoldfast    = "holdfast"
+)
+
 // demoTTL is the demo's hold TTL: the clock jumps past it between waves.
 const demoTTL = 10 * time.Minute
 
@@ -123,21 +135,29 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	prefix := fmt.Sprintf("holdfast:demo:%d:", base)
 	crashes := map[uuid.UUID]bool{}
 	var crashMu sync.Mutex
-	store, err := lredis.New(rdb, pool, lredis.Config{
-		Prefix: prefix, KeyTemplate: prefix + "stock:{shop}:{item}:{location}", Now: clock.Now,
-		AfterLedger: func(_ int64, id uuid.UUID) error {
-			crashMu.Lock()
-			defer crashMu.Unlock()
-			if crashes[id] {
-				return errDemoCrash
-			}
-			return nil
-		},
-	})
+	newStore := func(order lredis.ClaimOrder, p string) (*lredis.Store, error) {
+		st, err := lredis.New(rdb, pool, lredis.Config{
+			Prefix: p, KeyTemplate: p + "stock:{shop}:{item}:{location}", Now: clock.Now, ClaimOrder: order,
+			BetweenSteps: func(_ int64, id uuid.UUID) error {
+				crashMu.Lock()
+				defer crashMu.Unlock()
+				if crashes[id] {
+					return errDemoCrash
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return st, st.Setup(ctx)
+	}
+	store, err := newStore(lredis.ClaimLedgerFirst, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Setup(ctx); err != nil {
+	storeRedisFirst, err := newStore(lredis.ClaimRedisFirst, prefix+"rf:")
+	if err != nil {
 		return nil, err
 	}
 	hf, err := holdfast.New(pool, holdfast.Config{Now: clock.Now})
@@ -148,10 +168,15 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	fmt.Fprintf(w, "migration demo: %d units, %d waves of %d buyers, %d%% of claims crash between ledger and Redis (seed %d)\n",
 		o.Units, o.Waves, o.Buyers, o.CrashPercent, o.Seed)
 
-	// 1. The flash sale, twice.
-	for i, sys := range []string{"redis (legacy)", "holdfast"} {
+	// 1. The flash sale, three times: the legacy in each claim order, then
+	// holdfast, with the same buyers' choices and crash points.
+	for i, sys := range []string{saleLedgerFirst, saleRedisFirst, saleHoldfast} {
 		k := holdfast.Key{ShopID: base + int64(i), ItemID: 1, LocationID: 1}
-		res, err := demoSale(ctx, w, sys, k, o, clock, store, hf, crashes, &crashMu)
+		st := store
+		if sys == saleRedisFirst {
+			st = storeRedisFirst
+		}
+		res, err := demoSale(ctx, w, sys, k, o, clock, st, hf, crashes, &crashMu)
 		if err != nil {
 			return nil, err
 		}
@@ -276,11 +301,13 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	// Summary.
 	fmt.Fprintln(w, "\nsummary: the flash sale with crashes injected between ledger write and Redis cleanup")
 	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tunits\theld\tsold\tcrashed claims\toversold\tundersold\tledger left\t")
+	fmt.Fprintln(tw, "system\tunits\theld\tsold\tcrashed claims\toversold\tnever deducted\tundersold\tledger left\t")
 	for _, s := range sum.Sales {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.System, s.Units, s.Held, s.Sold, s.Crashed, s.Oversold, s.Undersold, s.LedgerLeft)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.System, s.Units, s.Held, s.Sold, s.Crashed, s.Oversold, s.NeverDeducted, s.Undersold, s.LedgerLeft)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "  oversold: sold beyond the stock; never deducted: sold, the ledger still counts them;")
+	fmt.Fprintln(w, "  undersold: deducted, still reserved in Redis at the end of the sale")
 	fmt.Fprintln(w, "\nsummary: the ramp (final state)")
 	tw = tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "shop\tmode\tops\tcompared\tagreement\twarming\tdisagreements\tredis p50/p99\tholdfast p50/p99\t")
@@ -326,7 +353,7 @@ func allPrimary(sh *Engine, shops []int64) bool {
 // step between. Between waves the clock passes the TTL and expiry runs.
 func demoSale(ctx context.Context, w io.Writer, sys string, k holdfast.Key, o DemoOptions, clock *demoClock,
 	store *lredis.Store, hf *holdfast.Client, crashes map[uuid.UUID]bool, crashMu *sync.Mutex) (*SaleResult, error) {
-	isLegacy := sys != "holdfast"
+	isLegacy := sys != saleHoldfast
 	n := o.Units
 	if isLegacy {
 		if _, err := store.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &n, Reason: "demo"}); err != nil {
@@ -412,7 +439,7 @@ func demoSale(ctx context.Context, w io.Writer, sys string, k holdfast.Key, o De
 				return nil, err
 			}
 		}
-		fmt.Fprintf(w, "[sale] %-15s wave %d/%d: held %4d  sold %4d  crashed claims %3d\n", sys, wave+1, o.Waves, held.Load(), sold.Load(), crashed.Load())
+		fmt.Fprintf(w, "[sale] %-19s wave %d/%d: held %4d  sold %4d  crashed claims %3d\n", sys, wave+1, o.Waves, held.Load(), sold.Load(), crashed.Load())
 	}
 	res.Held, res.Sold, res.Crashed = int(held.Load()), int(sold.Load()), int(crashed.Load())
 	res.Oversold = max(0, res.Sold-res.Units)
@@ -441,6 +468,7 @@ func demoSale(ctx context.Context, w io.Writer, sys string, k holdfast.Key, o De
 			return nil, err
 		}
 		res.LedgerLeft = int(c.OnHand)
+		res.NeverDeducted = max(0, res.LedgerLeft-(res.Units-res.Sold))
 	} else {
 		lvl, err := hf.Level(ctx, k)
 		if err != nil {
@@ -448,7 +476,7 @@ func demoSale(ctx context.Context, w io.Writer, sys string, k holdfast.Key, o De
 		}
 		res.LedgerLeft = lvl.Available
 	}
-	fmt.Fprintf(w, "[sale] %-15s done: sold %d of %d units, oversold %d, undersold %d, ledger left %d\n", sys, res.Sold, res.Units, res.Oversold, res.Undersold, res.LedgerLeft)
+	fmt.Fprintf(w, "[sale] %-19s done: sold %d of %d units, oversold %d, never deducted %d, undersold %d, ledger left %d\n", sys, res.Sold, res.Units, res.Oversold, res.NeverDeducted, res.Undersold, res.LedgerLeft)
 	return res, nil
 }
 

@@ -30,17 +30,20 @@ func TestDemoCrashInjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	legacy, hf := sum.Sales[0], sum.Sales[1]
-	if legacy.Crashed == 0 || hf.Crashed == 0 {
-		t.Fatalf("crash schedule: legacy %d, holdfast %d crashed claims", legacy.Crashed, hf.Crashed)
+	ledgerFirst, redisFirst, hf := sum.Sales[0], sum.Sales[1], sum.Sales[2]
+	if ledgerFirst.Crashed == 0 || redisFirst.Crashed == 0 || hf.Crashed == 0 {
+		t.Fatalf("crash schedule hit no claim: %+v", sum.Sales)
 	}
-	if legacy.Oversold+legacy.Undersold == 0 {
-		t.Fatalf("legacy with %d crashed claims shows no anomaly: %+v", legacy.Crashed, legacy)
+	// Ledger first: the crashed holds stay reserved after the deduction, and
+	// once expired their units sell again.
+	if ledgerFirst.Oversold+ledgerFirst.Undersold == 0 || ledgerFirst.LedgerLeft != ledgerFirst.Units-ledgerFirst.Sold {
+		t.Fatalf("ledger-first legacy with %d crashed claims: %+v", ledgerFirst.Crashed, ledgerFirst)
 	}
-	if legacy.LedgerLeft != legacy.Units-legacy.Sold {
-		t.Fatalf("legacy ledger left %d, want units - sold = %d", legacy.LedgerLeft, legacy.Units-legacy.Sold)
+	// Redis first: every crashed claim is a unit sold and never deducted.
+	if redisFirst.NeverDeducted != redisFirst.Crashed || redisFirst.Oversold != 0 {
+		t.Fatalf("redis-first legacy: %+v, want never deducted = crashed claims", redisFirst)
 	}
-	if hf.Oversold != 0 || hf.Undersold != 0 || hf.Sold > hf.Units || hf.LedgerLeft != hf.Units-hf.Sold {
+	if hf.Oversold != 0 || hf.Undersold != 0 || hf.NeverDeducted != 0 || hf.Sold > hf.Units || hf.LedgerLeft != hf.Units-hf.Sold {
 		t.Fatalf("holdfast anomalies: %+v", hf)
 	}
 	last := sum.Ramp[len(sum.Ramp)-1]

@@ -85,12 +85,28 @@ type Config struct {
 	ExpireBatch int
 	// Now replaces the clock, for tests and the demo. Defaults to time.Now.
 	Now func() time.Time
-	// AfterLedger, when set, runs between the claim's two steps: after the
-	// SQL ledger deduction committed, before Redis is cleaned. A non-nil
+	// ClaimOrder is the order of the claim's two steps. Defaults to
+	// ClaimLedgerFirst.
+	ClaimOrder ClaimOrder
+	// BetweenSteps, when set, runs between the claim's two steps. A non-nil
 	// error stops the claim there, as a crash of the legacy process would,
 	// and is returned. For crash injection in tests and the demo.
-	AfterLedger func(shopID int64, checkoutID uuid.UUID) error
+	BetweenSteps func(shopID int64, checkoutID uuid.UUID) error
 }
+
+// ClaimOrder is the order of the legacy claim's two steps; neither is safe.
+type ClaimOrder int
+
+const (
+	// ClaimLedgerFirst deducts the SQL ledger, then cleans Redis. A crash
+	// between leaves the sold units reserved in Redis (deducted, still
+	// reserved); when the hold expires they go back on sale and sell again.
+	ClaimLedgerFirst ClaimOrder = iota
+	// ClaimRedisFirst cleans Redis, then deducts the ledger. A crash between
+	// leaves the units sold but never deducted: the ledger overstates the
+	// stock, and a retry answers "claimed" without deducting.
+	ClaimRedisFirst
+)
 
 // Store is the Redis legacy store. It is safe for concurrent use.
 type Store struct {
@@ -210,10 +226,11 @@ func (s *Store) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfas
 	return decodeHold(p.ShopID, p.CheckoutID, res[1:])
 }
 
-// Claim implements legacy.Store in the legacy's two steps: the SQL ledger
-// deduction commits, then Redis is cleaned. A crash between the two
-// (Config.AfterLedger) leaves the hold in Redis: when it expires its units
-// go back although they were sold.
+// Claim implements legacy.Store in the legacy's two steps, in
+// Config.ClaimOrder: the SQL ledger deduction commits, and Redis is cleaned
+// (the hold record ends so expiry will not give its units back). Nothing
+// makes the two atomic: see ClaimOrder for what a crash between them
+// (Config.BetweenSteps) leaves.
 func (s *Store) Claim(ctx context.Context, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	h, err := s.Hold(ctx, shop, checkout)
 	if err != nil {
@@ -228,28 +245,48 @@ func (s *Store) Claim(ctx context.Context, shop int64, checkout uuid.UUID) (*hol
 	case holdfast.StatusExpired:
 		return nil, holdfast.ErrHoldExpired
 	}
+	var out *holdfast.Hold
+	steps := []func() error{
+		func() error { return s.deductLedger(ctx, h) },
+		func() error {
+			res, err := claimScript.Run(ctx, s.rdb, []string{s.holdKey(shop, checkout), s.expiryKey()},
+				ms(s.cfg.Now()), s.cfg.Retention.Milliseconds()).StringSlice()
+			if err != nil {
+				return unavailable(err)
+			}
+			out, err = s.ended(shop, checkout, res, holdfast.StatusClaimed)
+			return err
+		},
+	}
+	if s.cfg.ClaimOrder == ClaimRedisFirst {
+		steps[0], steps[1] = steps[1], steps[0]
+	}
+	if err := steps[0](); err != nil {
+		return nil, err
+	}
+	if s.cfg.BetweenSteps != nil {
+		if err := s.cfg.BetweenSteps(shop, checkout); err != nil {
+			return nil, err
+		}
+	}
+	if err := steps[1](); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deductLedger is the claim's SQL step: once per checkout.
+func (s *Store) deductLedger(ctx context.Context, h *holdfast.Hold) error {
 	items := make([]int64, len(h.Lines))
 	locs := make([]int64, len(h.Lines))
 	qtys := make([]int64, len(h.Lines))
 	for i, l := range h.Lines {
 		items[i], locs[i], qtys[i] = l.ItemID, l.LocationID, int64(l.Quantity)
 	}
-	// Step 1: the ledger.
-	if _, err := s.pool.Exec(ctx, file("sql/claim_ledger.sql"), shop, checkout, items, locs, qtys); err != nil {
-		return nil, fmt.Errorf("%w: legacy ledger: %v", holdfast.ErrUnavailable, err)
+	if _, err := s.pool.Exec(ctx, file("sql/claim_ledger.sql"), h.ShopID, h.CheckoutID, items, locs, qtys); err != nil {
+		return fmt.Errorf("%w: legacy ledger: %v", holdfast.ErrUnavailable, err)
 	}
-	if s.cfg.AfterLedger != nil {
-		if err := s.cfg.AfterLedger(shop, checkout); err != nil {
-			return nil, err
-		}
-	}
-	// Step 2: Redis.
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.holdKey(shop, checkout), s.expiryKey()},
-		ms(s.cfg.Now()), s.cfg.Retention.Milliseconds()).StringSlice()
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return s.ended(shop, checkout, res, holdfast.StatusClaimed)
+	return nil
 }
 
 // Release implements legacy.Store: INCRBY gives every line back.
