@@ -54,6 +54,12 @@ const lifetime = time.Hour
 
 func newRig(t *testing.T, wrap func(*lredis.Store) shadowStore) *rig {
 	t.Helper()
+	return newRigWith(t, nil, wrap)
+}
+
+// newRigWith is newRig with the legacy store's config adjusted by conf.
+func newRigWith(t *testing.T, conf func(*lredis.Config), wrap func(*lredis.Store) shadowStore) *rig {
+	t.Helper()
 	ctx := context.Background()
 	db := pgtest.DB(t, 40)
 	opt, err := goredis.ParseURL(redisURL)
@@ -64,10 +70,15 @@ func newRig(t *testing.T, wrap func(*lredis.Store) shadowStore) *rig {
 	rdb := goredis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	clock := pgtest.NewClock(time.Now())
-	store, err := lredis.New(rdb, db.Pool, lredis.Config{
+	lcfg := lredis.Config{
 		KeyTemplate: "t:" + uuid.NewString() + ":stock:{shop}:{item}:{location}",
 		Prefix:      "t:" + uuid.NewString() + ":",
-	})
+		Now:         clock.Now,
+	}
+	if conf != nil {
+		conf(&lcfg)
+	}
+	store, err := lredis.New(rdb, db.Pool, lcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
