@@ -92,7 +92,10 @@ var _ holdfast.Engine = (*Engine)(nil)
 
 // New returns an Engine over the legacy store and the holdfast engine, with
 // its mode table and comparison records in pool's database (migration 004).
-// It loads the modes before returning.
+// It loads the modes before returning. For admin use only (modes, reports,
+// plans, reverts) old and hf may be nil: Reconcile, SyncStock and moves to
+// shadow then return ErrNoBackends, and the holdfast.Engine operations must
+// not be called.
 func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.Engine, cfg Config) (*Engine, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = PollIntervalDefault

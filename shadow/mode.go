@@ -155,6 +155,10 @@ func (e *Engine) SetMode(ctx context.Context, shop int64, to Mode, reason string
 	if reason == "" {
 		reason = "set"
 	}
+	if to == ModeShadow && (e.old == nil || e.hf == nil) {
+		// Entering shadow seeds holdfast's stock from the legacy ledger.
+		return fmt.Errorf("shadow: shop %d to shadow: %w", shop, ErrNoBackends)
+	}
 	var enteringShadow bool
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var from Mode

@@ -232,6 +232,10 @@ func (e *Engine) Plan(ctx context.Context, th Thresholds) ([]PlanEntry, error) {
 	return out, nil
 }
 
+// ErrNoBackends: the Engine was made without a legacy store or a holdfast
+// engine (admin use: modes and reports only), and the call needs both.
+var ErrNoBackends = errors.New("shadow: this Engine has no legacy store or holdfast engine (give New both)")
+
 // ErrNothingReady: PromoteNext found no shop ready for its next mode.
 var ErrNothingReady = errors.New("shadow: no shop is ready to promote")
 
@@ -313,6 +317,9 @@ type Reconciliation struct {
 // key holdfast stocks for the shop (up to ReconcileKeysMax) plus extra,
 // and lists the keys that drift with their likely cause. It reads only.
 func (e *Engine) Reconcile(ctx context.Context, shop int64, extra ...holdfast.Key) (*Reconciliation, error) {
+	if e.old == nil || e.hf == nil {
+		return nil, ErrNoBackends
+	}
 	m, ok := e.Mode(shop)
 	if !ok {
 		return nil, &ModeError{Err: ErrUnknownShop, Shop: shop}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/holdfast/holdfast"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
@@ -193,6 +195,13 @@ func TestPlantedBugDisagrees(t *testing.T) {
 			if rep.Disagreements[kind] != 3 || len(rep.Disagreements) != 1 {
 				t.Fatalf("disagreements %v, want exactly 3 of %s", rep.Disagreements, kind)
 			}
+			reg := prometheus.NewRegistry()
+			for _, c := range r.sh.Collectors() {
+				reg.MustRegister(c)
+			}
+			if n := testutil.ToFloat64(opsCounter(t, r.sh, "3", shadow.OpReserve, kind)); n != 3 {
+				t.Fatalf("metric holdfast_shadow_ops_total{shop=3,op=reserve,kind=%s} = %v, want 3", kind, n)
+			}
 			if rep.Agreed != 15 || rep.Compared != 18 {
 				t.Fatalf("agreed %d of %d compared, want 15 of 18", rep.Agreed, rep.Compared)
 			}
@@ -212,6 +221,19 @@ func TestPlantedBugDisagrees(t *testing.T) {
 			r.checkInvariant(t)
 		})
 	}
+}
+
+func opsCounter(t *testing.T, e *shadow.Engine, labels ...string) prometheus.Collector {
+	t.Helper()
+	for _, c := range e.Collectors() {
+		if v, ok := c.(*prometheus.CounterVec); ok {
+			if m, err := v.GetMetricWithLabelValues(labels...); err == nil {
+				return m
+			}
+		}
+	}
+	t.Fatal("no ops counter")
+	return nil
 }
 
 func outcomeOf(t *testing.T, doc []byte) string {
