@@ -56,6 +56,11 @@ type Config struct {
 	// HoldTTLDefault fills ReserveParams.TTL when zero, so both sides get
 	// the same TTL. Defaults to holdfast.HoldTTLDefault.
 	HoldTTLDefault time.Duration
+	// LegacyExpireInterval paces the legacy store's ExpireOnce, run by
+	// Start (the Redis design's expiry gives units back only when swept).
+	// Defaults to 5 seconds; negative disables it, for a legacy whose own
+	// process still expires its holds.
+	LegacyExpireInterval time.Duration
 	// DefaultMode is the mode of shops not enrolled. Defaults to
 	// ModeLegacy.
 	DefaultMode Mode
@@ -112,6 +117,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.
 	if cfg.HoldTTLDefault <= 0 {
 		cfg.HoldTTLDefault = holdfast.HoldTTLDefault
 	}
+	if cfg.LegacyExpireInterval == 0 {
+		cfg.LegacyExpireInterval = 5 * time.Second
+	}
 	if cfg.DefaultMode == "" {
 		cfg.DefaultMode = ModeLegacy
 	}
@@ -141,6 +149,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.
 	e.workers = []*maint.Worker{
 		{Name: "shadow-modes", Interval: cfg.PollInterval, Logger: cfg.Logger, Step: func(ctx context.Context) (bool, error) { return false, e.Refresh(ctx) }},
 		{Name: "shadow-flush", Interval: cfg.FlushInterval, Logger: cfg.Logger, Step: func(ctx context.Context) (bool, error) { return false, e.Flush(ctx) }},
+	}
+	if cfg.LegacyExpireInterval > 0 && old != nil {
+		e.workers = append(e.workers, &maint.Worker{Name: "shadow-legacy-expiry", Interval: cfg.LegacyExpireInterval, Logger: cfg.Logger,
+			Step: func(ctx context.Context) (bool, error) { _, err := old.ExpireOnce(ctx); return false, err }})
 	}
 	return e, nil
 }
@@ -431,10 +443,12 @@ func (e *Engine) SweepOnce(ctx context.Context) (int, error) {
 	return n + m, err
 }
 
-// Start implements holdfast.Engine: holdfast's workers, the mode poll and
-// the comparison flush.
+// Start implements holdfast.Engine: holdfast's workers, the mode poll, the
+// comparison flush and the legacy's expiry.
 func (e *Engine) Start(ctx context.Context) {
-	e.hf.Start(ctx)
+	if e.hf != nil {
+		e.hf.Start(ctx)
+	}
 	for _, w := range e.workers {
 		w.Start(ctx)
 	}
@@ -446,7 +460,10 @@ func (e *Engine) Stop(ctx context.Context) error {
 	for _, w := range e.workers {
 		errs = append(errs, w.Stop(ctx))
 	}
-	errs = append(errs, e.Flush(ctx), e.hf.Stop(ctx))
+	errs = append(errs, e.Flush(ctx))
+	if e.hf != nil {
+		errs = append(errs, e.hf.Stop(ctx))
+	}
 	return errors.Join(errs...)
 }
 
