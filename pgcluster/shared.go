@@ -133,8 +133,7 @@ func (c *Cluster) stopShared(ctx context.Context) error {
 		return fmt.Errorf("pgcluster: stop: %w", err)
 	}
 	if err := syscall.Flock(int(c.leaseF.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		c.logf("PostgreSQL on %s left running: another process uses it", c.dataDir)
-		return nil
+		return nil // another process uses the server: it stays
 	}
 	if c.cmd != nil {
 		c.stopOwned(ctx)

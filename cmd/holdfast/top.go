@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -40,12 +41,12 @@ func newTopCmd() *cobra.Command {
 		if *interval < 100*time.Millisecond {
 			return usageError("--interval must be at least 100ms")
 		}
-		return runTop(cmd.Context(), *dataDir, *interval, *once, holdfast.Config{Strategy: st, PoolCap: *poolCap})
+		return runTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 	}
 	return cmd
 }
 
-func runTop(ctx context.Context, dataDir string, interval time.Duration, once bool, cfg holdfast.Config) error {
+func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Duration, once bool, cfg holdfast.Config) error {
 	db, err := openDatabase(ctx, existing, dataDir, stderrf)
 	if err != nil {
 		return err
@@ -82,7 +83,7 @@ func runTop(ctx context.Context, dataDir string, interval time.Duration, once bo
 		if err != nil {
 			return err
 		}
-		fmt.Print(ops.Render(s))
+		fmt.Fprint(out, ops.Render(s))
 		return nil
 	}
 
@@ -119,10 +120,10 @@ func runTop(ctx context.Context, dataDir string, interval time.Duration, once bo
 			return err
 		}
 		frame := ops.Render(s) + "(q to quit)\n"
-		fmt.Print("\x1b[H\x1b[2J" + strings.ReplaceAll(frame, "\n", newline))
+		fmt.Fprint(out, "\x1b[H\x1b[2J" + strings.ReplaceAll(frame, "\n", newline))
 		select {
 		case <-ctx.Done():
-			fmt.Print(newline)
+			fmt.Fprint(out, newline)
 			return nil
 		case <-tick.C:
 		}
