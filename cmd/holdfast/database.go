@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
@@ -80,6 +81,11 @@ func (d *database) Close() {
 
 // pool opens a connection pool with holdfast's application_name.
 func (d *database) pool(ctx context.Context, maxConns int32, appName string) (*pgxpool.Pool, error) {
+	return d.tracedPool(ctx, maxConns, appName, nil)
+}
+
+// tracedPool is pool with tracer, when not nil, on every connection.
+func (d *database) tracedPool(ctx context.Context, maxConns int32, appName string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(d.URL)
 	if err != nil {
 		// pgx's parse errors quote the URL, which may carry a password.
@@ -87,6 +93,9 @@ func (d *database) pool(ctx context.Context, maxConns int32, appName string) (*p
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = appName

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -48,13 +49,14 @@ func newServeCmd() *cobra.Command {
 	fs.IntVar(&f.maxLines, "max-lines", holdfast.LinesPerCartMaxDefault, "most lines of one reservation")
 	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
 	fs.DurationVar(&f.reqTimeout, "request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), f) }
 	return cmd
 }
 
 // serveFlags are serve's settings.
 type serveFlags struct {
-	addr, dataDir, metricsAddr, logFormat                 string
+	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
 	doMigrate                                             bool
 	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
 	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
@@ -108,13 +110,29 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		return err
 	}
 	defer db.Close()
+	tracer, stopTracing, err := startTracing(ctx, f.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("tracing: flushing spans", "err", err.Error())
+		}
+	}()
+	var qt pgx.QueryTracer // a nil *otelpgx.Tracer must stay a nil interface
+	if tracer != nil {
+		qt = tracer
+		log.Info("tracing: a span per SQL statement of the API's pool, exported over OTLP/HTTP")
+	}
 	if db.Cluster != nil {
 		// No URL here: it carries the password.
 		log.Info("embedded PostgreSQL running; other holdfast commands (keys, doctor, top, migrate) with the same --data-dir use it",
 			"data_dir", db.Cluster.DataDir(), "port", db.Cluster.Port(), "password_file", db.Cluster.PasswordFile(),
 			"attached", db.Cluster.Attached())
 	}
-	pool, err := db.pool(ctx, int32(f.maxConns), "holdfast-serve")
+	pool, err := db.tracedPool(ctx, int32(f.maxConns), "holdfast-serve", qt)
 	if err != nil {
 		return err
 	}

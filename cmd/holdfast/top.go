@@ -120,7 +120,7 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 			return err
 		}
 		frame := ops.Render(s) + "(q to quit)\n"
-		fmt.Fprint(out, "\x1b[H\x1b[2J" + strings.ReplaceAll(frame, "\n", newline))
+		fmt.Fprint(out, "\x1b[H\x1b[2J"+strings.ReplaceAll(frame, "\n", newline))
 		select {
 		case <-ctx.Done():
 			fmt.Fprint(out, newline)
