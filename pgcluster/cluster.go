@@ -6,6 +6,13 @@
 // PostgreSQL refuses to run as root. When the calling process is root, the
 // cluster's files are owned by, and its server runs as, the unprivileged
 // "postgres" system user.
+//
+// Every cluster requires a password (SCRAM-SHA-256) on TCP and on its
+// socket: the password is generated at initdb and kept, mode 0600, in the
+// data directory, beside the port the cluster was first started on. With
+// Options.Shared, every process that starts a cluster in the same data
+// directory uses one server: the first starts it, the others attach, and
+// the last to stop shuts it down.
 package pgcluster
 
 import (
@@ -188,6 +195,10 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		}
 		if out, err := c.run(ctx, nil, "initdb", args...); err != nil {
 			_ = os.Remove(c.passwordFile())
+			if c.shared { // one line for commands: initdb's last words
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				return fmt.Errorf("pgcluster: initdb in %s: %w: %s", c.dataDir, err, strings.TrimSpace(lines[len(lines)-1]))
+			}
 			return fmt.Errorf("pgcluster: initdb: %w\n%s", err, out)
 		}
 		c.password = pw
@@ -285,7 +296,7 @@ func (c *Cluster) PasswordFile() string { return c.passwordFile() }
 func (c *Cluster) Attached() bool { return c.attached }
 
 // Done is closed when the server process this cluster started has exited.
-// For an attached cluster it is closed by Stop.
+// For an attached cluster (Attached), Stop closes it.
 func (c *Cluster) Done() <-chan struct{} { return c.done }
 
 // Stop shuts the server down (fast shutdown) and, for a temporary cluster,

@@ -129,6 +129,9 @@ func (c *Cluster) attach(ctx context.Context, pid, port int) error {
 // down when no other process uses it.
 func (c *Cluster) stopShared(ctx context.Context) error {
 	defer c.cleanup()
+	if c.cmd == nil {
+		defer close(c.done)
+	}
 	if err := flockWait(ctx, c.lockF, syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("pgcluster: stop: %w", err)
 	}
@@ -160,7 +163,6 @@ func (c *Cluster) stopShared(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-	close(c.done)
 	return nil
 }
 
