@@ -68,7 +68,6 @@ from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).
 		Version:           versionString(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return flagsFromEnv(cmd) },
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
