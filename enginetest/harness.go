@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -267,6 +266,6 @@ func one(item int64, q int) []holdfast.Line {
 	return []holdfast.Line{{ItemID: item, LocationID: 1, Quantity: q}}
 }
 
-func key(shop, item int64) holdfast.Key { return holdfast.Key{ShopID: shop, ItemID: item, LocationID: 1} }
-
-func (h *Harness) combines(s holdfast.Strategy) bool { return slices.Contains(h.Combining, s) }
+func key(shop, item int64) holdfast.Key {
+	return holdfast.Key{ShopID: shop, ItemID: item, LocationID: 1}
+}
