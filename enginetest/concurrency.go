@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -363,13 +361,7 @@ func testSeedRace(t *testing.T, h *Harness) {
 // replays it (the goroutines' interleaving is the machine's).
 func testRandomizedSchedule(t *testing.T, h *Harness) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("HOLDFAST_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("HOLDFAST_SEED=%q: %v", v, err)
-		}
-	}
+	seed := seedFor(t)
 	iterations, workers := 60, 8
 	if long() {
 		iterations, workers = 2000, 16

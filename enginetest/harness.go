@@ -100,6 +100,7 @@ var tests = []struct {
 	{"CombinedReservations", testCombinedReservations},
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},
+	{"History", testHistory},
 }
 
 // long reports whether the heavier forms of the tests run.
