@@ -25,13 +25,17 @@
 //
 // The suite covers, for each strategy the engine supports: the hold
 // lifecycle (reserve, claim, release, extend) and the answers to repeating
-// each step; idempotent retries, concurrent ones included; carts (all or
-// nothing, duplicate lines rejected, opposite-order carts concurrently);
-// expiry, the sweep and late claims; stock changes and over-commitment; bad
-// input rejected with an *ArgumentError that names the field and writes
-// nothing; checkout ids scoped per shop; the seed race (64 clients × 20
-// attempts for 50 units); and a seeded randomized concurrent schedule.
-// Every test ends with CheckInvariant over the engine's whole database.
+// each step; idempotent retries, concurrent ones included, and claims
+// racing releases; carts (all or nothing, duplicate lines rejected,
+// opposite-order carts concurrently); expiry, the sweep and late claims;
+// stock changes and over-commitment; bad input rejected with an
+// *ArgumentError that names the field and writes nothing; configured
+// bounds; canceled calls; background maintenance; checkout ids scoped per
+// shop; idempotent stock changes; the seed race (64 clients × 20 attempts
+// for 50 units); a seeded randomized concurrent schedule; and a history of
+// concurrent calls checked for linearizability against the model of a key
+// (faulttest.Model). Every test ends with CheckInvariant over the engine's
+// whole database.
 //
 // Time is injected (Config.Now, moved with Clock.Advance): no test sleeps
 // and no test asserts how long anything took; answer times are logged.

@@ -90,7 +90,10 @@ var tests = []struct {
 	{"ExpiryAndLateClaim", testExpiryAndLateClaim},
 	{"ExtendLifetimeCap", testExtendLifetimeCap},
 	{"Carts", testCarts},
+	{"CanceledContext", testCanceledContext},
+	{"Maintenance", testMaintenance},
 	{"BadArgumentsWriteNothing", testBadArgumentsWriteNothing},
+	{"ConfiguredBounds", testConfiguredBounds},
 	{"StockChanges", testStockChanges},
 	{"OverCommitted", testOverCommitted},
 	{"IdempotentStockChanges", testIdempotentStockChanges},
@@ -221,8 +224,13 @@ func (e *env) sweep(d time.Duration) int {
 	return n
 }
 
+// sellableChunk is how many units assertSellable holds per reservation:
+// small, so a pool key's buffer (at least this big in every test) can
+// serve each.
+const sellableChunk = 4
+
 // assertSellable checks that exactly want more units of k can be held, by
-// holding them one at a time and then asking for one more, and releases
+// holding them a few at a time and then asking for one more, and releases
 // what it held. A unit taken from a buffer without becoming a hold (a
 // leak) makes this come up short; a unit counted twice makes it go over.
 // With Refill it also checks the buffer exactly.
@@ -245,11 +253,13 @@ func (e *env) assertSellable(k holdfast.Key, want int) {
 		e.t.Fatalf("sellable: %+v, want %d", l, want)
 	}
 	var ids []uuid.UUID
-	for i := range want {
+	for got := 0; got < want; {
+		q := min(want-got, sellableChunk)
 		id := uuid.New()
-		if _, err := e.reserve(k.ShopID, id, []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: 1}}); err != nil {
-			e.t.Fatalf("unit %d of %d sellable: %v (level %+v)", i+1, want, err, e.level(k))
+		if _, err := e.reserve(k.ShopID, id, []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: q}}); err != nil {
+			e.t.Fatalf("units %d-%d of %d sellable: %v (level %+v)", got+1, got+q, want, err, e.level(k))
 		}
+		got += q
 		ids = append(ids, id)
 	}
 	if _, err := e.reserve(k.ShopID, uuid.New(), []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: 1}}); !errors.Is(err, holdfast.ErrInsufficientStock) {

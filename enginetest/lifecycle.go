@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -331,3 +332,94 @@ func testCarts(t *testing.T, h *Harness) {
 		}
 	})
 }
+
+// testCanceledContext: a call whose context is already canceled answers
+// with an error that matches context.Canceled (or ErrUnavailable: nothing
+// known to have changed), never success, and changes nothing.
+func testCanceledContext(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		k := key(1, 6)
+		e.stock(k, 5)
+		held := e.mustReserve(1, one(6, 1), 0)
+		ctx, cancel := context.WithCancel(ctxb())
+		cancel()
+		id := uuid.New()
+		calls := map[string]func() error{
+			"reserve": func() error {
+				_, err := e.e.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(6, 2)})
+				return err
+			},
+			"claim":   func() error { _, err := e.e.Claim(ctx, 1, held); return err },
+			"release": func() error { _, err := e.e.Release(ctx, 1, held); return err },
+			"extend":  func() error { _, err := e.e.Extend(ctx, 1, held, time.Hour); return err },
+			"adjust": func() error {
+				_, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: 3, Reason: "restock"})
+				return err
+			},
+		}
+		for name, call := range calls {
+			err := call()
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, holdfast.ErrUnavailable) {
+				t.Errorf("%s with a canceled context: %v, want context.Canceled", name, err)
+			}
+		}
+		if _, err := e.e.Hold(ctxb(), 1, id); !errors.Is(err, holdfast.ErrNotFound) {
+			t.Errorf("a canceled reserve left its checkout: %v", err)
+		}
+		if got := e.hold(1, held); got.Status != holdfast.StatusHeld || got.ExpiresAt.After(e.Clock.Now().Add(holdfast.HoldTTLDefault)) {
+			t.Errorf("canceled calls changed the hold: %+v", got)
+		}
+		if l := e.level(k); l.Available != 5 || l.Held != 1 {
+			t.Errorf("canceled calls changed the stock: %+v", l)
+		}
+	})
+}
+
+// testMaintenance: Stop is safe before Start and twice; Start does not
+// block; the started sweeper expires a hold past its TTL by itself.
+func testMaintenance(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0], SweepInterval: 20 * time.Millisecond, ReplenishInterval: 20 * time.Millisecond}, Options{})
+	ctx := ctxb()
+	stop := func() {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, maintenanceWaitMax)
+		defer cancel()
+		if err := e.e.Stop(sctx); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	}
+	stop() // before Start
+	k := key(1, 2)
+	e.stock(k, 3)
+	id := e.mustReserve(1, one(2, 2), time.Minute)
+	e.Clock.Advance(2 * time.Minute)
+	e.e.Start(ctx)
+	// Wait for the sweeper, polling with a generous bound: how soon it
+	// runs is the machine's business, that it runs is the engine's.
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	giveUp := time.After(maintenanceWaitMax)
+	for e.hold(1, id).Status == holdfast.StatusHeld {
+		select {
+		case <-poll.C:
+		case <-giveUp:
+			t.Fatalf("the started sweeper did not expire a hold past its TTL within %v", maintenanceWaitMax)
+		}
+	}
+	if got := e.hold(1, id); got.Status != holdfast.StatusExpired {
+		t.Fatalf("after the sweeper: %+v", got)
+	}
+	if l := e.level(k); l.Held != 0 || l.Sellable != 3 {
+		t.Fatalf("after the sweeper: %+v", l)
+	}
+	stop()
+	stop() // twice
+	// The engine still answers after its maintenance stopped.
+	e.mustReserve(1, one(2, 3), 0)
+}
+
+// maintenanceWaitMax bounds how long the suite waits for background
+// maintenance: generous, because CI machines are slow and busy.
+const maintenanceWaitMax = time.Minute

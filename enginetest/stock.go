@@ -335,3 +335,47 @@ func testCheckoutIDsPerShop(t *testing.T, h *Harness) {
 		t.Fatalf("shop 2 after the sweep: %+v", got)
 	}
 }
+
+// testConfiguredBounds: the bounds a deployment configures are the ones
+// enforced, and the configured default TTL and lifetime are the ones used.
+func testConfiguredBounds(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0], LinesPerCartMax: 3, QuantityMax: 5,
+		HoldTTLDefault: 2 * time.Minute, HoldLifetimeMax: 10 * time.Minute}, Options{})
+	ctx := ctxb()
+	for item := int64(1); item <= 4; item++ {
+		e.stock(key(1, item), 10)
+	}
+	four := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}, {ItemID: 2, LocationID: 1, Quantity: 1}, {ItemID: 3, LocationID: 1, Quantity: 1}, {ItemID: 4, LocationID: 1, Quantity: 1}}
+	cases := []struct {
+		name  string
+		call  func() error
+		field string
+	}{
+		{"lines above the configured maximum", reserveCall(e, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: four}), "lines"},
+		{"quantity above the configured maximum", reserveCall(e, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(1, 6)}), "lines[0].quantity"},
+		{"TTL above the configured lifetime", reserveCall(e, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(1, 1), TTL: 11 * time.Minute}), "ttl"},
+	}
+	for _, tc := range cases {
+		var ae *holdfast.ArgumentError
+		if err := tc.call(); !errors.As(err, &ae) || ae.Field != tc.field {
+			t.Errorf("%s: %v, want an *ArgumentError for %s", tc.name, err, tc.field)
+		}
+	}
+	id := e.mustReserve(1, four[:3], 0)
+	got := e.hold(1, id)
+	if !got.ExpiresAt.Equal(e.Clock.Now().Add(2*time.Minute)) || !got.Deadline.Equal(got.CreatedAt.Add(10*time.Minute)) {
+		t.Fatalf("hold %+v (now %v), want the configured 2m TTL and 10m lifetime", got, e.Clock.Now())
+	}
+	e.mustReserve(1, one(4, 5), 0)
+	if _, err := e.e.Extend(ctx, 1, id, 11*time.Minute); !errors.Is(err, holdfast.ErrInvalidArgument) {
+		t.Fatalf("extend above the configured lifetime: %v, want ErrInvalidArgument", err)
+	}
+	e.Clock.Advance(5 * time.Minute)
+	if _, err := e.e.Extend(ctx, 1, id, 6*time.Minute); !errors.Is(err, holdfast.ErrLifetimeExceeded) {
+		t.Fatalf("extend past the configured deadline: %v, want ErrLifetimeExceeded", err)
+	}
+	if ext, err := e.e.Extend(ctx, 1, id, 5*time.Minute); err != nil || !ext.ExpiresAt.Equal(got.Deadline) {
+		t.Fatalf("extend to exactly the deadline: %+v %v", ext, err)
+	}
+}
