@@ -43,7 +43,10 @@ func testConcurrentIdempotentRetries(t *testing.T, h *Harness) {
 		e := h.newEnv(t, holdfast.Config{Strategy: s, PoolCap: 20, Slots: 4, LowWaterPercent: 100}, Options{Conns: 24})
 		ctx := ctxb()
 		k := key(3, 9)
-		const checkouts, retries, spare = 30, 8, 20
+		checkouts, retries, spare := 16, 6, 12
+		if long() {
+			checkouts, retries, spare = 60, 10, 20
+		}
 		e.stock(k, 2*checkouts+spare)
 		ids := make([]uuid.UUID, checkouts)
 		var fresh, replayed atomic.Int64
@@ -71,7 +74,7 @@ func testConcurrentIdempotentRetries(t *testing.T, h *Harness) {
 		}
 		wg.Wait()
 		bad.check(t)
-		if fresh.Load() != checkouts || replayed.Load() != checkouts*(retries-1) {
+		if fresh.Load() != int64(checkouts) || replayed.Load() != int64(checkouts*(retries-1)) {
 			t.Fatalf("%d fresh and %d replayed answers, want %d and %d", fresh.Load(), replayed.Load(), checkouts, checkouts*(retries-1))
 		}
 		if l := e.level(k); l.Held != 2*checkouts || l.Available != 2*checkouts+spare {
@@ -157,17 +160,21 @@ func testOppositeOrderCarts(t *testing.T, h *Harness) {
 		for _, it := range items {
 			e.stock(key(1, it), 60)
 		}
+		clients, carts := 12, 12
+		if long() {
+			clients, carts = 20, 40
+		}
 		var wg sync.WaitGroup
 		var ok, sold atomic.Int64
 		var bad errorSink
 		var mu sync.Mutex
 		kept := map[uuid.UUID][]holdfast.Line{}
-		for g := range 20 {
+		for g := range clients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				r := rand.New(rand.NewPCG(uint64(g), 1))
-				for n := range 15 {
+				for n := range carts {
 					// Half the goroutines walk the keys up, half down, the
 					// rest of the time a random order.
 					perm := r.Perm(len(items))
