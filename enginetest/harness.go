@@ -141,12 +141,9 @@ func (h *Harness) newEnv(t *testing.T, cfg holdfast.Config, opts Options) *env {
 	}
 	e := &env{t: t, Instance: inst, e: inst.Engine}
 	// Registered after the harness's own cleanups, so it runs before them
-	// (cleanups run last-in, first-out): the database is still there.
-	t.Cleanup(func() {
-		if !t.Failed() {
-			e.checkInvariant(e.allowOver)
-		}
-	})
+	// (cleanups run last-in, first-out): the database is still there. It
+	// runs after a failure too: a broken invariant explains many failures.
+	t.Cleanup(func() { e.checkInvariant(e.allowOver) })
 	return e
 }
 
