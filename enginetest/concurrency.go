@@ -49,6 +49,7 @@ func testConcurrentIdempotentRetries(t *testing.T, h *Harness) {
 		}
 		e.stock(k, 2*checkouts+spare)
 		ids := make([]uuid.UUID, checkouts)
+		soldOut := make([]atomic.Int64, checkouts)
 		var fresh, replayed atomic.Int64
 		var bad errorSink
 		var wg sync.WaitGroup
@@ -60,6 +61,8 @@ func testConcurrentIdempotentRetries(t *testing.T, h *Harness) {
 					defer wg.Done()
 					got, err := e.reserve(3, ids[i], one(9, 2))
 					switch {
+					case errors.Is(err, holdfast.ErrInsufficientStock):
+						soldOut[i].Add(1)
 					case err != nil:
 						bad.add("reserve: %v", err)
 					case got.Status != holdfast.StatusHeld || got.CheckoutID != ids[i]:
@@ -74,6 +77,19 @@ func testConcurrentIdempotentRetries(t *testing.T, h *Harness) {
 		}
 		wg.Wait()
 		bad.check(t)
+		// The stock covers every checkout: a retry told "insufficient
+		// stock, nothing held" is wrong, and doubly so when the checkout it
+		// retried is held.
+		for i := range ids {
+			if n := soldOut[i].Load(); n > 0 {
+				st := "not held"
+				if got, err := e.e.Hold(ctx, 3, ids[i]); err == nil {
+					st = string(got.Status)
+				}
+				t.Fatalf("%d of %d concurrent retries of checkout %s answered insufficient stock though the stock covers every checkout; the checkout is %s",
+					n, retries, ids[i], st)
+			}
+		}
 		if fresh.Load() != int64(checkouts) || replayed.Load() != int64(checkouts*(retries-1)) {
 			t.Fatalf("%d fresh and %d replayed answers, want %d and %d", fresh.Load(), replayed.Load(), checkouts, checkouts*(retries-1))
 		}
