@@ -130,6 +130,9 @@ func toAPIError(route string, err error) *apiError {
 		e.Code, e.Message, e.Lines = CodeInsufficientStock, "not enough sellable stock for every line; nothing was held", short.Lines
 	case errors.Is(err, holdfast.ErrIdempotencyConflict):
 		e.Code, e.Message = CodeIdempotencyConflict, "the checkout id is already used with other lines; use a new checkout id"
+		if route == routeSetStock || route == routeAdjustStock {
+			e.Message = "the adjustment id is already used for another change; use a new one"
+		}
 	case errors.Is(err, holdfast.ErrHoldClaimed):
 		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"
 	case errors.Is(err, holdfast.ErrHoldReleased):

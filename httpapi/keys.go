@@ -82,7 +82,7 @@ const (
 )
 
 // ScopesAll is every scope: the scopes of a key created without any.
-var ScopesAll = []Scope{ScopeStorefront, ScopeInventory}
+var ScopesAll = []Scope{ScopeInventory, ScopeStorefront}
 
 // APIKey is an API key's record. The key itself is never stored: only its
 // SHA-256.
