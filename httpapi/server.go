@@ -149,6 +149,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("httpapi: Config.Pool is required for API keys")
 	}
+	return newServer(cfg)
+}
+
+// newServer builds a server from a checked cfg (Pool may be nil only for
+// the ceiling).
+func newServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -208,8 +214,10 @@ func New(cfg Config) (*Server, error) {
 		Name: "holdfast_http_admission_refused_total",
 		Help: "Requests turned away (503 overloaded) because they could not be served within their deadline.",
 	}, func() float64 { return float64(s.adm.refused.Load()) })
-	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused,
-		metrics.NewPoolCollector(cfg.Pool, "api")}, cfg.Collectors...)
+	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused}, cfg.Collectors...)
+	if cfg.Pool != nil {
+		cs = append(cs, metrics.NewPoolCollector(cfg.Pool, "api"))
+	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
