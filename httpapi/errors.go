@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -183,22 +184,39 @@ func dbUnreachable(err error) bool {
 	return false
 }
 
+// bufPool recycles response buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // writeJSON writes v with status. HTML is not escaped: the API serves JSON
-// only.
+// only. Holds, the hot path's answer, are encoded without reflection.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+	bp := bufPool.Get().(*[]byte)
+	buf := (*bp)[:0]
+	if h, ok := v.(holdJSON); ok {
+		buf = appendHold(buf, &h)
+	} else {
+		bb := bytes.NewBuffer(buf)
+		enc := json.NewEncoder(bb)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			status = http.StatusInternalServerError
+			bb.Reset()
+			bb.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+		}
+		buf = bb.Bytes()
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	hd := w.Header()
+	hd["Content-Type"] = contentTypeJSON
+	hd["Content-Length"] = []string{strconv.Itoa(len(buf))}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(buf)
+	if cap(buf) <= 64<<10 {
+		*bp = buf
+		bufPool.Put(bp)
+	}
 }
+
+var contentTypeJSON = []string{"application/json"}
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	b := e.body()

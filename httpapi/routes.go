@@ -123,9 +123,12 @@ func toLevelJSON(l *holdfast.Level) levelJSON {
 }
 
 func (s *Server) reserve(c *call) (int, any, error) {
-	p, apiErr := decodeReserve(c.shop, c.body, s.limits)
-	if apiErr != nil {
-		return 0, nil, apiErr
+	p, ok := fastReserve(c.shop, c.body, s.limits)
+	if !ok {
+		var apiErr *apiError
+		if p, apiErr = decodeReserve(c.shop, c.body, s.limits); apiErr != nil {
+			return 0, nil, apiErr
+		}
 	}
 	var h *holdfast.Hold
 	run := c.do

@@ -15,6 +15,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -123,6 +125,9 @@ type Server struct {
 	limits limits
 	mux    *http.ServeMux
 	reg    *prometheus.Registry
+
+	seriesCache sync.Map // seriesKey → series
+	seriesCount atomic.Int64
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -351,9 +356,9 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 	if outcome == "" {
 		outcome = "ok"
 	}
-	status := strconv.Itoa(rec.status)
-	s.requests.WithLabelValues(info.route, status, outcome).Inc()
-	s.duration.WithLabelValues(info.route, outcome).Observe(d.Seconds())
+	m := s.series(info.route, rec.status, outcome)
+	m.requests.Inc()
+	m.duration.Observe(d.Seconds())
 	level := slog.LevelInfo
 	if rec.status >= 500 {
 		level = slog.LevelWarn
@@ -379,6 +384,39 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 		attrs = append(attrs, slog.String("code", rec.code))
 	}
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// seriesKey names one route's metric series for a status and outcome.
+type seriesKey struct {
+	route   string
+	status  int
+	outcome string
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// seriesMax bounds the cached series; routes, statuses and codes are
+// finite, so it is never reached in practice.
+const seriesMax = 4096
+
+// series returns the request metrics of one route, status and outcome,
+// resolving the labels once rather than on every request.
+func (s *Server) series(route string, status int, outcome string) series {
+	k := seriesKey{route, status, outcome}
+	if m, ok := s.seriesCache.Load(k); ok {
+		return m.(series)
+	}
+	m := series{
+		requests: s.requests.WithLabelValues(route, strconv.Itoa(status), outcome),
+		duration: s.duration.WithLabelValues(route, outcome),
+	}
+	if s.seriesCount.Add(1) <= seriesMax {
+		s.seriesCache.Store(k, m)
+	}
+	return m
 }
 
 // unmatched answers requests no route matches: the mux's own 404 and 405
@@ -436,10 +474,23 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// requestIDPrefix is this process's random prefix of the request ids it
+// makes; a counter makes them unique within the process.
+var (
+	requestIDPrefix = func() string {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	requestIDSeq atomic.Uint64
+)
+
 func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	b := make([]byte, 0, 32)
+	b = append(b, requestIDPrefix...)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, requestIDSeq.Add(1), 36)
+	return string(b)
 }
 
 // call is one authenticated API request on its way to the engine.

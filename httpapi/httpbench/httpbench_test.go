@@ -17,6 +17,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // count, for the full figures; HOLDFAST_HTTPBENCH_DURATION per side) and checks every side served and the
 // service turned nobody away. Speeds are reported, never asserted.
 func TestHTTPBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three sides: not with -short")
+	}
 	t.Parallel()
 	db := pgtest.DB(t, 4)
 	o := httpbench.Options{DatabaseURL: db.URL, Clients: 8, Duration: time.Second, Warmup: 200 * time.Millisecond, Fairness: true}
