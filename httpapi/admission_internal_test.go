@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,4 +104,25 @@ func TestAdmissionDeadline(t *testing.T) {
 		t.Fatalf("past QueueMax: %v", err)
 	}
 	relB()
+}
+
+// TestMetricsHandlerPprof: /debug/pprof/ is on the metrics handler only
+// with Config.Pprof, and never on the API handler.
+func TestMetricsHandlerPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s, err := newServer(Config{Engine: ceilingEngine{}, Pprof: on, NoMetricsRoute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		s.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/debug/pprof/", nil))
+		if got := w.Code == 200 && strings.Contains(w.Body.String(), "goroutine"); got != on {
+			t.Fatalf("Pprof %v: pprof served %v (%d)", on, got, w.Code)
+		}
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/debug/pprof/", nil))
+		if w.Code != 404 {
+			t.Fatalf("pprof on the API handler: %d", w.Code)
+		}
+	}
 }

@@ -48,7 +48,7 @@ func (s *Server) routes() {
 		_, _ = w.Write(openAPI)
 	})
 	if !s.cfg.NoMetricsRoute {
-		m := s.MetricsHandler()
+		m := s.metricsOnly()
 		// On the API's listener the metrics (pool, database sessions,
 		// routes) are for operators: an admin key is required.
 		s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {

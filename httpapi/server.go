@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -106,6 +107,10 @@ type Config struct {
 	// KeyCacheTTL is how long a looked-up key is trusted. Defaults to 5s;
 	// negative disables the caches (of live and of unknown keys).
 	KeyCacheTTL time.Duration
+	// Pprof adds net/http/pprof's /debug/pprof/ to MetricsHandler (never
+	// to the API handler): serve it on its own address to profile a
+	// running server.
+	Pprof bool
 	// NoMetricsRoute leaves /metrics off the API handler (serve it with
 	// MetricsHandler on its own listener). On the API handler /metrics
 	// needs an admin key.
@@ -235,8 +240,25 @@ func newServer(cfg Config) (*Server, error) {
 // Registry is the server's metrics registry: register more collectors on it.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
-// MetricsHandler serves the registry in Prometheus text format.
+// MetricsHandler serves the registry in Prometheus text format, without a
+// key: serve it on its own address, not the API's. With Config.Pprof it
+// also serves /debug/pprof/.
 func (s *Server) MetricsHandler() http.Handler {
+	m := s.metricsOnly()
+	if !s.cfg.Pprof {
+		return m
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", m)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+func (s *Server) metricsOnly() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
 }
 

@@ -241,7 +241,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// measure runs clients loops of op for warmup, then counts for d.
+// Measure runs clients loops of op for warmup, then counts for d.
+func Measure(ctx context.Context, name string, clients int, warmup, d time.Duration, op func(context.Context) (string, error)) Side {
+	return measure(ctx, name, clients, warmup, d, op)
+}
+
+// Reserver returns an op reserving one unit of (shop, 1, 1) over HTTP at
+// base with key, for Measure.
+func Reserver(c *http.Client, base, key string, shop int64) func(context.Context) (string, error) {
+	return reserver(c, base, key, shop)
+}
+
 func measure(ctx context.Context, name string, clients int, warmup, d time.Duration, op func(context.Context) (string, error)) Side {
 	var counting atomic.Bool
 	stop := make(chan struct{})
