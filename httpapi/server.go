@@ -107,6 +107,10 @@ type Config struct {
 	// KeyCacheTTL is how long a looked-up key is trusted. Defaults to 5s;
 	// negative disables the caches (of live and of unknown keys).
 	KeyCacheTTL time.Duration
+	// LogErrorsOnly writes the per-request log line only for answers of
+	// 400 and above; successes are still counted in the metrics. Off by
+	// default: one line per request.
+	LogErrorsOnly bool
 	// Pprof adds net/http/pprof's /debug/pprof/ to MetricsHandler (never
 	// to the API handler): serve it on its own address to profile a
 	// running server.
@@ -381,6 +385,9 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 	m := s.series(info.route, rec.status, outcome)
 	m.requests.Inc()
 	m.duration.Observe(d.Seconds())
+	if s.cfg.LogErrorsOnly && rec.status < 400 {
+		return
+	}
 	level := slog.LevelInfo
 	if rec.status >= 500 {
 		level = slog.LevelWarn
