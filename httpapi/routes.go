@@ -36,6 +36,7 @@ func (s *Server) routes() {
 	s.handle("PUT "+inv, routeSetStock, routeOpts{body: true, scope: stock}, s.setStock)
 	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
+	s.shadowRoutes()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		r.Context().Value(infoKey{}).(*reqInfo).route = "healthz"

@@ -27,6 +27,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/shadow"
 )
 
 // Bounds and defaults of the service.
@@ -115,6 +116,11 @@ type Config struct {
 	// to the API handler): serve it on its own address to profile a
 	// running server.
 	Pprof bool
+	// Shadow is the shadow layer (package shadow) when the engine is one:
+	// it turns on the operator's routes under /v1/admin/shadow/ (admin
+	// keys only). Defaults to Engine when that is a *shadow.Engine; nil,
+	// those routes answer 404 shadow_off.
+	Shadow *shadow.Engine
 	// NoMetricsRoute leaves /metrics off the API handler (serve it with
 	// MetricsHandler on its own listener). On the API handler /metrics
 	// needs an admin key.
@@ -156,6 +162,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Pool == nil && cfg.Client != nil {
 		cfg.Pool = cfg.Client.Pool()
+	}
+	if sh, ok := cfg.Engine.(*shadow.Engine); ok && cfg.Shadow == nil {
+		cfg.Shadow = sh
 	}
 	if cfg.Engine == nil {
 		return nil, errors.New("httpapi: Config.Engine (or Client) is required")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,8 +22,8 @@ func init() { register(newKeysCmd) }
 func newKeysCmd() *cobra.Command {
 	keys := &cobra.Command{
 		Use:   "keys",
-		Short: "create, revoke and list API keys of holdfast serve",
-		Long: `Create, revoke and list the API keys holdfast serve accepts.
+		Short: "create, rotate, revoke and list API keys of holdfast serve",
+		Long: `Create, rotate, revoke and list the API keys holdfast serve accepts.
 
 A new key is printed once, alone on the last line of stdout; only its hash is
 stored. With the embedded database, keys uses the cluster in --data-dir, the
@@ -31,26 +33,78 @@ running server's when serve runs.`,
 	dataDir := dataDirFlag(keys.PersistentFlags())
 
 	create := &cobra.Command{
-		Use:   "create (--shop N | --admin)",
+		Use:   "create (--shop N | --admin) [--name NAME] [--scopes storefront,inventory|all] [--expires-in DURATION]",
 		Short: "create a key that reaches shop N only, or (--admin) every shop",
-		Args:  noArgs,
+		Long: `Create a key that reaches shop N only, or (--admin) every shop.
+
+--scopes limits what it may do in the shop: storefront (reserve, claim,
+release, extend, read holds and stock), inventory (set and adjust stock,
+read stock), or all; without --scopes the key keeps every scope. The key is
+printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail -n1`" + `).`,
+		Args: noArgs,
 	}
 	shop := create.Flags().Int64("shop", 0, "the shop the key reaches")
 	admin := create.Flags().Bool("admin", false, "a key that reaches every shop")
+	name := create.Flags().String("name", "", "a label for people, shown by keys list")
+	scopes := create.Flags().String("scopes", "", "comma list of storefront, inventory or all (default: every scope)")
+	expiresIn := create.Flags().Duration("expires-in", 0, "the key stops working after this long, e.g. 720h (default: never)")
 	create.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *admin == (*shop != 0) || *shop < 0 {
 			return usageError("keys create needs exactly one of --shop N (N > 0) or --admin")
 		}
+		spec := httpapi.KeySpec{ShopID: *shop, Admin: *admin, Name: *name}
+		if len(spec.Name) > httpapi.KeyNameMaxLen {
+			return usageError("--name has at most %d bytes", httpapi.KeyNameMaxLen)
+		}
+		var err error
+		if spec.Scopes, err = httpapi.ParseScopes(*scopes); err != nil {
+			return usageError("--scopes: %s", strings.TrimPrefix(err.Error(), "httpapi: "))
+		}
+		if *expiresIn < 0 || cmd.Flags().Changed("expires-in") && *expiresIn == 0 {
+			return usageError("--expires-in must be positive")
+		}
+		if *expiresIn > 0 {
+			spec.ExpiresAt = time.Now().Add(*expiresIn)
+		}
 		return withKeysDB(cmd.Context(), persistent, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			key, rec, err := httpapi.CreateKey(ctx, pool, *shop, *admin)
+			key, rec, err := httpapi.CreateKeyWith(ctx, pool, spec)
 			if err != nil {
 				return err
 			}
-			scope := fmt.Sprintf("shop %d", rec.ShopID)
-			if rec.Admin {
-				scope = "every shop (admin)"
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "created key %d: %s; it is shown this once, only its hash is stored:\n%s\n", rec.ID, describeKey(rec), key)
+			return err
+		})
+	}
+
+	rotate := &cobra.Command{
+		Use:   "rotate ID|KEY [--grace DURATION]",
+		Short: "replace a key: a new one with the same shop, name and scopes; the old one works for --grace more",
+		Long: `Replace a live key (by its id or the key itself) with a new key of the same
+shop, name and scopes. The old key keeps working for --grace (default 24h;
+0: it stops at once), so callers can switch over. The new key is printed
+once, alone on the last line.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("keys rotate needs one key id or key")
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "created key %d for %s; it is shown this once, only its hash is stored:\n%s\n", rec.ID, scope, key)
+			return nil
+		},
+	}
+	grace := rotate.Flags().Duration("grace", 24*time.Hour, "how long the old key keeps working")
+	rotate.RunE = func(cmd *cobra.Command, args []string) error {
+		if *grace < 0 {
+			return usageError("--grace must not be negative")
+		}
+		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
+			key, rec, err := httpapi.RotateKey(ctx, pool, args[0], *grace)
+			if errors.Is(err, httpapi.ErrKeyNotFound) {
+				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
+			}
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "created key %d: %s; the old key stops working in %v; the new key is shown this once:\n%s\n",
+				rec.ID, describeKey(rec), *grace, key)
 			return err
 		})
 	}
@@ -97,23 +151,62 @@ running server's when serve runs.`,
 			return writeKeys(cmd.OutOrStdout(), keys)
 		})
 	}
-	keys.AddCommand(create, revoke, list)
+	keys.AddCommand(create, rotate, revoke, list)
 	return keys
 }
 
+// describeKey says what a key reaches and may do, for people.
+func describeKey(k *httpapi.APIKey) string {
+	s := fmt.Sprintf("shop %d", k.ShopID)
+	if k.Admin {
+		s = "every shop (admin)"
+	}
+	s += ", scopes " + scopeList(k.Scopes)
+	if k.Name != "" {
+		s += fmt.Sprintf(", name %q", k.Name)
+	}
+	if k.ExpiresAt != nil {
+		s += ", expires " + k.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+func scopeList(scopes []httpapi.Scope) string {
+	if len(scopes) == 0 {
+		return "-"
+	}
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ",")
+}
+
+// writeKeys prints keys as a table: id, shop, name, scopes, created,
+// expires, last used and revoked.
 func writeKeys(w io.Writer, keys []httpapi.APIKey) error {
+	stamp := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSCOPE\tCREATED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tSHOP\tNAME\tSCOPES\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
 	for _, k := range keys {
-		scope := fmt.Sprintf("shop %d", k.ShopID)
+		shop := strconv.FormatInt(k.ShopID, 10)
 		if k.Admin {
-			scope = "admin"
+			shop = "admin"
 		}
-		revoked := "-"
-		if k.RevokedAt != nil {
-			revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+		name := k.Name
+		if name == "" {
+			name = "-"
+		} else if strings.ContainsAny(name, "\t\r\n") {
+			name = strconv.Quote(name) // one row per key
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", k.ID, scope, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+		created := k.CreatedAt
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, shop, name, scopeList(k.Scopes),
+			stamp(&created), stamp(k.ExpiresAt), stamp(k.LastUsedAt), stamp(k.RevokedAt))
 	}
 	return tw.Flush()
 }
