@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast/bench"
+	lredis "github.com/holdfast/holdfast/legacy/redis"
 )
 
 func init() { register(newBenchCmd) }
@@ -37,9 +39,14 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
 	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak")
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
+	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, `holdfast serve` in its own process, and the HTTP ceiling")
+	fs.BoolVar(&f.fairness, "fairness", false, "with --http: also a steady shop's p99 alone and during another shop's flash sale")
+	fs.BoolVar(&f.redis, "redis", false, "add a Redis row: the legacy Redis design's reserve (docs/MIGRATION.md) on one hot key at the same clients, on REDIS_URL or a private redis-server")
+	fs.IntVar(&f.redisAttempts, "redis-attempts", 20_000, "reservations per --redis run")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		f.line = strings.Join(os.Args[1:], " ")
-		return runBench(cmd.Context(), f)
+		f.clientsSet, f.durationSet = fs.Changed("clients"), fs.Changed("duration")
+		return runBench(cmd.Context(), cmd.OutOrStdout(), f)
 	}
 	return cmd
 }
@@ -49,10 +56,12 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 type benchFlags struct {
 	scenarios, strategies, clients, jsonFile, svgFile, replot, line string
 	duration, txWork, soakDuration                                  time.Duration
-	soak                                                            bool
+	soak, http, fairness, redis                                     bool
+	redisAttempts                                                   int
+	clientsSet, durationSet                                         bool
 }
 
-func runBench(ctx context.Context, f *benchFlags) error {
+func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
 	if f.replot != "" {
 		return replotReport(f.replot, f.svgFile)
 	}
@@ -62,6 +71,21 @@ func runBench(ctx context.Context, f *benchFlags) error {
 	}
 	if f.duration <= 0 || f.txWork < 0 || f.soakDuration <= 0 {
 		return usageError("durations must be positive")
+	}
+	switch {
+	case f.fairness && !f.http:
+		return usageError("--fairness goes with --http")
+	case f.http && f.soak:
+		return usageError("--http and --soak are separate runs: pick one")
+	case f.redis && f.soak:
+		return usageError("--redis goes with the strategy table or --http, not --soak")
+	case f.redis && (f.redisAttempts < 1 || f.redisAttempts > lredis.BenchAttemptsMax):
+		return usageError("--redis-attempts must be between 1 and %d", lredis.BenchAttemptsMax)
+	case slices.ContainsFunc(cl, func(n int) bool { return n > benchClientsMax }):
+		return usageError("--clients: at most %d", benchClientsMax)
+	}
+	if f.http {
+		return runHTTPBench(ctx, stdout, f, cl)
 	}
 	opts := bench.Options{
 		Scenarios:  splitList(f.scenarios),
@@ -87,7 +111,7 @@ func runBench(ctx context.Context, f *benchFlags) error {
 	if f.soak {
 		rep, err := bench.Soak(ctx, opts, bench.SoakOptions{Duration: f.soakDuration, Interval: f.soakDuration / 10})
 		if rep != nil {
-			if werr := rep.WriteTable(os.Stdout); werr != nil {
+			if werr := rep.WriteTable(stdout); werr != nil {
 				return werr
 			}
 			if f.jsonFile != "" {
@@ -106,8 +130,8 @@ func runBench(ctx context.Context, f *benchFlags) error {
 	}
 	rep, err := bench.Run(ctx, opts)
 	if rep != nil && len(rep.Runs) > 0 {
-		fmt.Printf("holdfast bench %s  (took %s)\n\n", f.line, time.Since(start).Round(time.Second))
-		if werr := rep.WriteTable(os.Stdout); werr != nil {
+		fmt.Fprintf(stdout, "holdfast bench %s  (took %s)\n\n", f.line, time.Since(start).Round(time.Second))
+		if werr := rep.WriteTable(stdout); werr != nil {
 			return werr
 		}
 		if f.jsonFile != "" {
@@ -123,6 +147,13 @@ func runBench(ctx context.Context, f *benchFlags) error {
 	}
 	if err != nil {
 		return benchError(err)
+	}
+	if f.redis {
+		rows, err := redisRows(ctx, cl, f.redisAttempts)
+		if err != nil {
+			return err
+		}
+		return writeRedisTable(stdout, rows, rep)
 	}
 	return nil
 }

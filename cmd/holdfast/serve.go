@@ -8,20 +8,24 @@ import (
 	"net"
 	"net/http"
 	"os"
-
-	"github.com/spf13/cobra"
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
+	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/migrate"
 	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/shadow"
 )
 
 func init() { register(newServeCmd) }
@@ -42,9 +46,14 @@ func newServeCmd() *cobra.Command {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics on this address instead of the API's")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.IntVar(&f.maxConns, "max-conns", 20, "database connection pool size")
-	fs.IntVar(&f.maxInFlight, "max-inflight", 0, "database operations in flight (default: max-conns - 4)")
-	fs.IntVar(&f.perShop, "per-shop-inflight", 0, "one shop's share of max-inflight (default: three quarters of it)")
-	fs.DurationVar(&f.queueWait, "queue-wait", httpapi.QueueWaitDefault, "how long a request waits for an in-flight slot before 503")
+	fs.IntVar(&f.maxInFlight, "max-inflight", 0, "connection slots: database operations holding a connection of their own at once; one shop alone may take every slot, competing shops take turns; combined reservations wait in the engine's combiner without one (default: max-conns - 4)")
+	fs.IntVar(&f.perShop, "per-shop-inflight", 0, "ignored: admission is work-conserving and fair between shops")
+	fs.DurationVar(&f.queueWait, "queue-wait", httpapi.QueueWaitDefault, "ignored: a request waits for a slot within its own deadline (--request-timeout)")
+	_ = fs.MarkDeprecated("per-shop-inflight", "it is accepted and ignored: one shop alone may use every slot, shops that compete take turns")
+	_ = fs.MarkDeprecated("queue-wait", "it is accepted and ignored: a request waits for a slot within its own deadline (--request-timeout)")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve net/http/pprof's /debug/pprof/ on --metrics-addr (never on the API's address)")
+	fs.BoolVar(&f.logErrorsOnly, "log-errors-only", false, "log only requests answered 400 and above; successes are still counted in the metrics")
+	fs.StringVar(&f.legacy, "legacy", "", "put the shadow layer in front of this Redis legacy store (redis://host:port/db) and holdfast; modes per shop, admin routes under /v1/admin/shadow/ (docs/MIGRATION.md)")
 	fs.IntVar(&f.maxQuantity, "max-quantity", holdfast.QuantityMaxDefault, "largest quantity of one line")
 	fs.IntVar(&f.maxLines, "max-lines", holdfast.LinesPerCartMaxDefault, "most lines of one reservation")
 	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
@@ -57,7 +66,8 @@ func newServeCmd() *cobra.Command {
 // serveFlags are serve's settings.
 type serveFlags struct {
 	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
-	doMigrate                                             bool
+	legacy                                                string
+	doMigrate, pprof, logErrorsOnly                       bool
 	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
 	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
 }
@@ -70,8 +80,8 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		return usageError("--max-conns must be between 5 and 1000")
 	case f.maxInFlight < 0 || f.maxInFlight > f.maxConns:
 		return usageError("--max-inflight must be between 1 and --max-conns")
-	case f.perShop < 0:
-		return usageError("--per-shop-inflight must be positive")
+	case f.pprof && f.metricsAddr == "":
+		return usageError("--pprof needs --metrics-addr: the profiles are served there, never on the API's address")
 	case f.maxQuantity < 1 || f.maxQuantity > holdfast.AvailableMax:
 		return usageError("--max-quantity must be between 1 and %d", holdfast.AvailableMax)
 	case f.maxLines < 1 || f.maxLines > 10_000:
@@ -83,6 +93,15 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	}
 	if f.maxInFlight == 0 {
 		f.maxInFlight = f.maxConns - 4
+	}
+	var redisOpts *goredis.Options
+	if f.legacy != "" {
+		opt, err := goredis.ParseURL(f.legacy)
+		if err != nil {
+			// No URL in the message: it may carry a password.
+			return usageError("--legacy must be a Redis URL such as redis://127.0.0.1:6379/0 (rediss:// for TLS)")
+		}
+		redisOpts = opt
 	}
 	var h slog.Handler = slog.NewJSONHandler(os.Stderr, nil)
 	if f.logFormat == "text" {
@@ -174,14 +193,28 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		Sampler: ops.SamplerConfig{Logger: log},
 		Bloat:   ops.BloatConfig{Logger: log},
 	})
-	srv, err := httpapi.New(httpapi.Config{
-		Client: hc, Logger: log, Registry: reg,
+	cfg := httpapi.Config{
+		Engine: hc, Pool: pool, Logger: log, Registry: reg,
 		Collectors: []prometheus.Collector{engine, mon.Sampler, mon.Bloat,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
-		Workers:     []httpapi.Worker{hc, mon},
-		MaxInFlight: f.maxInFlight, PerShopInFlight: f.perShop, QueueWait: f.queueWait,
+		Workers:      []httpapi.Worker{hc, mon},
+		MaxInFlight:  f.maxInFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
-	})
+		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
+	}
+	if redisOpts != nil {
+		sh, closeRedis, err := startShadow(ctx, redisOpts, pool, hc, log)
+		if err != nil {
+			return err
+		}
+		defer closeRedis()
+		// The layer answers every shop by its mode; its workers (mode
+		// polling, comparison flushes, legacy expiry) run with the others.
+		cfg.Engine, cfg.Shadow = sh, sh
+		cfg.Collectors = append(cfg.Collectors, sh.Collectors()...)
+		cfg.Workers = append(cfg.Workers, sh)
+	}
+	srv, err := httpapi.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -192,8 +225,44 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "max_inflight", f.maxInFlight,
-		"schema_version", strconv.Itoa(migrate.Latest()))
+		"schema_version", strconv.Itoa(migrate.Latest()), "shadow", redisOpts != nil)
 	// Serve returns after ctx (SIGINT/SIGTERM) is cancelled and the drain:
 	// the deferred calls then close the pool and stop the embedded cluster.
 	return srv.Serve(ctx, ln)
+}
+
+// legacyPingTimeout bounds serve's first contact with the legacy Redis.
+const legacyPingTimeout = 10 * time.Second
+
+// startShadow puts the shadow layer (docs/MIGRATION.md) in front of the
+// Redis legacy store and hc: the legacy adapter over Redis and its SQL
+// ledger in pool's database (created when missing), and the layer's modes
+// and comparison records there too. It returns the layer and a func that
+// closes the Redis client.
+func startShadow(ctx context.Context, opt *goredis.Options, pool *pgxpool.Pool, hc holdfast.Engine, log *slog.Logger) (*shadow.Engine, func(), error) {
+	rdb := goredis.NewClient(opt)
+	fail := func(err error) (*shadow.Engine, func(), error) {
+		_ = rdb.Close()
+		return nil, nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
+	err := rdb.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		return fail(fmt.Errorf("--legacy: Redis at %s does not answer: %w", opt.Addr, err))
+	}
+	store, err := lredis.New(rdb, pool, lredis.Config{})
+	if err != nil {
+		return fail(err)
+	}
+	if err := store.Setup(ctx); err != nil {
+		return fail(fmt.Errorf("--legacy: creating the legacy ledger tables: %w", err))
+	}
+	sh, err := shadow.New(ctx, pool, store, hc, shadow.Config{Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	log.Info("shadow layer on: shops answer by their mode; admin routes under /v1/admin/shadow/", "legacy_redis", opt.Addr,
+		"shops_enrolled", len(sh.ShopModes()))
+	return sh, func() { _ = rdb.Close() }, nil
 }
