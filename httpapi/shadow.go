@@ -268,9 +268,9 @@ func thresholdsFromQuery(r *http.Request) (shadow.Thresholds, error) {
 	var th shadow.Thresholds
 	for name := range q {
 		switch name {
-		case "until", "agreement_min", "compared_min":
+		case "until", "agreement_min", "compared_min", "p99_ratio_max", "p99_max_ms":
 		default:
-			return th, badRequest(CodeUnknownField, name, "unknown query parameter %q; allowed: until, agreement_min, compared_min", name)
+			return th, badRequest(CodeUnknownField, name, "unknown query parameter %q; allowed: %s", name, thresholdNames)
 		}
 	}
 	if v := q.Get("until"); v != "" {
@@ -300,17 +300,51 @@ func thresholdsFromQuery(r *http.Request) (shadow.Thresholds, error) {
 		}
 		th.ComparedMin = n
 	}
+	for _, name := range []string{"p99_ratio_max", "p99_max_ms"} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return th, badRequest(CodeWrongType, name, "%s must be a number, not %q", name, v)
+		}
+		if err := setP99(&th, name, f); err != nil {
+			return th, err
+		}
+	}
 	return th, nil
 }
 
-// thresholdsFromBody reads {"until", "agreement_min", "compared_min"}, all
-// optional; an absent or empty body takes the layer's defaults.
+// thresholdNames are the thresholds a caller may pass.
+const thresholdNames = "until, agreement_min, compared_min, p99_ratio_max, p99_max_ms"
+
+// shadowP99Max bounds p99_ratio_max and p99_max_ms.
+const shadowP99Max = 1e9
+
+// setP99 sets a latency threshold: p99_ratio_max (holdfast's p99 against
+// the legacy's) or p99_max_ms (holdfast's p99, absolute).
+func setP99(th *shadow.Thresholds, name string, f float64) *apiError {
+	if !(f > 0 && f <= shadowP99Max) {
+		return invalid(name, "must be above 0 and at most %g", shadowP99Max)
+	}
+	if name == "p99_ratio_max" {
+		th.P99RatioMax = f
+	} else {
+		th.P99Max = time.Duration(f * float64(time.Millisecond))
+	}
+	return nil
+}
+
+// thresholdsFromBody reads {"until", "agreement_min", "compared_min",
+// "p99_ratio_max", "p99_max_ms"}, all optional; an absent or empty body
+// takes the layer's defaults.
 func thresholdsFromBody(body []byte) (shadow.Thresholds, error) {
 	var th shadow.Thresholds
 	if len(bytes.TrimSpace(body)) == 0 {
 		return th, nil
 	}
-	o, apiErr := parseBody(body, "until", "agreement_min", "compared_min")
+	o, apiErr := parseBody(body, "until", "agreement_min", "compared_min", "p99_ratio_max", "p99_max_ms")
 	if apiErr != nil {
 		return th, apiErr
 	}
@@ -325,15 +359,22 @@ func thresholdsFromBody(body []byte) (shadow.Thresholds, error) {
 		}
 		th.Until = m
 	}
-	if raw, _ := o.raw("agreement_min", false); raw != nil {
-		var f float64
-		if jsonType(raw) != "a number" || json.Unmarshal(raw, &f) != nil {
-			return th, badRequest(CodeWrongType, "agreement_min", "agreement_min must be a number such as 0.999, not %s", jsonType(raw))
-		}
+	if f, ok, apiErr := o.number("agreement_min"); apiErr != nil {
+		return th, apiErr
+	} else if ok {
 		if !(f > 0 && f <= 1) {
 			return th, invalid("agreement_min", "must be above 0 and at most 1")
 		}
 		th.AgreementMin = f
+	}
+	for _, name := range []string{"p99_ratio_max", "p99_max_ms"} {
+		if f, ok, apiErr := o.number(name); apiErr != nil {
+			return th, apiErr
+		} else if ok {
+			if apiErr := setP99(&th, name, f); apiErr != nil {
+				return th, apiErr
+			}
+		}
 	}
 	n, ok, apiErr := o.int64("compared_min", false, 1, shadowComparedMax)
 	if apiErr != nil {
@@ -343,6 +384,19 @@ func thresholdsFromBody(body []byte) (shadow.Thresholds, error) {
 		th.ComparedMin = n
 	}
 	return th, nil
+}
+
+// number reads an optional JSON number member.
+func (o *object) number(name string) (float64, bool, *apiError) {
+	raw, _ := o.raw(name, false)
+	if raw == nil {
+		return 0, false, nil
+	}
+	var f float64
+	if jsonType(raw) != "a number" || json.Unmarshal(raw, &f) != nil {
+		return 0, false, badRequest(CodeWrongType, o.prefix+name, "%s must be a number, not %s", o.prefix+name, jsonType(raw))
+	}
+	return f, true, nil
 }
 
 func (s *Server) shadowPlan(c *call) (int, any, error) {

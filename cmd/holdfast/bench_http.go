@@ -124,7 +124,7 @@ func writeRedisTable(w io.Writer, rows []*lredis.BenchResult, rep *bench.Report)
 		var best bench.Result
 		if rep != nil {
 			for _, x := range rep.Runs {
-				if x.Scenario == "hot" && x.Clients == r.Clients && x.HoldsPerSec > best.HoldsPerSec {
+				if x.Scenario == bench.ScenarioHot && x.Clients == r.Clients && x.HoldsPerSec > best.HoldsPerSec {
 					best = x
 				}
 			}
