@@ -22,6 +22,10 @@ const benchClientsMax = 4096
 // httpBenchClientsDefault is --http's client count unless --clients says.
 const httpBenchClientsDefault = 64
 
+// benchBinary is the holdfast binary `bench --http` serves with: this one.
+// Tests, whose executable is the test binary, replace it.
+var benchBinary = os.Executable
+
 // runHTTPBench is `bench --http`: httpbench's library, serve and ceiling
 // sides on one database, then (--redis) the Redis design at the same
 // clients.
@@ -37,7 +41,7 @@ func runHTTPBench(ctx context.Context, stdout io.Writer, f *benchFlags, cl []int
 	if !f.durationSet {
 		d = 0 // httpbench's default
 	}
-	bin, err := os.Executable()
+	bin, err := benchBinary()
 	if err != nil {
 		return fmt.Errorf("bench --http: this binary serves the service side: %w", err)
 	}
