@@ -210,7 +210,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		defer closeRedis()
 		// The layer answers every shop by its mode; its workers (mode
 		// polling, comparison flushes, legacy expiry) run with the others.
-		cfg.Engine, cfg.Shadow = sh, sh
+		cfg.Engine, cfg.Shadow = shadowEngine{Engine: sh, bounds: hc.Config()}, sh
 		cfg.Collectors = append(cfg.Collectors, sh.Collectors()...)
 		cfg.Workers = append(cfg.Workers, sh)
 	}
@@ -231,6 +231,22 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	return srv.Serve(ctx, ln)
 }
 
+// shadowEngine is the shadow layer as the API's engine, offering the
+// holdfast engine's bounds (--max-quantity, --max-lines, the hold lifetime)
+// so the API validates requests by them, as it does without the layer.
+type shadowEngine struct {
+	*shadow.Engine
+	bounds holdfast.Config
+}
+
+// Config is the holdfast engine's configuration without its strategy: the
+// layer combines nothing, so no reservation may skip a connection slot.
+func (e shadowEngine) Config() holdfast.Config {
+	c := e.bounds
+	c.Strategy = ""
+	return c
+}
+
 // legacyPingTimeout bounds serve's first contact with the legacy Redis.
 const legacyPingTimeout = 10 * time.Second
 
@@ -239,7 +255,7 @@ const legacyPingTimeout = 10 * time.Second
 // ledger in pool's database (created when missing), and the layer's modes
 // and comparison records there too. It returns the layer and a func that
 // closes the Redis client.
-func startShadow(ctx context.Context, opt *goredis.Options, pool *pgxpool.Pool, hc holdfast.Engine, log *slog.Logger) (*shadow.Engine, func(), error) {
+func startShadow(ctx context.Context, opt *goredis.Options, pool *pgxpool.Pool, hc *holdfast.Client, log *slog.Logger) (*shadow.Engine, func(), error) {
 	rdb := goredis.NewClient(opt)
 	fail := func(err error) (*shadow.Engine, func(), error) {
 		_ = rdb.Close()

@@ -352,7 +352,7 @@ func TestServe(t *testing.T) {
 		}
 		maddr := freeAddr(t)
 		t.Setenv("HOLDFAST_LEGACY", redisURL)
-		base := startServe(t, "--metrics-addr", maddr, "--pprof", "--log-errors-only")
+		base := startServe(t, "--metrics-addr", maddr, "--pprof", "--log-errors-only", "--max-quantity", "5")
 		adminKey, _, err := httpapi.CreateKey(ctx, pool, 0, true)
 		if err != nil {
 			t.Fatal(err)
@@ -386,6 +386,11 @@ func TestServe(t *testing.T) {
 			if code, b := call(t, "POST", base+"/v1/shops/17/reservations", shopKey, body); code != 201 {
 				t.Fatalf("reserve in shadow: %d %s", code, b)
 			}
+		}
+		// Behind the layer the API still validates by serve's bounds.
+		big := fmt.Sprintf(`{"checkout_id":%q,"lines":[{"item_id":1,"location_id":1,"quantity":6}]}`, uuid.New())
+		if code, b := call(t, "POST", base+"/v1/shops/17/reservations", shopKey, big); code != 422 || !strings.Contains(string(b), `"lines[0].quantity"`) {
+			t.Fatalf("quantity 6 with --max-quantity 5 behind the layer: %d %s", code, b)
 		}
 		code, b := call(t, "GET", base+"/v1/admin/shadow/report", adminKey, "")
 		var rep struct {
