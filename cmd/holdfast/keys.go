@@ -194,7 +194,7 @@ func writeKeys(w io.Writer, keys []httpapi.APIKey) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSHOP\tNAME\tSCOPES\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
 	for _, k := range keys {
-		shop := strconv.FormatInt(k.ShopID, 10)
+		shop := "shop " + strconv.FormatInt(k.ShopID, 10)
 		if k.Admin {
 			shop = "admin"
 		}

@@ -151,7 +151,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 	}
 
 	out = cmd("keys", "list")
-	for _, col := range []string{"ID", "SHOP", "NAME", "SCOPES", "CREATED", "EXPIRES", "LAST USED", "REVOKED", "checkout web", "storefront", "inventory,storefront", "admin"} {
+	for _, col := range []string{"ID", "SHOP", "shop 5", "shop 6", "NAME", "SCOPES", "CREATED", "EXPIRES", "LAST USED", "REVOKED", "checkout web", "storefront", "inventory,storefront", "admin"} {
 		if !strings.Contains(out, col) {
 			t.Errorf("keys list lacks %q:\n%s", col, out)
 		}
@@ -435,4 +435,3 @@ func checkInvariant(t *testing.T, pool *pgxpool.Pool) {
 		t.Fatalf("invariant: %s", rep)
 	}
 }
-
