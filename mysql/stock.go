@@ -382,17 +382,25 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 }
 
 // requireReadCommitted refuses to refill inside a caller's transaction that
-// is not READ COMMITTED: under REPEATABLE READ the refill's read would come
-// from the transaction's old snapshot, not the state after the lock, and
-// could over-fill the buffer.
+// reads from a snapshot (REPEATABLE READ, MySQL's default): the refill's read
+// would come from the transaction's old snapshot, not the state after the
+// lock, and could over-fill the buffer. It bumps a probe row outside the
+// transaction and reads it inside: READ COMMITTED sees the bump.
 func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route string) error {
-	var level string
-	err := tx.QueryRowContext(ctx, c.q(route, "trx_isolation")).Scan(&level)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	res, err := c.db.ExecContext(ctx, c.q(route, "probe_bump"))
+	if err != nil {
 		return err
 	}
-	if level != "READ COMMITTED" {
-		return argError("tx", "holdfast needs the caller's transaction to be READ COMMITTED (begin it with mysql.TxOptions()); it is %q", level)
+	bumped, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	var seen int64
+	if err := tx.QueryRowContext(ctx, c.q(route, "probe_read")).Scan(&seen); err != nil {
+		return err
+	}
+	if seen < bumped {
+		return argError("tx", "the caller's transaction reads from a snapshot (REPEATABLE READ?); holdfast's …Tx operations need READ COMMITTED: begin it with mysql.TxOptions()")
 	}
 	return nil
 }

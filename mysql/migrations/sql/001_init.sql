@@ -126,3 +126,16 @@ CREATE TABLE stock_changes (
     PRIMARY KEY (shop_id, change_id),
     KEY stock_changes_created (created_at)
 ) ENGINE = InnoDB;
+
+-- One row a client bumps (autocommitted) and then reads inside a caller's
+-- transaction, to tell READ COMMITTED (sees the bump) from a snapshot
+-- isolation (does not) before refilling a buffer there: InnoDB's own view
+-- of a transaction's isolation (INFORMATION_SCHEMA.INNODB_TRX) is a cache
+-- refreshed at most every 100 ms, and @@tx_isolation does not show SET
+-- TRANSACTION.
+CREATE TABLE isolation_probe (
+    id TINYINT NOT NULL PRIMARY KEY,
+    n  BIGINT  NOT NULL
+) ENGINE = InnoDB;
+
+INSERT INTO isolation_probe (id, n) VALUES (1, 0);
