@@ -77,3 +77,6 @@ func (e *env) reserve(shop int64, lines ...holdfast.Line) (*holdfast.Hold, error
 }
 
 var strategies = []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyPool, holdfast.StrategyBatch}
+
+// uuidFor is a fixed checkout id, readable in failures.
+func uuidFor(n byte) uuid.UUID { return uuid.UUID{15: n, 0: 0xc0} }
