@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
@@ -34,6 +35,9 @@ type Client struct {
 	sql   map[string]string
 	texts sync.Map // textKey -> tagged statement text
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
+
+	combiner       combiner     // contended one-line reservations on batch keys
+	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
 
 	workersMu sync.Mutex
 	workers   []*maint.Worker

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
 )
 
 // counting is an Observer that counts retries by reason.
@@ -22,7 +23,7 @@ type counting struct {
 	retries map[string]int
 }
 
-func (o *counting) Op(string, string, time.Duration)     {}
+func (o *counting) Op(string, string, time.Duration)    {}
 func (o *counting) Replenished(holdfast.Key, bool, int) {}
 func (o *counting) Expired(int)                         {}
 func (o *counting) Claimed(time.Duration)               {}
@@ -52,7 +53,7 @@ func (o *counting) snapshot() map[string]int {
 func TestSeedRace(t *testing.T) {
 	t.Parallel()
 	const clients, attempts, units = 64, 20, 50
-	for _, s := range []holdfast.Strategy{holdfast.StrategyPool, holdfast.StrategyCounter} {
+	for _, s := range []holdfast.Strategy{holdfast.StrategyPool, holdfast.StrategyCounter, holdfast.StrategyBatch} {
 		t.Run(string(s), func(t *testing.T) {
 			e := newEnv(t, clients, holdfast.Config{})
 			k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
@@ -110,9 +111,9 @@ func TestSeedRace(t *testing.T) {
 					within++
 				}
 			}
-			t.Logf("seed race %s: %d answers in %v; p50 %v p99 %v max %v; %d of %d answered within 1s",
+			t.Logf("seed race %s: %d answers in %v; p50 %v p99 %v max %v; %d of %d answered within 1s; %d granted by combined batches",
 				s, len(times), wall.Round(time.Millisecond), pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond),
-				times[len(times)-1].Round(time.Microsecond), within, len(times))
+				times[len(times)-1].Round(time.Microsecond), within, len(times), mysql.CombinedGrants(e.c))
 		})
 	}
 }
@@ -301,4 +302,61 @@ func TestRandomizedRaces(t *testing.T) {
 			t.Errorf("seed %d: after sweep: %+v", seed, l)
 		}
 	}
+}
+
+// TestBatchCombines: concurrent one-line reservations on a batch key are
+// combined (some are granted by batches), each still gets its own answer,
+// replays and conflicts inside a batch are answered like on the plain path,
+// and the accounts close.
+func TestBatchCombines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 16, holdfast.Config{Strategy: holdfast.StrategyBatch})
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	e.stock(k, 500)
+	const workers, rounds = 48, 12
+	ids := make([]uuid.UUID, workers)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	var wg sync.WaitGroup
+	var held atomic.Int64
+	errs := make(chan error, workers*rounds)
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range rounds {
+				id := uuid.New()
+				if i%4 == 0 {
+					id = ids[(w+i)%workers] // the same checkout from several goroutines: one hold
+				}
+				h, err := e.c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
+				switch {
+				case err == nil && !h.Replayed:
+					held.Add(1)
+				case err == nil:
+				default:
+					errs <- err
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected: %v", err)
+	}
+	l := e.level(k)
+	if int64(l.Held) != held.Load() {
+		t.Fatalf("held %d, but %d reservations answered as new holds", l.Held, held.Load())
+	}
+	t.Logf("%d holds, %d granted by combined batches", held.Load(), mysql.CombinedGrants(e.c))
+	if mysql.CombinedGrants(e.c) == 0 {
+		t.Errorf("48 concurrent reservers on a batch key were never combined")
+	}
+	e.checkInvariant()
 }

@@ -141,18 +141,35 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
 	}
 	var h *holdfast.Hold
-	err = c.runSlow(ctx, outer, holdfast.RouteReserve, true, beforeSlow, func(tx *sql.Tx, level int) error {
-		mode := takeFast
-		switch {
-		case level == 1 && own:
-			mode = takeRetry
-		case level > 0:
-			mode = takeLocked
+	combined := false
+	if own && len(req.lines) == 1 {
+		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
+		// A stale or missing cache entry is safe: a key that is not (or no
+		// longer) a batch key has no units in its counter row, the batch
+		// sends it to the plain path, and that path caches its strategy.
+		ki, ok := c.keys.Load(k)
+		if (ok && ki.(keyInfo).strategy == holdfast.StrategyBatch) || (!ok && c.cfg.Strategy == holdfast.StrategyBatch) {
+			// In flight until answered, on either path: the measure of
+			// contention that decides whether to combine.
+			c.combiner.inflight.Add(1)
+			defer c.combiner.inflight.Add(-1)
+			h, err, combined = c.reserveCombined(ctx, k, req)
 		}
-		var err error
-		h, err = c.reserveOnce(ctx, tx, own, req, mode)
-		return err
-	})
+	}
+	if !combined {
+		err = c.runSlow(ctx, outer, holdfast.RouteReserve, true, beforeSlow, func(tx *sql.Tx, level int) error {
+			mode := takeFast
+			switch {
+			case level == 1 && own:
+				mode = takeRetry
+			case level > 0:
+				mode = takeLocked
+			}
+			var err error
+			h, err = c.reserveOnce(ctx, tx, own, req, mode)
+			return err
+		})
+	}
 	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
