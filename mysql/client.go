@@ -36,6 +36,8 @@ type Client struct {
 	texts sync.Map // textKey -> tagged statement text
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
 
+	soldOutAt sync.Map // holdfast.Key -> time.Time: when a reservation last found it sold out
+
 	combiner       combiner     // contended one-line reservations on batch keys
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
 

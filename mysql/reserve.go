@@ -132,6 +132,13 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		return nil, err
 	}
 	own := outer == nil
+	if own && c.recentlySoldOut(req) {
+		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
+			err := &holdfast.InsufficientStockError{Lines: short}
+			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+			return nil, err
+		}
+	}
 	// The slow path of the client's own transactions refills the short
 	// buffers in a short transaction of its own, so waiters on a key's lock
 	// row wait for a refill, not for each other's reservations; inside a
@@ -171,10 +178,64 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		})
 	}
 	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	var ise *holdfast.InsufficientStockError
+	switch {
+	case errors.As(err, &ise):
+		for _, s := range ise.Lines {
+			c.soldOutAt.Store(holdfast.Key{ShopID: req.shop, ItemID: s.ItemID, LocationID: s.LocationID}, time.Now())
+		}
+	case err == nil:
+		for _, l := range req.lines {
+			c.soldOutAt.Delete(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// soldOutHint is how long a key that answered sold out is checked with
+// lock-free reads before a reservation opens a transaction for it.
+const soldOutHint = time.Second
+
+func (c *Client) recentlySoldOut(req *reservation) bool {
+	now := time.Now()
+	for _, l := range req.lines {
+		if at, ok := c.soldOutAt.Load(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); ok && now.Sub(at.(time.Time)) < soldOutHint {
+			return true
+		}
+	}
+	return false
+}
+
+// soldOut answers a reservation on a key that recently sold out without a
+// transaction: the lines short by one read of available and held, unless
+// the checkout already has a hold or outcome (then the normal path answers
+// it). Empty means: go the normal way.
+func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
+	const route = holdfast.RouteReserve
+	var status string
+	err := c.db.QueryRowContext(ctx, c.q(route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	rows, err := c.db.QueryContext(ctx, c.q(route, "sellable"), req.shop, string(req.linesRaw))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var short []holdfast.Shortfall
+	for i := 0; rows.Next() && i < len(req.lines); i++ {
+		var avail, held int
+		if err := rows.Scan(&avail, &held); err != nil {
+			return nil, err
+		}
+		if s := max(0, avail-held); s < req.lines[i].Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
+		}
+	}
+	return short, rows.Err()
 }
 
 // reserveOnce is one attempt: take every line's units from its key's
