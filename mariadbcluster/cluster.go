@@ -108,8 +108,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	data, run := filepath.Join(c.dir, "data"), filepath.Join(c.dir, "run")
-	for i, d := range []string{c.dir, data, run} {
+	data, run, tmp := filepath.Join(c.dir, "data"), filepath.Join(c.dir, "run"), filepath.Join(c.dir, "tmp")
+	for i, d := range []string{c.dir, data, run, tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			c.cleanup()
 			return nil, err
@@ -123,7 +123,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	fresh := false
 	if _, err := os.Stat(filepath.Join(data, "mysql")); err != nil {
 		logf("initialising MariaDB data directory in %s", data)
-		out, err := c.runCmd(ctx, installBin, "--no-defaults", "--datadir="+data,
+		// Its own tmpdir: concurrent installs sharing /tmp collided on
+		// temporary table files.
+		out, err := c.runCmd(ctx, installBin, "--no-defaults", "--datadir="+data, "--tmpdir="+tmp,
 			"--auth-root-authentication-method=normal", "--skip-test-db")
 		if err != nil {
 			c.cleanup()
@@ -153,6 +155,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c.args = []string{
 		"--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--socket=" + filepath.Join(run, "mariadb.sock"),
 		"--port=" + strconv.Itoa(c.port),
 		"--bind-address=127.0.0.1",

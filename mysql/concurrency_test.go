@@ -360,3 +360,55 @@ func TestBatchCombines(t *testing.T) {
 	}
 	e.checkInvariant()
 }
+
+// TestConcurrentRetries: many concurrent retries of one checkout, on every
+// strategy and for a two-line cart, make exactly one hold; every caller is
+// answered with it (one new, the rest Replayed), and no units leak.
+func TestConcurrentRetries(t *testing.T) {
+	t.Parallel()
+	for _, s := range strategies {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 16, holdfast.Config{})
+			a := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+			b := holdfast.Key{ShopID: 1, ItemID: 2, LocationID: 1}
+			for _, k := range []holdfast.Key{a, b} {
+				e.stock(k, 20)
+				e.strategy(k, s, 5)
+			}
+			for round := range 5 {
+				id := uuid.New()
+				lines := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 2}}
+				if round%2 == 1 {
+					lines = append(lines, holdfast.Line{ItemID: 2, LocationID: 1, Quantity: 1})
+				}
+				const callers = 12
+				var wg sync.WaitGroup
+				var fresh, replayed atomic.Int64
+				for range callers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						h, err := e.c.Reserve(context.Background(), holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: lines})
+						switch {
+						case err != nil:
+							t.Errorf("round %d: %v", round, err)
+						case h.Replayed:
+							replayed.Add(1)
+						default:
+							fresh.Add(1)
+						}
+					}()
+				}
+				wg.Wait()
+				if fresh.Load() != 1 || replayed.Load() != callers-1 {
+					t.Fatalf("round %d: %d new holds, %d replays", round, fresh.Load(), replayed.Load())
+				}
+			}
+			if la := e.level(a); la.Held != 10 || la.Available != 20 {
+				t.Fatalf("level: %+v", la)
+			}
+			e.checkInvariant()
+		})
+	}
+}
