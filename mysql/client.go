@@ -88,14 +88,21 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 }
 
 // Open opens a pool on a mysql:// URL (mysql://user:password@host:port/db)
-// or a go-sql-driver DSN, configured by Configure, and returns a Client on
-// it. The pool allows maxConns connections (0 means 20).
+// or a go-sql-driver DSN, configured by Configure (and
+// innodb_lock_wait_timeout from cfg.LockTimeout when set), and returns a
+// Client on it. The pool allows maxConns connections (0 means 20).
+// Config.StatementTimeout and IdleInTransactionTimeout have no portable
+// MySQL equivalent and are not applied: bound calls with their context.
 func Open(dsn string, maxConns int, cfg holdfast.Config) (*Client, error) {
 	dc, err := ParseURL(dsn)
 	if err != nil {
 		return nil, err
 	}
 	Configure(dc)
+	if cfg.LockTimeout > 0 {
+		// InnoDB counts lock waits in whole seconds.
+		dc.Params["innodb_lock_wait_timeout"] = fmt.Sprint(max(1, int((cfg.LockTimeout+time.Second-1)/time.Second)))
+	}
 	conn, err := mysqldriver.NewConnector(dc)
 	if err != nil {
 		return nil, err

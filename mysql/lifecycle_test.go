@@ -158,3 +158,45 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("bad input created keys: %s", rep)
 	}
 }
+
+// TestMaintenanceWorkers: Stop before Start is fine; started, the sweeper
+// expires a hold past its TTL (the clock is injected, the wait is a bounded
+// poll) and the replenisher refills a pool; Stop twice is fine.
+func TestMaintenanceWorkers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 4, holdfast.Config{SweepInterval: 20 * time.Millisecond, ReplenishInterval: 20 * time.Millisecond})
+	ctx := context.Background()
+	if err := e.c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	e.stock(k, 10)
+	e.strategy(k, holdfast.StrategyPool, 4)
+	h, err := e.c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 3}}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Minute)
+	e.c.Start(ctx)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := e.c.Hold(ctx, 1, h.CheckoutID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == holdfast.StatusExpired && e.level(k).Pooled == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workers did not sweep and refill within 60s: %+v %+v", got, e.level(k))
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+	if err := e.c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.checkInvariant()
+}
