@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -372,4 +373,130 @@ func TestTxTwins(t *testing.T) {
 	}
 	e.checkInvariant()
 	_ = fmt.Sprint()
+}
+
+// TestTakeLocksOnlyItsRows: while one reservation holds pool rows of a key
+// open, a reservation of another key of the same shop goes through without
+// waiting: the take finds and deletes its rows by primary key and never
+// touches (or waits for) rows other transactions hold. (A DELETE joined to
+// JSON_TABLE without STRAIGHT_JOIN scanned the shop's range and deadlocked
+// in TestRandomizedRaces.)
+func TestTakeLocksOnlyItsRows(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 6, holdfast.Config{Strategy: holdfast.StrategyPool})
+	ctx := context.Background()
+	// Few rows per shop: the optimizer then prefers scanning the shop's
+	// range to reading JSON_TABLE first, unless told otherwise.
+	for item := int64(1); item <= 3; item++ {
+		e.stock(holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1}, 2)
+	}
+	// Rows of items 1 and 3, around item 2's range, locked as a take in
+	// flight holds them between its SELECT … FOR UPDATE SKIP LOCKED and its
+	// DELETE.
+	for _, item := range []int64{1, 3} {
+		tx, err := e.db.DB.BeginTx(ctx, mysql.TxOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback() //nolint:errcheck
+		rows, err := tx.Query(`SELECT id FROM reservation_units WHERE shop_id = 1 AND inventory_item_id = ? AND location_id = 1
+			ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED`, item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	if _, err := e.db.DB.Exec("ANALYZE TABLE reservation_units"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := e.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A lock wait would time out at once and show as an error below.
+	if _, err := conn.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.BeginTx(ctx, mysql.TxOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	obs := &counting{}
+	c2, err := mysql.New(e.db.DB, holdfast.Config{Strategy: holdfast.StrategyPool, Observer: obs, RetryMax: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 2, LocationID: 1, Quantity: 2}}}); err != nil {
+		t.Fatalf("a take waited on other keys' rows: %v", err)
+	}
+	if r := obs.snapshot(); len(r) != 0 {
+		t.Fatalf("retries: %v", r)
+	}
+	if got := rowsLocked(t, tx); got != 2 {
+		t.Errorf("locked %d rows for 2 units", got)
+	}
+}
+
+// TestLockingJoinsUsePrimaryKeys: every statement that locks rows through a
+// join with JSON_TABLE reads JSON_TABLE first and finds each row by key,
+// whatever the optimizer's statistics say (see take_pool_delete.sql).
+func TestLockingJoinsUsePrimaryKeys(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2, holdfast.Config{})
+	for item := int64(1); item <= 3; item++ {
+		k := holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1}
+		e.stock(k, 2)
+		e.strategy(k, holdfast.StrategyPool, 0)
+	}
+	cases := []struct {
+		file  string
+		args  []any
+		table string
+		key   string
+	}{
+		{"take_pool_delete", []any{`[[2,1,5]]`, 1}, "u", "PRIMARY"},
+		{"sweep_expire", []any{`[[1,"00"]]`, nil}, "h", "PRIMARY"},
+		{"sweep_lines", []any{`[[1,"00"]]`}, "r", "reserved_quantities_checkout"},
+	}
+	// Statistics of small tables: what made the optimizer scan.
+	if _, err := e.reserve(1, holdfast.Line{ItemID: 1, LocationID: 1, Quantity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.DB.Exec("ANALYZE TABLE reservation_units, holds, reserved_quantities"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		text, err := os.ReadFile("sql/" + tc.file + ".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.db.DB.Query("EXPLAIN "+string(text), tc.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		cols, _ := rows.Columns()
+		var plan []map[string]string
+		for rows.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			row := map[string]string{}
+			for i, c := range cols {
+				row[c] = vals[i].String
+			}
+			plan = append(plan, row)
+		}
+		rows.Close()
+		if len(plan) != 2 || plan[0]["table"] != "j" || plan[1]["table"] != tc.table ||
+			plan[1]["key"] != tc.key || (plan[1]["type"] != "eq_ref" && plan[1]["type"] != "ref") {
+			t.Errorf("%s: plan %v; want JSON_TABLE first, then %s by %s", tc.file, plan, tc.table, tc.key)
+		}
+	}
 }

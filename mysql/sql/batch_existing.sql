@@ -4,4 +4,4 @@ SELECT HEX(h.checkout_id), h.shop_id
 FROM JSON_TABLE(?, '$[*]' COLUMNS (
          shop BIGINT      PATH '$[0]',
          id   VARCHAR(32) PATH '$[1]')) g
-JOIN holds h ON h.shop_id = g.shop AND h.checkout_id = UNHEX(g.id)
+STRAIGHT_JOIN holds h ON h.shop_id = g.shop AND h.checkout_id = UNHEX(g.id)

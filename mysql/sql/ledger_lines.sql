@@ -7,6 +7,6 @@ FROM JSON_TABLE(?, '$[*]' COLUMNS (
          item BIGINT PATH '$.item_id',
          loc  BIGINT PATH '$.location_id',
          qty  INT    PATH '$.quantity')) j
-JOIN inventory_levels l
+STRAIGHT_JOIN inventory_levels l
   ON l.shop_id = ? AND l.inventory_item_id = j.item AND l.location_id = j.loc
 ORDER BY j.n
