@@ -329,11 +329,11 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 		return nil, err
 	}
 	if mode == takeFast {
-		got, err := c.takeLines(ctx, tx, route, shop, lines, infos)
+		missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, true)
 		if err != nil {
 			return nil, err
 		}
-		if got {
+		if len(missed) == 0 {
 			return nil, nil
 		}
 	}
@@ -355,11 +355,11 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 	if mode == takeFast {
 		return nil, errSlowPath
 	}
-	for i, l := range lines {
-		k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-		if mode == takeLocked {
-			// The slowest path: refill right before the take, under the
-			// key's lock row.
+	if mode == takeLocked {
+		// The slowest path: every key's lock row, in key order, and its
+		// buffer refilled under it; then the take.
+		for _, l := range lines {
+			k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 			locked, err := c.lockKey(ctx, tx, route, k)
 			if err != nil {
 				return nil, err
@@ -370,28 +370,55 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 				}
 			}
 		}
-		ok, err := c.takeLines(ctx, tx, route, shop, lines[i:i+1], infos[i:i+1])
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			if mode == takeRetry {
-				return nil, errSlowPath // others took the refill first
-			}
-			// Units in flight to other reservers: sellable by the snapshot
-			// but not obtainable now.
-			short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
-		}
+	}
+	missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(missed) > 0 && mode == takeRetry {
+		return nil, errSlowPath // others took the refill first
+	}
+	// Units in flight to other reservers: sellable by the snapshot but not
+	// obtainable now.
+	for _, i := range missed {
+		l := lines[i]
+		short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
 	}
 	return short, nil
 }
 
-// takeLines takes every line from its buffer: the pool lines' units in one
-// round trip (UNION ALL of SELECT … FOR UPDATE SKIP LOCKED, then one
-// DELETE), then each counter line with a guarded UPDATE, in key order. It
-// reports whether every line got its whole quantity; when not, the caller
-// rolls back.
-func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, infos []keyInfo) (bool, error) {
+// takeLines takes every line from its buffer and returns the indexes of
+// the lines that came up short (the caller then rolls back). Counter lines
+// go first, in key order, each a guarded UPDATE that waits for its row;
+// then the pool lines' units in one round trip (a UNION ALL of SELECT …
+// FOR UPDATE SKIP LOCKED, then one DELETE), which never waits. So a
+// reservation never holds pool rows while it waits for anything: a stock
+// change shrinking a pool waits for pool rows, and with pool rows taken
+// first it closed a cycle (reserve holds pool rows of B and waits for the
+// counter of A; a slow reserve holds A and waits for B's lock row; the
+// stock change holds B's lock row and waits for the pool rows). With
+// firstMiss it stops at the first short line.
+func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, infos []keyInfo, firstMiss bool) ([]int, error) {
+	var missed []int
+	for i, l := range lines {
+		if infos[i].strategy == holdfast.StrategyPool {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, c.q(route, "take_counter"), l.Quantity, shop, l.ItemID, l.LocationID, l.Quantity)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			missed = append(missed, i)
+			if firstMiss {
+				return missed, nil
+			}
+		}
+	}
 	var poolArgs []any
 	var poolLines []int
 	for i, l := range lines {
@@ -400,53 +427,46 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 			poolLines = append(poolLines, i)
 		}
 	}
-	if len(poolLines) > 0 {
-		rows, err := tx.QueryContext(ctx, c.takePoolText(route, len(poolLines)), poolArgs...)
-		if err != nil {
-			return false, err
+	if len(poolLines) == 0 {
+		return missed, nil
+	}
+	rows, err := tx.QueryContext(ctx, c.takePoolText(route, len(poolLines)), poolArgs...)
+	if err != nil {
+		return nil, err
+	}
+	got := make([]int, len(poolLines))
+	taken := make([][3]int64, 0, 16)
+	for rows.Next() {
+		var line int
+		var id int64
+		if err := rows.Scan(&line, &id); err != nil {
+			rows.Close()
+			return nil, err
 		}
-		got := make([]int, len(poolLines))
-		taken := make([][3]int64, 0, 16)
-		for rows.Next() {
-			var line int
-			var id int64
-			if err := rows.Scan(&line, &id); err != nil {
-				rows.Close()
-				return false, err
-			}
-			got[line]++
-			l := lines[poolLines[line]]
-			taken = append(taken, [3]int64{l.ItemID, l.LocationID, id})
-		}
-		if err := rows.Close(); err != nil {
-			return false, err
-		}
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-		for j, i := range poolLines {
-			if got[j] < lines[i].Quantity {
-				return false, nil
-			}
-		}
-		raw, _ := json.Marshal(taken)
-		if _, err := tx.ExecContext(ctx, c.q(route, "take_pool_delete"), string(raw), shop); err != nil {
-			return false, err
+		got[line]++
+		l := lines[poolLines[line]]
+		taken = append(taken, [3]int64{l.ItemID, l.LocationID, id})
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for j, i := range poolLines {
+		if got[j] < lines[i].Quantity {
+			missed = append(missed, i)
 		}
 	}
-	for i, l := range lines {
-		if infos[i].strategy == holdfast.StrategyPool {
-			continue
-		}
-		res, err := tx.ExecContext(ctx, c.q(route, "take_counter"), l.Quantity, shop, l.ItemID, l.LocationID, l.Quantity)
-		if err != nil {
-			return false, err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return false, err
-		}
+	if len(missed) > 0 {
+		slices.Sort(missed)
+		return missed, nil
 	}
-	return true, nil
+	raw, _ := json.Marshal(taken)
+	if _, err := tx.ExecContext(ctx, c.q(route, "take_pool_delete"), string(raw), shop); err != nil {
+		return nil, err
+	}
+	return nil, nil
 }
 
 // sellable returns available - held per line (never below zero), from one

@@ -2,8 +2,8 @@
 --
 -- Lock order on every path (see mysql/doc.go):
 --   holds (one checkout) -> inventory_locks (per-key lock rows, key order) ->
---   inventory_levels (key order) -> buffers (reservation_units with SKIP
---   LOCKED, inventory_counters in key order) -> holds inserts ->
+--   inventory_levels (key order) -> buffers (inventory_counters in key
+--   order, then reservation_units with SKIP LOCKED) -> holds inserts ->
 --   reserved_quantities -> inventory_levels for a claim's deduction.
 -- Every table is InnoDB; every key column pair is (shop_id, inventory_item_id,
 -- location_id), the seed's inventory_group_id being holdfast's location.
