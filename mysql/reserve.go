@@ -329,7 +329,7 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 		return nil, err
 	}
 	if mode == takeFast {
-		missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, true)
+		missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, true, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -355,23 +355,30 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 	if mode == takeFast {
 		return nil, errSlowPath
 	}
+	var refill func(i int) error
 	if mode == takeLocked {
-		// The slowest path: every key's lock row, in key order, and its
-		// buffer refilled under it; then the take.
-		for _, l := range lines {
-			k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-			locked, err := c.lockKey(ctx, tx, route, k)
-			if err != nil {
+		// The slowest path: every key's lock row, in key order; then each
+		// buffer refilled under its lock right before its take, so counter
+		// rows are still locked in key order (a refill that locked the
+		// counter of a later key before the take of an earlier one closed
+		// a cycle with a plain reservation). Pool refills only insert.
+		locked := make([]bool, len(lines))
+		for i, l := range lines {
+			var err error
+			if locked[i], err = c.lockKey(ctx, tx, route, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
 				return nil, err
 			}
-			if locked {
-				if _, err := c.refillKey(ctx, tx, own, route, k, true, l.Quantity); err != nil {
-					return nil, err
-				}
+		}
+		refill = func(i int) error {
+			if !locked[i] {
+				return nil
 			}
+			l := lines[i]
+			_, err := c.refillKey(ctx, tx, own, route, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, l.Quantity)
+			return err
 		}
 	}
-	missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, false)
+	missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, false, refill)
 	if err != nil {
 		return nil, err
 	}
@@ -397,12 +404,19 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 // first it closed a cycle (reserve holds pool rows of B and waits for the
 // counter of A; a slow reserve holds A and waits for B's lock row; the
 // stock change holds B's lock row and waits for the pool rows). With
-// firstMiss it stops at the first short line.
-func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, infos []keyInfo, firstMiss bool) ([]int, error) {
+// firstMiss it stops at the first short line. refill, when set, is called
+// for each line right before its take (pool lines: before the one round
+// trip).
+func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, infos []keyInfo, firstMiss bool, refill func(i int) error) ([]int, error) {
 	var missed []int
 	for i, l := range lines {
 		if infos[i].strategy == holdfast.StrategyPool {
 			continue
+		}
+		if refill != nil {
+			if err := refill(i); err != nil {
+				return nil, err
+			}
 		}
 		res, err := tx.ExecContext(ctx, c.q(route, "take_counter"), l.Quantity, shop, l.ItemID, l.LocationID, l.Quantity)
 		if err != nil {
@@ -429,6 +443,13 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 	}
 	if len(poolLines) == 0 {
 		return missed, nil
+	}
+	if refill != nil {
+		for _, i := range poolLines {
+			if err := refill(i); err != nil {
+				return nil, err
+			}
+		}
 	}
 	rows, err := tx.QueryContext(ctx, c.takePoolText(route, len(poolLines)), poolArgs...)
 	if err != nil {
