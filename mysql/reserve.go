@@ -324,6 +324,20 @@ const (
 // take removes every line's quantity from its key's buffer, or returns the
 // lines that are genuinely short, with their sellable stock.
 func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, shop int64, lines []holdfast.Line, linesRaw []byte, mode takeMode) ([]holdfast.Shortfall, error) {
+	// The slowest path takes every key's lock row first, in key order, and
+	// reads the strategies under them: a strategy change (which takes the
+	// lock row) then cannot make the take use one buffer and the refill
+	// another.
+	var locked []bool
+	if mode == takeLocked {
+		locked = make([]bool, len(lines))
+		for i, l := range lines {
+			var err error
+			if locked[i], err = c.lockKey(ctx, tx, route, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	infos, err := c.keyInfos(ctx, tx, route, shop, lines, linesRaw, mode != takeFast)
 	if err != nil {
 		return nil, err
@@ -357,18 +371,11 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 	}
 	var refill func(i int) error
 	if mode == takeLocked {
-		// The slowest path: every key's lock row, in key order; then each
-		// buffer refilled under its lock right before its take, so counter
-		// rows are still locked in key order (a refill that locked the
-		// counter of a later key before the take of an earlier one closed
-		// a cycle with a plain reservation). Pool refills only insert.
-		locked := make([]bool, len(lines))
-		for i, l := range lines {
-			var err error
-			if locked[i], err = c.lockKey(ctx, tx, route, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
-				return nil, err
-			}
-		}
+		// Each buffer is refilled under its key's lock row right before its
+		// take, so counter rows are still locked in key order (a refill that
+		// locked the counter of a later key before the take of an earlier
+		// one closed a cycle with a plain reservation). Pool refills only
+		// insert.
 		refill = func(i int) error {
 			if !locked[i] {
 				return nil
@@ -558,18 +565,25 @@ func (c *Client) keyInfos(ctx context.Context, tx *sql.Tx, route string, shop in
 func (c *Client) refillInline(ctx context.Context, shop int64, lines []holdfast.Line) error {
 	const route = holdfast.RouteReplenish
 	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		// Lock rows first, all of them, then buffers: a refill holding one
+		// key's counter row while it waited for the next key's lock row
+		// closed a cycle with the slowest reserve path.
+		var mine []holdfast.Key
 		for _, l := range lines {
 			k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-			mine, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
+			got, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
 			if err != nil {
 				return err
 			}
-			if !mine {
-				if _, err := c.exists(ctx, tx, route, "await_key", k.ShopID, k.ItemID, k.LocationID); err != nil {
-					return err
-				}
+			if got {
+				mine = append(mine, k)
 				continue
 			}
+			if _, err := c.exists(ctx, tx, route, "await_key", k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return err
+			}
+		}
+		for _, k := range mine {
 			if _, err := c.refillKey(ctx, tx, true, route, k, true, 0); err != nil {
 				return err
 			}
