@@ -49,7 +49,7 @@
 //     shop's pool rows; pool rows taken before a counter row; the slowest
 //     path refilling a later key's counter before taking an earlier one;
 //     an inline refill holding a counter row while it waited for the next
-//     key's lock row. It logs the deadlocks InnoDB detects (none in 20
+//     key's lock row. It logs the deadlocks InnoDB detects (none in 14
 //     runs at 20 workers × 150 operations after the fixes).
 //  4. A cart's pool lines are fetched in one round trip: one UNION ALL of
 //     per-line SELECT … LIMIT q FOR UPDATE SKIP LOCKED (the one place SQL
