@@ -28,8 +28,54 @@ type Engine struct {
 var _ holdfast.Observer = (*Engine)(nil)
 var _ prometheus.Collector = (*Engine)(nil)
 
-// NewEngine returns an Engine with its metrics unregistered.
+// Label values whose series NewEngine creates at zero, so that dashboards
+// and alerts see 0 on a fresh server instead of no data. Other values
+// appear with their first event.
+var (
+	// KnownOps are the (route, outcome) pairs of the op histogram: every
+	// operation's success, a sold-out reservation, and unavailable.
+	KnownOps = [][2]string{
+		{holdfast.RouteReserve, string(holdfast.StatusHeld)},
+		{holdfast.RouteReserve, "insufficient_stock"},
+		{holdfast.RouteReserve, "unavailable"},
+		{holdfast.RouteClaim, string(holdfast.StatusClaimed)},
+		{holdfast.RouteClaim, "unavailable"},
+		{holdfast.RouteRelease, string(holdfast.StatusReleased)},
+		{holdfast.RouteRelease, "unavailable"},
+		{holdfast.RouteExtend, string(holdfast.StatusHeld)},
+		{holdfast.RouteExtend, "unavailable"},
+		{holdfast.RouteAdjust, "ok"},
+		{holdfast.RouteAdjust, "unavailable"},
+	}
+	// KnownRetryRoutes and KnownRetrySQLStates span the retry counter:
+	// the routes that run transactions, and the SQLSTATEs the engine
+	// retries ("connection" for a lost connection).
+	KnownRetryRoutes = []string{holdfast.RouteReserve, holdfast.RouteClaim, holdfast.RouteRelease,
+		holdfast.RouteExtend, holdfast.RouteAdjust, holdfast.RouteSweep, holdfast.RouteReplenish}
+	KnownRetrySQLStates = []string{"40P01", "40001", "55P03", "25P03", "57P01", "57P03", "connection"}
+	// ReplenishModes are the modes of the replenished-units counter.
+	ReplenishModes = []string{"inline", "background"}
+)
+
+// NewEngine returns an Engine with its metrics unregistered and the series
+// of the Known… label values created at zero.
 func NewEngine() *Engine {
+	e := newEngine()
+	for _, op := range KnownOps {
+		e.ops.WithLabelValues(op[0], op[1])
+	}
+	for _, route := range KnownRetryRoutes {
+		for _, state := range KnownRetrySQLStates {
+			e.retries.WithLabelValues(route, state)
+		}
+	}
+	for _, mode := range ReplenishModes {
+		e.replenished.WithLabelValues(mode)
+	}
+	return e
+}
+
+func newEngine() *Engine {
 	return &Engine{
 		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "holdfast_engine_op_duration_seconds",

@@ -19,25 +19,29 @@ type KeyFill struct {
 	Held      int64             `json:"held"`
 	// Pooled is the units in the key's allocation buffer.
 	Pooled int64 `json:"pooled"`
+	// Activity is the units reserved or claimed on the key in the window
+	// it was ranked over (ActiveKeys); 0 from HotKeys.
+	Activity int64 `json:"activity"`
 }
 
 // FillPercent is how full a pool key's buffer is against what it can hold
-// (its cap, or less when less stock is left); 100 for other strategies'
-// keys with a full buffer.
-func (k KeyFill) FillPercent() float64 {
-	want := max(k.Available-k.Held, 0)
-	if k.Strategy == holdfast.StrategyPool {
-		want = min(want, k.PoolCap)
+// (its cap, or less when less stock is left). ok is false for the other
+// strategies, whose buffer is the stock itself: fill means nothing there.
+func (k KeyFill) FillPercent() (percent float64, ok bool) {
+	if k.Strategy != holdfast.StrategyPool {
+		return 0, false
 	}
+	want := min(max(k.Available-k.Held, 0), k.PoolCap)
 	if want == 0 {
-		return 100
+		return 100, true
 	}
-	return 100 * float64(k.Pooled) / float64(want)
+	return 100 * float64(k.Pooled) / float64(want), true
 }
 
 // HotKeys returns the n keys with the most units in active holds, with
 // their fill; keys without active holds are not listed. defaults are the
-// client's default strategy and pool cap.
+// client's configuration (Client.Config()). Top ranks by ActiveKeys once
+// it has a window.
 func HotKeys(ctx context.Context, q Querier, defaults holdfast.Config, n int) ([]KeyFill, error) {
 	strategy, cap := keyDefaults(defaults)
 	rows, err := q.Query(ctx, statement("key_fill"), string(strategy), cap, n)
@@ -53,10 +57,52 @@ func HotKeys(ctx context.Context, q Querier, defaults holdfast.Config, n int) ([
 	})
 }
 
+// ActivityMark is a point in the stream of key activity: the newest ids of
+// reserved lines and of ledger rows. Two marks bound a window.
+type ActivityMark struct {
+	Lines  int64 `json:"lines"`
+	Ledger int64 `json:"ledger"`
+}
+
+// ReadActivityMark reads the current mark.
+func ReadActivityMark(ctx context.Context, q Querier) (ActivityMark, error) {
+	var m ActivityMark
+	if err := q.QueryRow(ctx, statement("activity_marks")).Scan(&m.Lines, &m.Ledger); err != nil {
+		return m, fmt.Errorf("ops: read activity mark: %w", err)
+	}
+	return m, nil
+}
+
+// ActiveKeys returns the n keys with the most units reserved or claimed
+// between the marks from and to (recent activity: the keys under load now,
+// not those that hold the most), with their fill and Activity. It reads only
+// the rows between the marks. A line whose transaction commits after a
+// later mark was read, with an id below it, is not counted: the view is
+// approximate under concurrency, never wrong about stock. defaults are the
+// client's configuration (Client.Config()).
+func ActiveKeys(ctx context.Context, q Querier, defaults holdfast.Config, from, to ActivityMark, n int) ([]KeyFill, error) {
+	strategy, cap := keyDefaults(defaults)
+	rows, err := q.Query(ctx, statement("key_activity"), from.Lines, to.Lines, from.Ledger, to.Ledger, string(strategy), cap, n)
+	if err != nil {
+		return nil, fmt.Errorf("ops: read key activity: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyFill, error) {
+		var k KeyFill
+		var s string
+		err := row.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &s, &k.PoolCap, &k.Available, &k.Held, &k.Pooled, &k.Activity)
+		k.Strategy = holdfast.Strategy(s)
+		return k, err
+	})
+}
+
+// keyDefaults are the strategy and pool cap of keys without an override:
+// the client's when defaults is its Config(), else holdfast's documented
+// defaults (Config.Strategy: batch; TestKeyDefaultsAreTheClients keeps the
+// two in step).
 func keyDefaults(c holdfast.Config) (holdfast.Strategy, int) {
 	s, cap := c.Strategy, c.PoolCap
 	if s == "" {
-		s = holdfast.StrategyCounter
+		s = holdfast.StrategyBatch
 	}
 	if cap <= 0 {
 		cap = holdfast.PoolCapDefault

@@ -49,6 +49,9 @@ type Snapshot struct {
 	FrozenXIDAge   int64       `json:"frozen_xid_age"`
 	XminHorizonAge int64       `json:"xmin_horizon_age"`
 
+	// HotKeys are ranked by units reserved or claimed in Window (each
+	// key's Activity); on the first frame, which has no window, by units
+	// held.
 	HotKeys []KeyFill `json:"hot_keys"`
 	Pool    PoolFill  `json:"pool"`
 }
@@ -65,6 +68,7 @@ type Top struct {
 	prevAt  time.Time // database clock
 	prevIns int64
 	prevDB  DatabaseCounters
+	prevMk  ActivityMark
 
 	// The pool summary aggregates every pool key: refreshed at most every
 	// PoolFillEvery, not on every frame.
@@ -102,6 +106,10 @@ func (t *Top) Collect(ctx context.Context) (*Snapshot, error) {
 	if a.Oldest != nil {
 		s.OldestXact = a.Oldest.XactAge
 	}
+	mark, err := ReadActivityMark(ctx, t.pool)
+	if err != nil {
+		return nil, err
+	}
 	var ins int64
 	since := t.prevAt
 	if !t.have {
@@ -124,7 +132,15 @@ func (t *Top) Collect(ctx context.Context) (*Snapshot, error) {
 			s.RollbacksPerSecond = float64(max(a.Database.Rollbacks-t.prevDB.Rollbacks, 0)) / w
 		}
 	}
-	t.have, t.prevAt, t.prevIns, t.prevDB = true, s.At, ins, a.Database
+	if t.have {
+		s.HotKeys, err = ActiveKeys(ctx, t.pool, t.defaults, t.prevMk, mark, TopRowsMax)
+	} else {
+		s.HotKeys, err = HotKeys(ctx, t.pool, t.defaults, TopRowsMax)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.have, t.prevAt, t.prevIns, t.prevDB, t.prevMk = true, s.At, ins, a.Database, mark
 
 	now := map[Caller]int{}
 	for _, c := range a.Callers {
@@ -135,10 +151,6 @@ func (t *Top) Collect(ctx context.Context) (*Snapshot, error) {
 	}
 	s.Callers = s.Callers[:min(len(s.Callers), TopRowsMax)]
 
-	s.HotKeys, err = HotKeys(ctx, t.pool, t.defaults, TopRowsMax)
-	if err != nil {
-		return nil, err
-	}
 	if t.poolFill == nil || time.Since(t.poolFillAt) >= PoolFillEvery {
 		p, err := ReadPoolFill(ctx, t.pool, t.defaults, 0)
 		if err != nil {
@@ -190,7 +202,14 @@ func Render(s *Snapshot) string {
 	}
 
 	fmt.Fprintf(&b, "\n%-24s %10s %10s %7s %8s %16s %s\n", "DEAD TUPLES", "LIVE", "DEAD", "%DEAD", "AUTOVAC", "LAST AUTOVACUUM", "ALERT")
+	idle := 0
 	for _, t := range s.Tables {
+		// The pool's hash partitions of keys no pool key hashes to stay
+		// empty: listing them would bury the ones in use.
+		if isPartition(t.Table) && t.Live == 0 && t.Dead == 0 && !t.Alert {
+			idle++
+			continue
+		}
 		last := "never"
 		if !t.LastAutovacuum.IsZero() {
 			last = s.At.Sub(t.LastAutovacuum).Round(time.Second).String() + " ago"
@@ -205,17 +224,25 @@ func Render(s *Snapshot) string {
 		fmt.Fprintf(&b, "%-24s %10d %10d %6.1f%% %8d %16s %s\n", clip(t.Table, 24), t.Live, t.Dead, t.DeadPercent, t.AutovacuumCount, last, alert)
 	}
 
-	fmt.Fprintf(&b, "\n%-30s %-8s %10s %8s %8s %8s %6s\n", "HOTTEST KEYS (shop/item/loc)", "STRATEGY", "AVAILABLE", "HELD", "POOLED", "CAP", "FILL")
+	if idle > 0 {
+		fmt.Fprintf(&b, "(%d reservation_units partitions without rows not shown)\n", idle)
+	}
+
+	title, empty := "HOTTEST KEYS (shop/item/loc)", "(no reservations or claims in the last "+s.Window.Round(100*time.Millisecond).String()+")"
+	if s.Window <= 0 {
+		title, empty = "MOST HELD KEYS (shop/item/loc)", "(no active holds)"
+	}
+	fmt.Fprintf(&b, "\n%-30s %-8s %10s %10s %8s %8s %8s %6s\n", title, "STRATEGY", "UNITS/S", "AVAILABLE", "HELD", "POOLED", "CAP", "FILL")
 	if len(s.HotKeys) == 0 {
-		b.WriteString("(no keys)\n")
+		b.WriteString(empty + "\n")
 	}
 	for _, k := range s.HotKeys {
-		capText := "–"
-		if k.Strategy == holdfast.StrategyPool {
-			capText = fmt.Sprint(k.PoolCap)
+		capText, fillText := "–", "–"
+		if fill, ok := k.FillPercent(); ok {
+			capText, fillText = fmt.Sprint(k.PoolCap), fmt.Sprintf("%.0f%%", fill)
 		}
-		fmt.Fprintf(&b, "%-30s %-8s %10d %8d %8d %8s %5.0f%%\n", clip(fmt.Sprintf("%d/%d/%d", k.ShopID, k.ItemID, k.LocationID), 30),
-			k.Strategy, k.Available, k.Held, k.Pooled, capText, k.FillPercent())
+		fmt.Fprintf(&b, "%-30s %-8s %10s %10d %8d %8d %8s %6s\n", clip(fmt.Sprintf("%d/%d/%d", k.ShopID, k.ItemID, k.LocationID), 30),
+			k.Strategy, rate(float64(k.Activity)/s.Window.Seconds()), k.Available, k.Held, k.Pooled, capText, fillText)
 	}
 	p := s.Pool
 	if p.Keys > 0 {
@@ -232,6 +259,12 @@ func Render(s *Snapshot) string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// isPartition reports whether table is one of reservation_units' partitions.
+func isPartition(table string) bool {
+	n, ok := strings.CutPrefix(table, "reservation_units_p")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 
 func clip(s string, n int) string {

@@ -6,6 +6,13 @@
 // PostgreSQL refuses to run as root. When the calling process is root, the
 // cluster's files are owned by, and its server runs as, the unprivileged
 // "postgres" system user.
+//
+// Every cluster requires a password (SCRAM-SHA-256) on TCP and on its
+// socket: the password is generated at initdb and kept, mode 0600, in the
+// data directory, beside the port the cluster was first started on. With
+// Options.Shared, every process that starts a cluster in the same data
+// directory uses one server: the first starts it, the others attach, and
+// the last to stop shuts it down.
 package pgcluster
 
 import (
@@ -13,7 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -29,6 +38,21 @@ import (
 // ErrNoServer is returned when no PostgreSQL server binaries can be found.
 var ErrNoServer = errors.New("pgcluster: no PostgreSQL server binaries found (looked for initdb on PATH, in `pg_config --bindir` and under /usr/lib/postgresql/*/bin); install them, e.g. `apt-get install postgresql` on Debian, or set DATABASE_URL")
 
+// ErrNoCluster is returned by Start with Options.NoInit when the data
+// directory holds no cluster yet.
+var ErrNoCluster = errors.New("pgcluster: no cluster in the data directory")
+
+// ErrPortInUse is returned when the port saved in the data directory is
+// taken by a program other than the cluster's own server.
+var ErrPortInUse = errors.New("pgcluster: the cluster's port is in use by another program")
+
+// User is the database superuser every cluster is created with.
+const User = "holdfast"
+
+// StartTimeoutMax bounds how long Start waits for the server to accept
+// connections, and Stop for it to exit after a fast shutdown.
+const StartTimeoutMax = 60 * time.Second
+
 // Options configures a cluster. The zero value is a durable cluster in a new
 // temporary directory that is removed on Stop.
 type Options struct {
@@ -41,38 +65,61 @@ type Options struct {
 	Durable bool
 	// MaxConnections defaults to 300.
 	MaxConnections int
-	// Log receives one line per lifecycle step. Nil is silent.
+	// Log receives one line per lifecycle step. Nil is silent. No line
+	// carries the password.
 	Log func(format string, args ...any)
+	// Shared lets several processes use the cluster in DataDir at once:
+	// Start attaches to the server already running on DataDir, or starts
+	// it (on the port saved in DataDir) when none runs; Stop shuts the
+	// server down only when no other process uses it. A shared server is
+	// not tied to the process that started it. Requires DataDir.
+	Shared bool
+	// NoInit makes Start fail with ErrNoCluster, instead of creating a
+	// cluster, when DataDir holds none.
+	NoInit bool
 }
 
-// Cluster is a running private PostgreSQL server. It is safe for concurrent
-// use; Stop is idempotent.
+// Cluster is a running private PostgreSQL server. Every cluster requires
+// password authentication (SCRAM-SHA-256) for user User, on TCP and on its
+// socket; the generated password is kept in PasswordFile (mode 0600) and is
+// part of URL. It is safe for concurrent use; Stop is idempotent.
 type Cluster struct {
-	dataDir string
-	temp    bool
-	port    int
-	bin     string
-	runAs   *syscall.Credential
-	cmd     *exec.Cmd
-	done    chan struct{}
-	logFile *os.File
+	dataDir  string
+	temp     bool
+	port     int
+	password string
+	bin      string
+	runAs    *syscall.Credential
+	cmd      *exec.Cmd // nil when attached to another process's server
+	pid      int       // the server's process id
+	done     chan struct{}
+	logFile  *os.File
+
+	shared        bool
+	lockF, leaseF *os.File
+	attached      bool
+	logf          func(string, ...any)
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
 // Start initialises (when needed) and starts a cluster, and returns once it
-// accepts connections.
+// accepts connections. With Options.Shared it attaches to the cluster's
+// running server instead when there is one.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	logf := opts.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if opts.Shared && opts.DataDir == "" {
+		return nil, errors.New("pgcluster: Options.Shared needs a DataDir")
+	}
 	bin, err := FindBinDir()
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, done: make(chan struct{})}
+	c := &Cluster{bin: bin, done: make(chan struct{}), shared: opts.Shared, logf: logf}
 	if os.Geteuid() == 0 {
 		cred, err := unprivileged()
 		if err != nil {
@@ -93,6 +140,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 		c.dataDir = abs
+		pgdata := filepath.Join(abs, "pgdata")
+		if opts.NoInit && !exists(filepath.Join(pgdata, "PG_VERSION")) {
+			return nil, fmt.Errorf("%w %s", ErrNoCluster, abs)
+		}
 		if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 			return nil, err
 		}
@@ -101,24 +152,63 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.cleanup()
 		return nil, err
 	}
+	if c.shared {
+		if err := c.lock(ctx); err != nil {
+			c.cleanup()
+			return nil, err
+		}
+		// The start lock is held only while starting: it orders this
+		// start against other processes' starts and last stops.
+		defer c.unlockStart()
+		if pid, port, ok := c.running(); ok {
+			if err := c.attach(ctx, pid, port); err != nil {
+				c.cleanup()
+				return nil, err
+			}
+			logf("using the PostgreSQL server already running on %s (pid %d, 127.0.0.1:%d)", c.dataDir, pid, port)
+			return c, nil
+		}
+	}
+	if err := c.start(ctx, opts); err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	return c, nil
+}
 
+// start initialises the cluster when needed and starts its server.
+func (c *Cluster) start(ctx context.Context, opts Options) error {
+	logf := c.logf
 	pgdata := filepath.Join(c.dataDir, "pgdata")
-	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
+	if !exists(filepath.Join(pgdata, "PG_VERSION")) {
+		if opts.NoInit {
+			return fmt.Errorf("%w %s", ErrNoCluster, c.dataDir)
+		}
 		logf("initialising PostgreSQL cluster in %s", pgdata)
-		args := []string{"-D", pgdata, "-U", "holdfast", "--auth=trust", "-E", "UTF8", "--locale=C"}
+		pw, err := c.newPassword()
+		if err != nil {
+			return err
+		}
+		args := []string{"-D", pgdata, "-U", User, "--auth=scram-sha-256", "--pwfile=" + c.passwordFile(), "-E", "UTF8", "--locale=C"}
 		if !opts.Durable {
 			args = append(args, "--no-sync")
 		}
-		if out, err := c.run(ctx, "initdb", args...); err != nil {
-			c.cleanup()
-			return nil, fmt.Errorf("pgcluster: initdb: %w\n%s", err, out)
+		if out, err := c.run(ctx, nil, "initdb", args...); err != nil {
+			_ = os.Remove(c.passwordFile())
+			if c.shared { // one line for commands: initdb's last words
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				return fmt.Errorf("pgcluster: initdb in %s: %w: %s", c.dataDir, err, strings.TrimSpace(lines[len(lines)-1]))
+			}
+			return fmt.Errorf("pgcluster: initdb: %w\n%s", err, out)
 		}
+		c.password = pw
+	} else if err := c.loadPassword(ctx); err != nil {
+		return err
 	}
 
-	port, err := freePort()
+	port, err := c.choosePort()
 	if err != nil {
-		c.cleanup()
-		return nil, err
+		return err
 	}
 	c.port = port
 	maxConns := opts.MaxConnections
@@ -139,6 +229,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		"compute_query_id=on",
 		"max_locks_per_transaction=256",
 		"jit=off",
+		"password_encryption=scram-sha-256",
 	}
 	if !opts.Durable {
 		settings = append(settings, "fsync=off", "synchronous_commit=off", "full_page_writes=off")
@@ -148,70 +239,108 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		args = append(args, "-c", s)
 	}
 	logPath := filepath.Join(c.dataDir, "postgres.log")
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		c.cleanup()
-		return nil, err
+		return err
 	}
 	c.logFile = lf
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		c.cleanup()
-		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
+	if c.shared {
+		// A shared server outlives the process that started it: the last
+		// process to use it stops it.
+		cmd.SysProcAttr.Pdeathsig = 0
 	}
-	c.cmd = cmd
-	go func() { _ = cmd.Wait(); close(c.done) }()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgcluster: start postgres: %w", err)
+	}
+	c.cmd, c.pid = cmd, cmd.Process.Pid
+	done := c.done
+	go func() { _ = cmd.Wait(); close(done) }()
 
 	if err := c.waitReady(ctx); err != nil {
-		tail := c.logTail()
-		_ = c.Stop(context.Background())
-		return nil, fmt.Errorf("pgcluster: server did not start: %w\n%s", err, tail)
+		tail := "\n" + c.logTail()
+		if c.shared {
+			// Shared clusters serve commands: one line, no server log.
+			tail = ""
+		}
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.done
+		return fmt.Errorf("pgcluster: the server in %s did not start (%w; its log is %s)%s", c.dataDir, err, logPath, tail)
 	}
 	logf("PostgreSQL listening on 127.0.0.1:%d (data in %s)", port, pgdata)
-	return c, nil
+	return nil
 }
 
-// URL is the connection string for the given database on this cluster.
+// URL is the connection string for the given database on this cluster. It
+// carries the password: do not log it.
 func (c *Cluster) URL(database string) string {
-	return fmt.Sprintf("postgres://holdfast@127.0.0.1:%d/%s?sslmode=disable", c.port, database)
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(User, c.password),
+		Host: "127.0.0.1:" + strconv.Itoa(c.port), Path: "/" + database, RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
-// Port is the TCP port the cluster listens on (127.0.0.1 only).
+// Port is the TCP port the cluster listens on (127.0.0.1 only). A cluster
+// in a data directory keeps its port across restarts.
 func (c *Cluster) Port() int { return c.port }
 
 // DataDir is the directory that holds the cluster.
 func (c *Cluster) DataDir() string { return c.dataDir }
 
-// Done is closed when the server process has exited.
+// PasswordFile is the file (mode 0600) that holds the password of User.
+func (c *Cluster) PasswordFile() string { return c.passwordFile() }
+
+// Attached reports whether Start attached to a server another process
+// started (Options.Shared) rather than starting one.
+func (c *Cluster) Attached() bool { return c.attached }
+
+// Done is closed when the server process this cluster started has exited.
+// For an attached cluster (Attached), Stop closes it.
 func (c *Cluster) Done() <-chan struct{} { return c.done }
 
 // Stop shuts the server down (fast shutdown) and, for a temporary cluster,
-// removes its files. Safe to call more than once.
+// removes its files. A shared cluster's server is shut down only when no
+// other process uses it. Safe to call more than once.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
-		if c.cmd != nil && c.cmd.Process != nil {
-			_ = c.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
-			select {
-			case <-c.done:
-			case <-ctx.Done():
-				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
-				<-c.done
-				c.stopErr = ctx.Err()
-			case <-time.After(30 * time.Second):
-				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
-				<-c.done
-			}
+		if c.shared {
+			c.stopErr = c.stopShared(ctx)
+			return
 		}
+		c.stopOwned(ctx)
 		c.cleanup()
 	})
 	return c.stopErr
 }
 
+// stopOwned fast-shuts-down the server this process started.
+func (c *Cluster) stopOwned(ctx context.Context) {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+	t := time.NewTimer(StartTimeoutMax / 2)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.done
+		c.stopErr = ctx.Err()
+	case <-t.C:
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.done
+	}
+}
+
 // Restart stops the server with the given mode ("fast" or "immediate") and
-// starts it again on the same port and data. It is used by fault tests.
+// starts it again on the same port and data. It is used by fault tests, on
+// a server this process started.
 func (c *Cluster) Restart(ctx context.Context, mode string) error {
+	if c.cmd == nil {
+		return errors.New("pgcluster: Restart of a server another process started")
+	}
 	sig := syscall.SIGINT
 	if mode == "immediate" {
 		sig = syscall.SIGQUIT
@@ -225,7 +354,7 @@ func (c *Cluster) Restart(ctx context.Context, mode string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	c.cmd = cmd
+	c.cmd, c.pid = cmd, cmd.Process.Pid
 	c.done = make(chan struct{})
 	done := c.done
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -236,13 +365,18 @@ func (c *Cluster) cleanup() {
 	if c.logFile != nil {
 		_ = c.logFile.Close()
 	}
+	for _, f := range []*os.File{c.leaseF, c.lockF} {
+		if f != nil {
+			_ = f.Close() // closing drops the flock
+		}
+	}
 	if c.temp && c.dataDir != "" {
 		_ = os.RemoveAll(c.dataDir)
 	}
 }
 
 func (c *Cluster) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(StartTimeoutMax)
 	for time.Now().Before(deadline) {
 		select {
 		case <-c.done:
@@ -251,7 +385,10 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return ctx.Err()
 		default:
 		}
-		out, err := c.run(ctx, "pg_isready", "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "holdfast", "-d", "postgres")
+		if c.cmd == nil && !alive(c.pid) {
+			return errors.New("postgres exited")
+		}
+		out, err := c.run(ctx, nil, "pg_isready", "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", User, "-d", "postgres")
 		if err == nil {
 			return nil
 		}
@@ -263,7 +400,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return errors.New("postgres exited")
 		}
 	}
-	return errors.New("timed out after 60s")
+	return fmt.Errorf("timed out after %v", StartTimeoutMax)
 }
 
 func (c *Cluster) logTail() string {
@@ -274,8 +411,9 @@ func (c *Cluster) logTail() string {
 	return string(b)
 }
 
-func (c *Cluster) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (c *Cluster) run(ctx context.Context, stdin io.Reader, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
+	cmd.Stdin = stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
 	cmd.Dir = os.TempDir()
 	var out bytes.Buffer

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -11,51 +10,65 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/holdfast/holdfast/bench"
 )
 
-func init() {
-	register(&command{name: "bench", summary: "measure the allocation strategies side by side (holds/s, latency, dead tuples, oversell)", run: runBench})
+func init() { register(newBenchCmd) }
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "measure the allocation strategies side by side (holds/s, latency, dead tuples, oversell)",
+		Long: `Runs every (scenario, clients, strategy) on a fresh database of DATABASE_URL's server (its role
+needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) on any oversell.`,
+		Args: noArgs,
+	}
+	f := &benchFlags{}
+	fs := cmd.Flags()
+	fs.StringVar(&f.scenarios, "scenarios", strings.Join(bench.Scenarios(), ","), "scenarios to run, comma-separated")
+	fs.StringVar(&f.strategies, "strategies", strings.Join(bench.Strategies(), ","), "strategies to run, comma-separated (engine strategies and the baselines seed004, optimistic)")
+	fs.StringVar(&f.clients, "clients", "1,8,32,64", "client counts, comma-separated")
+	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measured time per run")
+	fs.DurationVar(&f.txWork, "tx-work", 5*time.Millisecond, "simulated checkout work inside each hot-tx transaction")
+	fs.StringVar(&f.jsonFile, "json", "", "write the results as JSON to `FILE`")
+	fs.StringVar(&f.svgFile, "svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
+	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
+	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak")
+	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f.line = strings.Join(os.Args[1:], " ")
+		return runBench(cmd.Context(), f)
+	}
+	return cmd
 }
 
-func runBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	scenarios := fs.String("scenarios", strings.Join(bench.Scenarios(), ","), "scenarios to run, comma-separated")
-	strategies := fs.String("strategies", strings.Join(bench.Strategies(), ","), "strategies to run, comma-separated (engine strategies and the baselines seed004, optimistic)")
-	clients := fs.String("clients", "1,8,32,64", "client counts, comma-separated")
-	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
-	txWork := fs.Duration("tx-work", 5*time.Millisecond, "simulated checkout work inside each hot-tx transaction")
-	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
-	svgFile := fs.String("svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
-	soak := fs.Bool("soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
-	soakDuration := fs.Duration("soak-duration", 10*time.Minute, "length of --soak")
-	replot := fs.String("replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: holdfast bench [flags]\n\nRuns every (scenario, clients, strategy) on a fresh database of DATABASE_URL's server (its role\nneeds CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) on any oversell.\n\nFlags:")
-		fs.PrintDefaults()
+// benchFlags are bench's settings; line is the command line, for the
+// report's title.
+type benchFlags struct {
+	scenarios, strategies, clients, jsonFile, svgFile, replot, line string
+	duration, txWork, soakDuration                                  time.Duration
+	soak                                                            bool
+}
+
+func runBench(ctx context.Context, f *benchFlags) error {
+	if f.replot != "" {
+		return replotReport(f.replot, f.svgFile)
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
-	}
-	if *replot != "" {
-		return replotReport(*replot, *svgFile)
-	}
-	cl, err := parseInts(*clients)
+	cl, err := parseInts(f.clients)
 	if err != nil {
-		return fmt.Errorf("%w: --clients: %v", errUsage, err)
+		return usageError("--clients: %v", err)
 	}
-	if *duration <= 0 || *txWork < 0 || *soakDuration <= 0 {
-		return fmt.Errorf("%w: durations must be positive", errUsage)
+	if f.duration <= 0 || f.txWork < 0 || f.soakDuration <= 0 {
+		return usageError("durations must be positive")
 	}
 	opts := bench.Options{
-		Scenarios:  splitList(*scenarios),
-		Strategies: splitList(*strategies),
+		Scenarios:  splitList(f.scenarios),
+		Strategies: splitList(f.strategies),
 		Clients:    cl,
-		Duration:   *duration,
-		TxWork:     *txWork,
+		Duration:   f.duration,
+		TxWork:     f.txWork,
 		Progress:   os.Stderr,
 	}
 	if err := known("scenario", opts.Scenarios, bench.Scenarios()); err != nil {
@@ -71,14 +84,14 @@ func runBench(ctx context.Context, args []string) error {
 	defer db.Close()
 	opts.URL = db.URL
 	start := time.Now()
-	if *soak {
-		rep, err := bench.Soak(ctx, opts, bench.SoakOptions{Duration: *soakDuration, Interval: *soakDuration / 10})
+	if f.soak {
+		rep, err := bench.Soak(ctx, opts, bench.SoakOptions{Duration: f.soakDuration, Interval: f.soakDuration / 10})
 		if rep != nil {
 			if werr := rep.WriteTable(os.Stdout); werr != nil {
 				return werr
 			}
-			if *jsonFile != "" {
-				if werr := bench.WriteFile(*jsonFile, rep.WriteJSON); werr != nil {
+			if f.jsonFile != "" {
+				if werr := bench.WriteFile(f.jsonFile, rep.WriteJSON); werr != nil {
 					return werr
 				}
 			}
@@ -93,17 +106,17 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	rep, err := bench.Run(ctx, opts)
 	if rep != nil && len(rep.Runs) > 0 {
-		fmt.Printf("holdfast bench %s  (took %s)\n\n", strings.Join(args, " "), time.Since(start).Round(time.Second))
+		fmt.Printf("holdfast bench %s  (took %s)\n\n", f.line, time.Since(start).Round(time.Second))
 		if werr := rep.WriteTable(os.Stdout); werr != nil {
 			return werr
 		}
-		if *jsonFile != "" {
-			if werr := bench.WriteFile(*jsonFile, rep.WriteJSON); werr != nil {
+		if f.jsonFile != "" {
+			if werr := bench.WriteFile(f.jsonFile, rep.WriteJSON); werr != nil {
 				return werr
 			}
 		}
-		if *svgFile != "" {
-			if werr := bench.WriteFile(*svgFile, rep.WriteSVG); werr != nil {
+		if f.svgFile != "" {
+			if werr := bench.WriteFile(f.svgFile, rep.WriteSVG); werr != nil {
 				return werr
 			}
 		}
@@ -146,7 +159,7 @@ func benchError(err error) error {
 func known(what string, names, valid []string) error {
 	for _, n := range names {
 		if !slices.Contains(valid, n) {
-			return fmt.Errorf("%w: unknown %s %q (known: %s)", errUsage, what, n, strings.Join(valid, ", "))
+			return usageError("unknown %s %q (known: %s)", what, n, strings.Join(valid, ", "))
 		}
 	}
 	return nil

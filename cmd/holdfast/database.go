@@ -2,14 +2,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast/pgcluster"
 )
+
+// defaultDataDir is where the embedded cluster lives unless --data-dir says.
+const defaultDataDir = ".holdfast"
+
+// dataDirFlag adds --data-dir to a command's flags.
+func dataDirFlag(fs *pflag.FlagSet) *string {
+	var s string
+	dataDirVar(fs, &s)
+	return &s
+}
+
+func dataDirVar(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "data-dir", defaultDataDir, "embedded cluster directory, when DATABASE_URL is unset; shared by every command and kept across restarts")
+}
 
 // database is the database a command runs on: DATABASE_URL when set, else
 // the embedded default, a private cluster from the local server binaries.
@@ -25,31 +41,39 @@ const (
 	// throwaway: a temporary cluster, removed when the command ends (demo,
 	// bench).
 	throwaway dbMode = iota
-	// persistent: a cluster in dataDir that survives restarts (serve).
+	// persistent: the cluster in dataDir, created when missing (serve,
+	// migrate, keys create). The server already running on it is used.
 	persistent
+	// existing: the cluster in dataDir, which must exist (doctor, top,
+	// keys list and revoke): they never create a second, empty database.
+	existing
 )
 
 // openDatabase resolves the command's database. logf reports progress (the
-// embedded cluster takes a few seconds to initialise).
+// embedded cluster takes a few seconds to initialise). Errors are one line.
 func openDatabase(ctx context.Context, mode dbMode, dataDir string, logf func(string, ...any)) (*database, error) {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		return &database{URL: u}, nil
 	}
 	opts := pgcluster.Options{Log: logf, Durable: true}
-	if mode == persistent {
-		opts.DataDir = dataDir
+	if mode != throwaway {
+		opts.DataDir, opts.Shared, opts.NoInit = dataDir, true, mode == existing
 	}
 	c, err := pgcluster.Start(ctx, opts)
+	if errors.Is(err, pgcluster.ErrNoCluster) {
+		return nil, fmt.Errorf("no embedded database in %s: start `holdfast serve` (or `holdfast migrate`) with this --data-dir first, pass the --data-dir serve uses, or set DATABASE_URL", dataDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded PostgreSQL: %w", err)
 	}
 	return &database{URL: c.URL("postgres"), Cluster: c}, nil
 }
 
-// Close stops the embedded cluster, if any.
+// Close stops the embedded cluster, if any (a shared one only when no other
+// command uses it).
 func (d *database) Close() {
 	if d.Cluster != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), pgcluster.StartTimeoutMax)
 		defer cancel()
 		_ = d.Cluster.Stop(ctx)
 	}
@@ -57,12 +81,21 @@ func (d *database) Close() {
 
 // pool opens a connection pool with holdfast's application_name.
 func (d *database) pool(ctx context.Context, maxConns int32, appName string) (*pgxpool.Pool, error) {
+	return d.tracedPool(ctx, maxConns, appName, nil)
+}
+
+// tracedPool is pool with tracer, when not nil, on every connection.
+func (d *database) tracedPool(ctx context.Context, maxConns int32, appName string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(d.URL)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		// pgx's parse errors quote the URL, which may carry a password.
+		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL connection string")
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = appName
@@ -70,4 +103,5 @@ func (d *database) pool(ctx context.Context, maxConns int32, appName string) (*p
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
+// stderrf writes a progress line to stderr.
 func stderrf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

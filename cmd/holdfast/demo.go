@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,13 +13,43 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/migrate"
 )
 
-func init() {
-	register(&command{name: "demo", summary: "run a flash sale: concurrent buyers race for scarce units", run: runDemo})
+func init() { register(newDemoCmd) }
+
+func newDemoCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "run a flash sale: concurrent buyers race for scarce units",
+		Long: `Runs a flash sale on a throwaway embedded cluster (or DATABASE_URL): concurrent buyers
+reserve, pay (claim), fail (release) or abandon (expire), and the invariant is checked at the end.`,
+		Args: noArgs,
+	}
+	f := &demoFlags{}
+	fs := cmd.Flags()
+	fs.IntVar(&f.buyers, "buyers", 2000, "buyers in the sale")
+	fs.IntVar(&f.units, "units", 500, "units of the item on sale")
+	fs.IntVar(&f.concurrency, "concurrency", 64, "buyers at the checkout at once")
+	fs.Float64Var(&f.payRate, "pay", 0.6, "share of holders whose payment succeeds (claim)")
+	fs.Float64Var(&f.failRate, "fail", 0.25, "share of holders whose payment fails (release); the rest abandon (expire)")
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
+	fs.StringVar(&f.strategy, "strategy", string(holdfast.StrategyBatch), "allocation strategy of the item: "+strategyNames())
+	fs.BoolVar(&f.useHTTP, "http", false, "drive the sale through the HTTP API of an in-process server")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), f) }
+	return cmd
+}
+
+// demoFlags are demo's settings.
+type demoFlags struct {
+	buyers, units, concurrency int
+	payRate, failRate          float64
+	ttl                        time.Duration
+	strategy                   string
+	useHTTP                    bool
 }
 
 // demoBackend is what the demo's buyers call: the engine directly, or the
@@ -41,32 +70,20 @@ type demoStats struct {
 	latencies                                   []time.Duration
 }
 
-func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	buyers := fs.Int("buyers", 2000, "buyers in the sale")
-	units := fs.Int("units", 500, "units of the item on sale")
-	concurrency := fs.Int("concurrency", 64, "buyers at the checkout at once")
-	payRate := fs.Float64("pay", 0.6, "share of holders whose payment succeeds (claim)")
-	failRate := fs.Float64("fail", 0.25, "share of holders whose payment fails (release); the rest abandon (expire)")
-	ttl := fs.Duration("ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
-	strategy := fs.String("strategy", "batch", "allocation strategy of the item: counter, batch, pool or slots")
-	useHTTP := fs.Bool("http", false, "drive the sale through the HTTP API of an in-process server")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+func runDemo(ctx context.Context, f *demoFlags) error {
 	switch {
-	case *buyers < 1 || *buyers > 1_000_000:
-		return fmt.Errorf("%w: --buyers must be between 1 and 1000000", errUsage)
-	case *units < 0 || *units > 10_000_000:
-		return fmt.Errorf("%w: --units must be between 0 and 10000000", errUsage)
-	case *concurrency < 1 || *concurrency > 256:
-		return fmt.Errorf("%w: --concurrency must be between 1 and 256", errUsage)
-	case *payRate < 0 || *failRate < 0 || *payRate+*failRate > 1:
-		return fmt.Errorf("%w: --pay and --fail must be shares that add up to at most 1", errUsage)
-	case !holdfast.Strategy(*strategy).Valid():
-		return fmt.Errorf("%w: --strategy must be counter, batch, pool or slots", errUsage)
-	case *ttl < time.Second || *ttl > time.Hour:
-		return fmt.Errorf("%w: --ttl must be between 1s and 1h", errUsage)
+	case f.buyers < 1 || f.buyers > 1_000_000:
+		return usageError("--buyers must be between 1 and 1000000")
+	case f.units < 0 || f.units > 10_000_000:
+		return usageError("--units must be between 0 and 10000000")
+	case f.concurrency < 1 || f.concurrency > 256:
+		return usageError("--concurrency must be between 1 and 256")
+	case f.payRate < 0 || f.failRate < 0 || f.payRate+f.failRate > 1:
+		return usageError("--pay and --fail must be shares that add up to at most 1")
+	case !holdfast.Strategy(f.strategy).Valid():
+		return usageError("--strategy must be %s", strategyNames())
+	case f.ttl < time.Second || f.ttl > time.Hour:
+		return usageError("--ttl must be between 1s and 1h")
 	}
 
 	db, err := openDatabase(ctx, throwaway, "", stderrf)
@@ -74,7 +91,7 @@ func runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	pool, err := db.pool(ctx, int32(*concurrency+8), "holdfast-demo")
+	pool, err := db.pool(ctx, int32(f.concurrency+8), "holdfast-demo")
 	if err != nil {
 		return err
 	}
@@ -90,16 +107,16 @@ func runDemo(ctx context.Context, args []string) error {
 	// A fresh shop per run, so the demo can run repeatedly on one database.
 	shop := time.Now().UnixNano()%1_000_000_000 + 1
 	key := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
-	if _, err := hc.SetStrategy(ctx, key, holdfast.Strategy(*strategy), 0); err != nil {
+	if _, err := hc.SetStrategy(ctx, key, holdfast.Strategy(f.strategy), 0); err != nil {
 		return err
 	}
-	if _, err := hc.SetAvailable(ctx, key, *units, "demo: stock for the flash sale", ""); err != nil {
+	if _, err := hc.SetAvailable(ctx, key, f.units, "demo: stock for the flash sale", ""); err != nil {
 		return err
 	}
 
 	var backend demoBackend = hc
 	via := "the Go library"
-	if *useHTTP {
+	if f.useHTTP {
 		if startHTTPBackend == nil {
 			return errors.New("this build has no HTTP service")
 		}
@@ -110,7 +127,7 @@ func runDemo(ctx context.Context, args []string) error {
 		defer stop()
 		backend, via = b, "the HTTP API"
 	}
-	fmt.Printf("flash sale: %d buyers, %d units, %d at once, strategy %s, via %s\n", *buyers, *units, *concurrency, *strategy, via)
+	fmt.Printf("flash sale: %d buyers, %d units, %d at once, strategy %s, via %s\n", f.buyers, f.units, f.concurrency, f.strategy, via)
 
 	st := &demoStats{}
 	var abandoned []uuid.UUID
@@ -119,12 +136,12 @@ func runDemo(ctx context.Context, args []string) error {
 	var wg sync.WaitGroup
 	start := time.Now()
 	var done atomic.Int64
-	for range *concurrency {
+	for range f.concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range work {
-				id := buy(ctx, backend, shop, *ttl, *payRate, *failRate, st)
+				id := buy(ctx, backend, shop, f.ttl, f.payRate, f.failRate, st)
 				if id != uuid.Nil {
 					abMu.Lock()
 					abandoned = append(abandoned, id)
@@ -136,10 +153,10 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 	stopProgress := progress(func() string {
 		return fmt.Sprintf("buyers %d/%d  held %d  claimed %d  released %d  sold out %d",
-			done.Load(), *buyers, st.held.Load(), st.claimed.Load(), st.released.Load(), st.outOfStock.Load())
+			done.Load(), f.buyers, st.held.Load(), st.claimed.Load(), st.released.Load(), st.outOfStock.Load())
 	})
 feed:
-	for i := range *buyers {
+	for i := range f.buyers {
 		select {
 		case work <- i:
 		case <-ctx.Done():
@@ -158,7 +175,7 @@ feed:
 	// units back.
 	var expired int
 	if len(abandoned) > 0 {
-		wait := *ttl + 100*time.Millisecond
+		wait := f.ttl + 100*time.Millisecond
 		fmt.Fprintf(os.Stderr, "waiting %v for %d abandoned holds to expire...\n", wait.Round(100*time.Millisecond), len(abandoned))
 		select {
 		case <-time.After(wait):
@@ -186,7 +203,7 @@ feed:
 		return err
 	}
 	claimed := st.claimed.Load()
-	oversold := max(0, claimed-int64(*units))
+	oversold := max(0, claimed-int64(f.units))
 	lat := st.latencies
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration {
@@ -206,8 +223,8 @@ feed:
 	fmt.Printf("  throughput     %6.0f reservations/s\n", float64(len(lat))/elapsed.Seconds())
 	fmt.Printf("  reserve p50    %v, p99 %v\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond))
 	fmt.Printf("  stock now      available %d, held %d, pooled %d, sellable %d\n", lvl.Available, lvl.Held, lvl.Pooled, lvl.Sellable)
-	if rep.OK() && oversold == 0 && lvl.Available == *units-int(claimed) {
-		fmt.Printf("  invariant      OK: pooled + held <= available on all %d keys; available = %d - %d claimed\n", rep.Keys, *units, claimed)
+	if rep.OK() && oversold == 0 && lvl.Available == f.units-int(claimed) {
+		fmt.Printf("  invariant      OK: pooled + held <= available on all %d keys; available = %d - %d claimed\n", rep.Keys, f.units, claimed)
 		return nil
 	}
 	fmt.Printf("  invariant      BROKEN: %s\n", rep)

@@ -1,31 +1,40 @@
 // Command holdfast runs and operates holdfast: inventory reservations on
 // PostgreSQL. Each subcommand lives in its own file and registers itself.
+//
+// The command line is built on cobra (github.com/spf13/cobra), the command
+// library of kubectl, gh and most Go infrastructure tools: one usage style,
+// --help everywhere, flags anywhere on the line (GNU style, via pflag), and
+// shell completion, without hand-written parsing.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"sort"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// command is one subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string) error
-}
+// commands are the constructors of the subcommands, registered by each
+// command's file. A fresh tree is built per run, so tests can run the
+// command line in-process.
+var commands []func() *cobra.Command
 
-var commands = map[string]*command{}
-
-func register(c *command) { commands[c.name] = c }
+func register(c func() *cobra.Command) { commands = append(commands, c) }
 
 // errUsage marks a usage error: exit status 2.
 var errUsage = errors.New("usage")
+
+// usageError is a usage error with its message.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
 
 // exitError carries a chosen exit status (doctor: critical findings).
 type exitError struct {
@@ -35,48 +44,118 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "holdfast: inventory reservations on PostgreSQL\n\nUsage: holdfast <command> [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+// envPrefix starts the environment variable of every flag: --data-dir is
+// also HOLDFAST_DATA_DIR. A flag given on the command line wins.
+const envPrefix = "HOLDFAST_"
+
+// envName is the environment variable of a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// newRoot builds the command tree.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "holdfast",
+		Short: "inventory reservations on PostgreSQL",
+		Long: `holdfast: inventory reservations on PostgreSQL.
+
+DATABASE_URL selects the database. Unset, holdfast runs on an embedded private
+PostgreSQL cluster from the local server binaries, kept in --data-dir
+(default ./.holdfast): every command with the same --data-dir uses the same
+database, the running server's when one runs. Every flag can also be set
+from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).`,
+		Version:           versionString(),
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return flagsFromEnv(cmd) },
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+	root.SetVersionTemplate("{{.Version}}\n")
+	for _, c := range commands {
+		root.AddCommand(c())
 	}
-	fmt.Fprintln(os.Stderr, "\nRun `holdfast <command> -h` for a command's flags. DATABASE_URL selects the database;\nunset, holdfast runs on a private PostgreSQL cluster from the local server binaries.")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	annotateEnv(root)
+	return root
+}
+
+// annotateEnv names each flag's environment variable in its help.
+func annotateEnv(c *cobra.Command) {
+	c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) { addEnvUsage(f) })
+	c.PersistentFlags().VisitAll(func(f *pflag.Flag) { addEnvUsage(f) })
+	for _, sub := range c.Commands() {
+		annotateEnv(sub)
+	}
+}
+
+func addEnvUsage(f *pflag.Flag) {
+	if f.Name == "help" || f.Name == "version" || strings.Contains(f.Usage, "(env ") {
+		return
+	}
+	f.Usage += " (env " + envName(f.Name) + ")"
+}
+
+// flagsFromEnv sets every flag not given on the command line from its
+// environment variable.
+func flagsFromEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" || f.Name == "version" {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" {
+			if serr := cmd.Flags().Set(f.Name, v); serr != nil {
+				err = usageError("%s=%q: %v", envName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected arguments %q", args)
+	}
+	return nil
+}
+
+// execute runs the command line and returns the exit status: 0, 1 on
+// failure, 2 on a usage error, or a command's own (doctor: 2 on critical
+// findings).
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	name := "holdfast"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, name+":", ee.msg)
+		}
+		return ee.code
+	case errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "unknown command"):
+		msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+		fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", name, msg, name)
+		return 2
+	default:
+		fmt.Fprintln(stderr, name+":", err)
+		return 1
+	}
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "holdfast: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := cmd.run(ctx, os.Args[2:])
-	var ee *exitError
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, "holdfast "+cmd.name+":", err)
-		os.Exit(2)
-	case errors.As(err, &ee):
-		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "holdfast "+cmd.name+":", ee.msg)
-		}
-		os.Exit(ee.code)
-	default:
-		fmt.Fprintln(os.Stderr, "holdfast "+cmd.name+":", err)
-		os.Exit(1)
-	}
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -2,24 +2,36 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast/migrate"
 )
 
-func init() {
-	register(&command{name: "migrate", summary: "apply the schema's pending migrations (idempotent)", run: runMigrate})
+func init() { register(newMigrateCmd) }
+
+func newMigrateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "apply the schema's pending migrations (idempotent)",
+		Args:  noArgs,
+	}
+	dataDir := dataDirFlag(cmd.Flags())
+	check := cmd.Flags().Bool("check", false, "only report whether the schema is current (exit 1 when behind)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)
+	}
+	return cmd
 }
 
-func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", defaultDataDir, "embedded cluster directory, when DATABASE_URL is unset")
-	check := fs.Bool("check", false, "only report whether the schema is current (exit 1 when behind)")
-	if err := fs.Parse(args); err != nil {
-		return err
+func runMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) error {
+	mode := persistent
+	if check {
+		mode = existing
 	}
-	db, err := openDatabase(ctx, persistent, *dataDir, stderrf)
+	db, err := openDatabase(ctx, mode, dataDir, stderrf)
 	if err != nil {
 		return err
 	}
@@ -29,11 +41,11 @@ func runMigrate(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	if *check {
+	if check {
 		if err := migrate.Check(ctx, pool); err != nil {
 			return err
 		}
-		fmt.Println("schema is current at version", migrate.Latest())
+		fmt.Fprintln(out, "schema is current at version", migrate.Latest())
 		return nil
 	}
 	applied, err := migrate.Up(ctx, pool)
@@ -41,12 +53,9 @@ func runMigrate(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(applied) == 0 {
-		fmt.Println("schema already current at version", migrate.Latest())
+		fmt.Fprintln(out, "schema already current at version", migrate.Latest())
 		return nil
 	}
-	fmt.Printf("applied migrations %v; schema at version %d\n", applied, migrate.Latest())
+	fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, migrate.Latest())
 	return nil
 }
-
-// defaultDataDir is where serve and migrate keep the embedded cluster.
-const defaultDataDir = ".holdfast"

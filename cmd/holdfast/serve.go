@@ -3,15 +3,17 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+
+	"github.com/spf13/cobra"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -22,98 +24,120 @@ import (
 	"github.com/holdfast/holdfast/ops"
 )
 
-func init() {
-	register(&command{name: "serve", summary: "run the reservation service over HTTP/JSON", run: runServe})
+func init() { register(newServeCmd) }
+
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the reservation service over HTTP/JSON",
+		Args:  noArgs,
+	}
+	f := &serveFlags{}
+	fs := cmd.Flags()
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address")
+	dataDirVar(fs, &f.dataDir)
+	fs.BoolVar(&f.doMigrate, "migrate", true, "apply pending migrations on start; false refuses to start when the schema is behind")
+	fs.DurationVar(&f.sweep, "sweep-interval", 30*time.Second, "expiry sweeper interval")
+	fs.DurationVar(&f.replenish, "replenish-interval", 5*time.Second, "pool replenisher interval")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics on this address instead of the API's")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
+	fs.IntVar(&f.maxConns, "max-conns", 20, "database connection pool size")
+	fs.IntVar(&f.maxInFlight, "max-inflight", 0, "database operations in flight (default: max-conns - 4)")
+	fs.IntVar(&f.perShop, "per-shop-inflight", 0, "one shop's share of max-inflight (default: three quarters of it)")
+	fs.DurationVar(&f.queueWait, "queue-wait", httpapi.QueueWaitDefault, "how long a request waits for an in-flight slot before 503")
+	fs.IntVar(&f.maxQuantity, "max-quantity", holdfast.QuantityMaxDefault, "largest quantity of one line")
+	fs.IntVar(&f.maxLines, "max-lines", holdfast.LinesPerCartMaxDefault, "most lines of one reservation")
+	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
+	fs.DurationVar(&f.reqTimeout, "request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), f) }
+	return cmd
 }
 
-// envDefault returns the environment variable's value, or def.
-func envDefault(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
+// serveFlags are serve's settings.
+type serveFlags struct {
+	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
+	doMigrate                                             bool
+	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
+	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
 }
 
-func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	addr := fs.String("addr", envDefault("HOLDFAST_ADDR", "127.0.0.1:8080"), "listen address (env HOLDFAST_ADDR)")
-	dataDir := fs.String("data-dir", defaultDataDir, "embedded cluster directory, when DATABASE_URL is unset; survives restarts")
-	doMigrate := fs.Bool("migrate", true, "apply pending migrations on start; false refuses to start when the schema is behind")
-	sweep := fs.Duration("sweep-interval", 30*time.Second, "expiry sweeper interval")
-	replenish := fs.Duration("replenish-interval", 5*time.Second, "pool replenisher interval")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address instead of the API's")
-	logFormat := fs.String("log-format", "json", "log format: json or text")
-	maxConns := fs.Int("max-conns", 20, "database connection pool size")
-	maxInFlight := fs.Int("max-inflight", 0, "database operations in flight (default: max-conns - 4)")
-	perShop := fs.Int("per-shop-inflight", 0, "one shop's share of max-inflight (default: three quarters of it)")
-	queueWait := fs.Duration("queue-wait", httpapi.QueueWaitDefault, "how long a request waits for an in-flight slot before 503")
-	maxQuantity := fs.Int("max-quantity", holdfast.QuantityMaxDefault, "largest quantity of one line")
-	maxLines := fs.Int("max-lines", holdfast.LinesPerCartMaxDefault, "most lines of one reservation")
-	drain := fs.Duration("drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
-	reqTimeout := fs.Duration("request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
+func runServe(ctx context.Context, f *serveFlags) error {
 	switch {
-	case *logFormat != "json" && *logFormat != "text":
-		return fmt.Errorf("%w: --log-format must be json or text", errUsage)
-	case *maxConns < 5 || *maxConns > 1000:
-		return fmt.Errorf("%w: --max-conns must be between 5 and 1000", errUsage)
-	case *maxInFlight < 0 || *maxInFlight > *maxConns:
-		return fmt.Errorf("%w: --max-inflight must be between 1 and --max-conns", errUsage)
-	case *perShop < 0:
-		return fmt.Errorf("%w: --per-shop-inflight must be positive", errUsage)
-	case *maxQuantity < 1 || *maxQuantity > holdfast.AvailableMax:
-		return fmt.Errorf("%w: --max-quantity must be between 1 and %d", errUsage, holdfast.AvailableMax)
-	case *maxLines < 1 || *maxLines > 10_000:
-		return fmt.Errorf("%w: --max-lines must be between 1 and 10000", errUsage)
-	case *reqTimeout < 100*time.Millisecond || *drain < 0:
-		return fmt.Errorf("%w: --request-timeout must be at least 100ms and --drain-timeout not negative", errUsage)
-	case *sweep < 100*time.Millisecond || *replenish < 100*time.Millisecond:
-		return fmt.Errorf("%w: --sweep-interval and --replenish-interval must be at least 100ms", errUsage)
+	case f.logFormat != "json" && f.logFormat != "text":
+		return usageError("--log-format must be json or text")
+	case f.maxConns < 5 || f.maxConns > 1000:
+		return usageError("--max-conns must be between 5 and 1000")
+	case f.maxInFlight < 0 || f.maxInFlight > f.maxConns:
+		return usageError("--max-inflight must be between 1 and --max-conns")
+	case f.perShop < 0:
+		return usageError("--per-shop-inflight must be positive")
+	case f.maxQuantity < 1 || f.maxQuantity > holdfast.AvailableMax:
+		return usageError("--max-quantity must be between 1 and %d", holdfast.AvailableMax)
+	case f.maxLines < 1 || f.maxLines > 10_000:
+		return usageError("--max-lines must be between 1 and 10000")
+	case f.reqTimeout < 100*time.Millisecond || f.drain < 0:
+		return usageError("--request-timeout must be at least 100ms and --drain-timeout not negative")
+	case f.sweep < 100*time.Millisecond || f.replenish < 100*time.Millisecond:
+		return usageError("--sweep-interval and --replenish-interval must be at least 100ms")
 	}
-	if *maxInFlight == 0 {
-		*maxInFlight = *maxConns - 4
+	if f.maxInFlight == 0 {
+		f.maxInFlight = f.maxConns - 4
 	}
 	var h slog.Handler = slog.NewJSONHandler(os.Stderr, nil)
-	if *logFormat == "text" {
+	if f.logFormat == "text" {
 		h = slog.NewTextHandler(os.Stderr, nil)
 	}
 	log := slog.New(h)
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 
 	// Listen first: a taken port fails before the cluster starts.
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
 	var mln net.Listener
-	if *metricsAddr != "" {
-		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
+	if f.metricsAddr != "" {
+		if mln, err = net.Listen("tcp", f.metricsAddr); err != nil {
 			return err
 		}
 		defer mln.Close()
 	}
 
-	db, err := openDatabase(ctx, persistent, *dataDir, logf)
+	db, err := openDatabase(ctx, persistent, f.dataDir, logf)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if db.Cluster != nil {
-		log.Info("embedded PostgreSQL running; set DATABASE_URL to it to run other holdfast commands (keys, doctor) while serve runs",
-			"data_dir", db.Cluster.DataDir(), "DATABASE_URL", db.URL)
+	tracer, stopTracing, err := startTracing(ctx, f.otlpEndpoint)
+	if err != nil {
+		return err
 	}
-	pool, err := db.pool(ctx, int32(*maxConns), "holdfast-serve")
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("tracing: flushing spans", "err", err.Error())
+		}
+	}()
+	var qt pgx.QueryTracer // a nil *otelpgx.Tracer must stay a nil interface
+	if tracer != nil {
+		qt = tracer
+		log.Info("tracing: a span per SQL statement of the API's pool, exported over OTLP/HTTP")
+	}
+	if db.Cluster != nil {
+		// No URL here: it carries the password.
+		log.Info("embedded PostgreSQL running; other holdfast commands (keys, doctor, top, migrate) with the same --data-dir use it",
+			"data_dir", db.Cluster.DataDir(), "port", db.Cluster.Port(), "password_file", db.Cluster.PasswordFile(),
+			"attached", db.Cluster.Attached())
+	}
+	pool, err := db.tracedPool(ctx, int32(f.maxConns), "holdfast-serve", qt)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if *doMigrate {
+	if f.doMigrate {
 		applied, err := migrate.Up(ctx, pool)
 		if err != nil {
 			return err
@@ -131,8 +155,8 @@ func runServe(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	engine := metrics.NewEngine()
 	hc, err := holdfast.New(pool, holdfast.Config{
-		SweepInterval: *sweep, ReplenishInterval: *replenish,
-		QuantityMax: *maxQuantity, LinesPerCartMax: *maxLines,
+		SweepInterval: f.sweep, ReplenishInterval: f.replenish,
+		QuantityMax: f.maxQuantity, LinesPerCartMax: f.maxLines,
 		Logger: log, Observer: engine,
 	})
 	if err != nil {
@@ -155,8 +179,8 @@ func runServe(ctx context.Context, args []string) error {
 		Collectors: []prometheus.Collector{engine, mon.Sampler, mon.Bloat,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
 		Workers:     []httpapi.Worker{hc, mon},
-		MaxInFlight: *maxInFlight, PerShopInFlight: *perShop, QueueWait: *queueWait,
-		DrainTimeout: *drain, RequestTimeout: *reqTimeout, NoMetricsRoute: mln != nil,
+		MaxInFlight: f.maxInFlight, PerShopInFlight: f.perShop, QueueWait: f.queueWait,
+		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
 	})
 	if err != nil {
 		return err
@@ -167,7 +191,7 @@ func runServe(ctx context.Context, args []string) error {
 		defer ms.Close()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "max_inflight", *maxInFlight,
+	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "max_inflight", f.maxInFlight,
 		"schema_version", strconv.Itoa(migrate.Latest()))
 	// Serve returns after ctx (SIGINT/SIGTERM) is cancelled and the drain:
 	// the deferred calls then close the pool and stop the embedded cluster.

@@ -3,12 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/holdfast/holdfast"
@@ -16,32 +17,37 @@ import (
 	"github.com/holdfast/holdfast/ops"
 )
 
-func init() {
-	register(&command{name: "top", summary: "live view: holds/s, connection time by caller, dead tuples, hottest keys", run: runTop})
+func init() { register(newTopCmd) }
+
+func newTopCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "live view: holds/s, connection time by caller, dead tuples, hottest keys",
+		Long: `A refreshing view of the database behind DATABASE_URL (or the embedded cluster in
+--data-dir, the running server's when serve runs). Quit with q or Ctrl-C.`,
+		Args: noArgs,
+	}
+	fs := cmd.Flags()
+	dataDir := dataDirFlag(fs)
+	interval := fs.Duration("interval", time.Second, "refresh interval")
+	once := fs.Bool("once", false, "print one frame and exit, without terminal control codes; its rates are measured over one --interval")
+	strategy := fs.String("strategy", "", "the service's default strategy ("+strategyNames()+"); empty: holdfast's default")
+	poolCap := fs.Int("pool-cap", 0, "the service's default pool cap; 0: holdfast's default")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		st, err := parseStrategy(*strategy)
+		if err != nil {
+			return err
+		}
+		if *interval < 100*time.Millisecond {
+			return usageError("--interval must be at least 100ms")
+		}
+		return runTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once, holdfast.Config{Strategy: st, PoolCap: *poolCap})
+	}
+	return cmd
 }
 
-func runTop(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", defaultDataDir, "embedded cluster directory, when DATABASE_URL is unset")
-	interval := fs.Duration("interval", time.Second, "refresh interval")
-	once := fs.Bool("once", false, "print two frames one interval apart (the second has rates) and exit, without terminal control codes")
-	strategy := fs.String("strategy", "", "the service's default strategy (counter, pool or slots); empty: holdfast's default")
-	poolCap := fs.Int("pool-cap", 0, "the service's default pool cap; 0: holdfast's default")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: holdfast top [flags]\n\nA refreshing view of the database behind DATABASE_URL (or the embedded cluster in\n--data-dir). Quit with q or Ctrl-C.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *interval < 100*time.Millisecond {
-		return fmt.Errorf("%w: --interval must be at least 100ms", errUsage)
-	}
-	cfg := holdfast.Config{Strategy: holdfast.Strategy(*strategy), PoolCap: *poolCap}
-	if cfg.Strategy != "" && !cfg.Strategy.Valid() {
-		return fmt.Errorf("%w: unknown --strategy %q", errUsage, *strategy)
-	}
-	db, err := openDatabase(ctx, persistent, *dataDir, stderrf)
+func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Duration, once bool, cfg holdfast.Config) error {
+	db, err := openDatabase(ctx, existing, dataDir, stderrf)
 	if err != nil {
 		return err
 	}
@@ -54,13 +60,19 @@ func runTop(ctx context.Context, args []string) error {
 	if err := migrate.Check(ctx, pool); err != nil {
 		return err
 	}
-	top := ops.NewTop(pool, cfg, *interval)
+	// The client fills in holdfast's defaults (strategy, pool cap), so
+	// keys without an override show the strategy they really run.
+	hc, err := holdfast.New(pool, cfg)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	top := ops.NewTop(pool, hc.Config(), interval)
 
-	if *once {
+	if once {
 		if _, err := top.Collect(ctx); err != nil {
 			return err
 		}
-		t := time.NewTimer(*interval)
+		t := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -71,7 +83,7 @@ func runTop(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Print(ops.Render(s))
+		fmt.Fprint(out, ops.Render(s))
 		return nil
 	}
 
@@ -97,7 +109,7 @@ func runTop(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	tick := time.NewTicker(*interval)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		s, err := top.Collect(ctx)
@@ -108,10 +120,10 @@ func runTop(ctx context.Context, args []string) error {
 			return err
 		}
 		frame := ops.Render(s) + "(q to quit)\n"
-		fmt.Print("\x1b[H\x1b[2J" + strings.ReplaceAll(frame, "\n", newline))
+		fmt.Fprint(out, "\x1b[H\x1b[2J"+strings.ReplaceAll(frame, "\n", newline))
 		select {
 		case <-ctx.Done():
-			fmt.Print(newline)
+			fmt.Fprint(out, newline)
 			return nil
 		case <-tick.C:
 		}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/holdfast/holdfast/pgcluster"
+)
+
+// run runs the command line in-process.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"keys", "-h"}, {"keys", "create", "--help"}, {"serve", "--help"}, {"top", "-h"}} {
+		code, out, errOut := run(t, args...)
+		if code != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	// Help lists every strategy from the one list, batch included.
+	_, out, _ := run(t, "top", "--help")
+	if !strings.Contains(out, "counter, batch, pool or slots") || !strings.Contains(out, "HOLDFAST_DATA_DIR") {
+		t.Errorf("top --help lacks the strategy list or env names:\n%s", out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"keys", "create", "--shop", "1", "--admin"}, "exactly one of --shop N"},
+		{[]string{"keys", "revoke"}, "needs one key id or key"},
+		{[]string{"migrate", "extra"}, "unexpected arguments"},
+		{[]string{"top", "--strategy", "fifo"}, `unknown --strategy "fifo" (known: counter, batch, pool or slots)`},
+	}
+	for _, c := range cases {
+		code, _, errOut := run(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "--help") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestEnvSetsFlags: HOLDFAST_<FLAG> sets a flag; the command line wins.
+func TestEnvSetsFlags(t *testing.T) {
+	t.Setenv("HOLDFAST_LOG_FORMAT", "xml")
+	if code, _, errOut := run(t, "serve"); code != 2 || !strings.Contains(errOut, "--log-format must be json or text") {
+		t.Fatalf("HOLDFAST_LOG_FORMAT=xml: exit %d %q", code, errOut)
+	}
+	t.Setenv("HOLDFAST_MAX_CONNS", "2")
+	if code, _, errOut := run(t, "serve", "--log-format", "text"); code != 2 || !strings.Contains(errOut, "--max-conns must be between 5 and 1000") {
+		t.Fatalf("--log-format on the line, HOLDFAST_MAX_CONNS=2: exit %d %q", code, errOut)
+	}
+	t.Setenv("HOLDFAST_MAX_CONNS", "many")
+	if code, _, errOut := run(t, "serve", "--log-format", "text"); code != 2 || !strings.Contains(errOut, "HOLDFAST_MAX_CONNS") {
+		t.Fatalf("HOLDFAST_MAX_CONNS=many: exit %d %q", code, errOut)
+	}
+}
+
+// TestFlagsAfterArgs: a flag after a positional argument is a flag.
+func TestFlagsAfterArgs(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	dir := t.TempDir() + "/none"
+	code, _, errOut := run(t, "keys", "revoke", "2", "--data-dir", dir)
+	if code != 1 || !strings.Contains(errOut, "no embedded database in "+dir) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Fatalf("keys revoke 2 --data-dir %s: exit %d, stderr %q; want one line naming the directory", dir, code, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("keys revoke created a database")
+	}
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	if code, out, _ := run(t, "version"); code != 0 || !strings.HasPrefix(out, "holdfast ") || !strings.Contains(out, "commit ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if code, out, _ := run(t, "completion", "bash"); code != 0 || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: exit %d", code)
+	}
+}
+
+// TestCommandsShareEmbeddedCluster: while a serve-like holder runs the
+// cluster in a data directory, migrate, keys and top with that --data-dir
+// use the holder's server (one database), print no credential, and leave it
+// running.
+func TestCommandsShareEmbeddedCluster(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "holdfast-cli-") // reachable by the server's user under root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	holder, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Shared: true, Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Stop(ctx) //nolint:errcheck
+	pw, err := os.ReadFile(holder.PasswordFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	password := strings.TrimSpace(string(pw))
+
+	var stderrs []string
+	step := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := run(t, args...)
+		stderrs = append(stderrs, errOut)
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s%s", args, code, out, errOut)
+		}
+		return out
+	}
+	step("migrate", "--data-dir", dir)
+	out := step("keys", "create", "--shop", "3", "--data-dir", dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+	if !strings.HasPrefix(key, "hf_") || strings.ContainsAny(key, " \t") {
+		t.Fatalf("keys create: the last line is not the key alone:\n%s", out)
+	}
+	// Flags anywhere, and from the environment.
+	t.Setenv("HOLDFAST_DATA_DIR", dir)
+	if out := step("keys", "list", "--limit", "5"); !strings.Contains(out, "shop 3") {
+		t.Fatalf("keys list:\n%s", out)
+	}
+	if out := step("top", "--once", "--interval", "100ms"); !strings.Contains(out, "holdfast top") {
+		t.Fatalf("top --once:\n%s", out)
+	}
+
+	// The key is in the holder's database: no second database was made.
+	conn, err := pgx.Connect(ctx, holder.URL("postgres"))
+	if err != nil {
+		t.Fatalf("the holder's server is gone after the commands: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM api_keys WHERE shop_id = 3").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("keys in the holder's database: %d %v", n, err)
+	}
+	for _, s := range stderrs {
+		if strings.Contains(s, password) {
+			t.Fatalf("a command's output carries the database password:\n%s", s)
+		}
+	}
+}

@@ -1,0 +1,1 @@
+SELECT revision FROM holdfast_shadow_revision
