@@ -19,7 +19,7 @@ import (
 	"github.com/holdfast/holdfast/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.MainHeavy(m) }
 
 // smokeOptions run every scenario and strategy through the same code path
 // as `holdfast bench`, scaled down to a fixed amount of work: a fixed
