@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,8 +226,31 @@ func TestRunRejectsUnknownNames(t *testing.T) {
 }
 
 // stressBaseline races carts of 1–3 lines in random order over a few
-// scarce keys, some in caller transactions that roll back, and audits.
+// scarce keys, some in caller transactions that roll back, and audits: a
+// fresh seed (HOLDFAST_SEED replays one) and a pinned one.
 func stressBaseline(t *testing.T, name string) {
+	seeds := []uint64{pinnedBaselineSeed}
+	if s := os.Getenv("HOLDFAST_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("HOLDFAST_SEED=%q: %v", s, err)
+		}
+		seeds = []uint64{seed}
+	} else {
+		seeds = append(seeds, rand.Uint64()>>1)
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			stressBaselineSeed(t, name, seed)
+		})
+	}
+}
+
+// pinnedBaselineSeed runs on every run of the baselines' stress tests.
+const pinnedBaselineSeed = 1
+
+func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 	ctx := context.Background()
 	db := pgtest.DB(t, 24)
 	c := newCounters()
@@ -238,8 +263,7 @@ func stressBaseline(t *testing.T, name string) {
 	if err := rs.setup(ctx, keys, units); err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	t.Logf("seed %d; replay: HOLDFAST_SEED=%d go test -run '^%s$' ./bench", seed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
 	var mu sync.Mutex
 	var confirmed, soldOut int64
 	var wg sync.WaitGroup
