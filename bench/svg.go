@@ -79,11 +79,44 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 		panelW, panelH = 460, 300
 		padL, padR     = 70, 20
 		padT, padB     = 34, 46
-		cols           = 2
-		headH          = 70
+		legendY        = 66 // baseline of the legend's first row
+		legendRowH     = 20
 	)
+	// Two panels a row; one when there is only one to draw.
+	cols := min(2, max(1, len(scenarios)))
 	rows := (len(scenarios) + cols - 1) / cols
 	width := cols * panelW
+
+	// Legend: only what is drawn, wrapped to the width.
+	var legend strings.Builder
+	x, y := 20, legendY
+	entry := func(label string, draw func(x, y int) string) {
+		w := 40 + 7*len(label)
+		if x > 20 && x+w > width-10 {
+			x, y = 20, y+legendRowH
+		}
+		fmt.Fprintf(&legend, `%s<text x="%d" y="%d">%s</text>`+"\n", draw(x, y), x+30, y, html.EscapeString(label))
+		x += w
+	}
+	for _, s := range strategies {
+		c := colour(s, order)
+		if bars {
+			entry(s, func(x, y int) string {
+				return fmt.Sprintf(`<rect x="%d" y="%d" width="24" height="12" fill="%s"/>`, x, y-10, c)
+			})
+		} else {
+			entry(s, func(x, y int) string {
+				return fmt.Sprintf(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/><circle cx="%d" cy="%d" r="3.5" fill="%s"/>`, x, y-4, x+24, y-4, c, x+12, y-4, c)
+			})
+		}
+	}
+	if rep.ceilingDrawn(clients, bars) {
+		entry("commit ceiling (1-row insert/tx)", func(x, y int) string {
+			return fmt.Sprintf(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555" stroke-width="1.5" stroke-dasharray="5,4"/>`, x, y-4, x+24, y-4)
+		})
+	}
+	headH := y + 14
+
 	height := headH + max(1, rows)*panelH + 10
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n", width, height, width, height)
@@ -96,21 +129,9 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 	if bars {
 		by = fmt.Sprintf("strategy at %d clients", clients[0])
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" font-weight="bold" text-anchor="middle">holdfast bench: holds/s by %s (%s, tx-work %s; log scale)</text>`+"\n", width/2, html.EscapeString(by), html.EscapeString(measure), html.EscapeString(rep.TxWork))
-	// Legend: only what is drawn.
-	x := 20
-	for _, s := range strategies {
-		if bars {
-			fmt.Fprintf(&b, `<rect x="%d" y="42" width="24" height="12" fill="%s"/><text x="%d" y="52">%s</text>`+"\n", x, colour(s, order), x+30, html.EscapeString(s))
-		} else {
-			fmt.Fprintf(&b, `<line x1="%d" y1="48" x2="%d" y2="48" stroke="%s" stroke-width="3"/><circle cx="%d" cy="48" r="3.5" fill="%s"/><text x="%d" y="52">%s</text>`+"\n",
-				x, x+24, colour(s, order), x+12, colour(s, order), x+30, html.EscapeString(s))
-		}
-		x += 40 + 8*len(s)
-	}
-	if rep.ceilingDrawn(clients, bars) {
-		fmt.Fprintf(&b, `<line x1="%d" y1="48" x2="%d" y2="48" stroke="#555" stroke-width="1.5" stroke-dasharray="5,4"/><text x="%d" y="52">commit ceiling (1-row insert/tx)</text>`+"\n", x, x+24, x+30)
-	}
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" font-weight="bold" text-anchor="middle">holdfast bench: holds/s by %s</text>`+"\n", width/2, html.EscapeString(by))
+	fmt.Fprintf(&b, `<text x="%d" y="40" text-anchor="middle" fill="#555">%s, tx-work %s; log scale</text>`+"\n", width/2, html.EscapeString(measure), html.EscapeString(rep.TxWork))
+	b.WriteString(legend.String())
 
 	for pi, sc := range scenarios {
 		ox := (pi % cols) * panelW
