@@ -265,7 +265,7 @@ func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 	}
 	t.Logf("seed %d; replay: HOLDFAST_SEED=%d go test -run '^%s$' ./bench", seed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
 	var mu sync.Mutex
-	var confirmed, soldOut int64
+	var confirmed, soldOut, timedOut int64
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Add(1)
@@ -305,6 +305,12 @@ func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 					confirmed += int64(units)
 				case errors.Is(err, holdfast.ErrInsufficientStock):
 					soldOut++
+				case slowMachine(err):
+					// The baselines' own 2 s lock and 3 s statement
+					// timeouts, reached on a loaded machine: the
+					// transaction rolled back, nothing is held, and the
+					// audit below still counts every unit.
+					timedOut++
 				case err != nil && !errors.Is(err, errConflictsExhausted):
 					t.Errorf("reserve: %v", err)
 				}
@@ -313,6 +319,7 @@ func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 		}()
 	}
 	wg.Wait()
+	t.Logf("%d units confirmed, %d sold-out answers, %d timed out", confirmed, soldOut, timedOut)
 	a, err := rs.audit(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +333,12 @@ func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 	if a.held > int64(len(keys)*units) || soldOut == 0 {
 		t.Fatalf("seed %d: held %d of %d units with %d sold-out answers: the race never reached the limit", seed, a.held, len(keys)*units, soldOut)
 	}
+}
+
+// slowMachine reports a baseline's lock or statement timeout.
+func slowMachine(err error) bool {
+	s := holdfast.SQLState(err)
+	return s == "55P03" || s == "57014"
 }
 
 func TestSeed004NoOversell(t *testing.T) {
