@@ -26,9 +26,9 @@ import (
 type shadowRig struct {
 	redisURL string
 	pool     *pgxpool.Pool
-	store *lredis.Store
-	hf    *holdfast.Client
-	sh    *shadow.Engine
+	store    *lredis.Store
+	hf       *holdfast.Client
+	sh       *shadow.Engine
 }
 
 func newShadowRig(t *testing.T) *shadowRig {
