@@ -350,6 +350,15 @@ func TestShadowCLIUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
 		}
 	}
+	for _, args := range [][]string{{"shadow", "--help"}, {"shadow", "promote", "-h"}} {
+		code, out, _ := run(t, args...)
+		if code != 0 || !strings.Contains(out, "HOLDFAST_LEGACY") || !strings.Contains(out, "HOLDFAST_DATA_DIR") {
+			t.Errorf("%q: exit %d\n%s", args, code, out)
+		}
+	}
+	if _, out, _ := run(t, "shadow", "plan", "-h"); !strings.Contains(out, "--min-agreement float") || !strings.Contains(out, "(default 0.999)") {
+		t.Errorf("plan -h lacks the thresholds with the layer's defaults:\n%s", out)
+	}
 	// Without an embedded database, a shadow command says so and makes none.
 	code, _, errOut := run(t, "shadow", "report")
 	if code != 1 || !strings.Contains(errOut, "no embedded database in") {
