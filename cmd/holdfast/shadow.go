@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -427,6 +428,14 @@ func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(co
 	}
 	var old legacy.Store
 	if ropt != nil {
+		// A bare dial first: go-redis logs every failed dial of its pool.
+		dctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
+		c, err := (&net.Dialer{}).DialContext(dctx, ropt.Network, ropt.Addr)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("the legacy Redis at %s does not answer: %v", ropt.Addr, err)
+		}
+		c.Close()
 		rdb := goredis.NewClient(ropt)
 		defer rdb.Close()
 		store, err := legacyStore(ctx, rdb, pool, f)
