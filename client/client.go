@@ -73,12 +73,17 @@ type Error struct {
 	Lines []holdfast.Shortfall
 	// RetryAfter is the server's Retry-After, when it sent one.
 	RetryAfter time.Duration
+	// RequestID is the request's id, as in the server's log line.
+	RequestID string
 }
 
 func (e *Error) Error() string {
 	s := fmt.Sprintf("holdfast API: %d %s: %s", e.Status, e.Code, e.Message)
 	if e.Field != "" {
 		s += " (field " + e.Field + ")"
+	}
+	if e.RequestID != "" {
+		s += " [request " + e.RequestID + "]"
 	}
 	return s
 }
@@ -171,7 +176,7 @@ func (c *Client) SetAvailable(ctx context.Context, k holdfast.Key, available int
 	if reference != "" {
 		body["reference"] = reference
 	}
-	return c.level(ctx, http.MethodPut, k, "", body)
+	return c.level(ctx, http.MethodPut, k, "", body, false)
 }
 
 // Adjust changes a key's available stock by delta. A lost response is
@@ -181,18 +186,38 @@ func (c *Client) Adjust(ctx context.Context, k holdfast.Key, delta int, reason, 
 	if reference != "" {
 		body["reference"] = reference
 	}
-	return c.level(ctx, http.MethodPost, k, "/adjust", body)
+	return c.level(ctx, http.MethodPost, k, "/adjust", body, false)
+}
+
+// ChangeStock sets (ch.Set non-nil) or moves (ch.Delta) a key's stock.
+// With ch.ID (sent as adjustment_id) a retry is safe: it answers the first
+// outcome and applies nothing; without it a lost response is
+// holdfast.ErrOutcomeUnknown: read the level before retrying.
+func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
+	body := map[string]any{"reason": ch.Reason}
+	if ch.Reference != "" {
+		body["reference"] = ch.Reference
+	}
+	if ch.ID != "" {
+		body["adjustment_id"] = ch.ID
+	}
+	if ch.Set != nil {
+		body["available"] = *ch.Set
+		return c.level(ctx, http.MethodPut, ch.Key, "", body, ch.ID != "")
+	}
+	body["delta"] = ch.Delta
+	return c.level(ctx, http.MethodPost, ch.Key, "/adjust", body, ch.ID != "")
 }
 
 // Level returns a key's stock.
 func (c *Client) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
-	return c.level(ctx, http.MethodGet, k, "", nil)
+	return c.level(ctx, http.MethodGet, k, "", nil, true)
 }
 
-func (c *Client) level(ctx context.Context, method string, k holdfast.Key, suffix string, body any) (*holdfast.Level, error) {
+func (c *Client) level(ctx context.Context, method string, k holdfast.Key, suffix string, body any, idempotent bool) (*holdfast.Level, error) {
 	var l levelJSON
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d%s", k.ShopID, k.ItemID, k.LocationID, suffix)
-	if _, err := c.do(ctx, method, path, body, &l, method == http.MethodGet); err != nil {
+	if _, err := c.do(ctx, method, path, body, &l, idempotent); err != nil {
 		return nil, err
 	}
 	return &holdfast.Level{
@@ -266,6 +291,7 @@ func decodeError(res *http.Response, b []byte) error {
 			Message string               `json:"message"`
 			Field   string               `json:"field"`
 			Lines   []holdfast.Shortfall `json:"lines"`
+			Request string               `json:"request_id"`
 		} `json:"error"`
 	}
 	e := &Error{Status: res.StatusCode}
@@ -277,6 +303,7 @@ func decodeError(res *http.Response, b []byte) error {
 	} else {
 		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, eb.Error.Lines
 	}
+	e.RequestID = res.Header.Get("X-Request-Id")
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}

@@ -110,8 +110,8 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	e.expect(req{method: "POST", path: res1, key: k, body: reserveBody(uuid.New(), line(9, 1), "")}, 201, "")
-	e.expect(req{method: "POST", path: res1 + "/" + id3.String() + "/extend", key: k, body: `{"ttl_seconds":60}`}, 409, "hold_expired")
-	e.expect(req{method: "POST", path: res1, key: k, body: reserveBody(id3, line(9, 1), `,"ttl_seconds":60`)}, 409, "hold_expired")
+	e.expect(req{method: "POST", path: res1 + "/" + id3.String() + "/extend", key: k, body: `{"ttl_seconds":60}`}, 410, "hold_expired")
+	e.expect(req{method: "POST", path: res1, key: k, body: reserveBody(id3, line(9, 1), `,"ttl_seconds":60`)}, 410, "hold_expired")
 	r = e.expect(req{method: "POST", path: res1 + "/" + id3.String() + "/claim", key: k}, 410, "hold_expired")
 	if lines := r.json["error"].(map[string]any)["lines"].([]any); len(lines) != 1 || fmt.Sprint(lines[0]) != "map[item_id:9 location_id:1 requested:1 sellable:0]" {
 		t.Fatalf("expired claim: %s", r.body)
@@ -128,13 +128,16 @@ func TestRoutes(t *testing.T) {
 	e.expect(req{method: "POST", path: res1 + "/" + id4.String() + "/claim", key: k}, 409, "over_committed")
 	e.expect(req{method: "POST", path: res1 + "/" + id4.String() + "/release", key: k}, 200, "")
 
-	// Operational routes, no key needed.
+	// Operational routes, no key needed; /metrics on the API's listener
+	// needs an admin key.
 	e.expect(req{method: "GET", path: "/healthz", key: "-"}, 200, "")
 	if r := e.expect(req{method: "GET", path: "/readyz", key: "-"}, 200, ""); r.json["status"] != "ready" {
 		t.Fatalf("readyz: %s", r.body)
 	}
 	e.expect(req{method: "GET", path: "/openapi.json", key: "-"}, 200, "")
-	r = e.expect(req{method: "GET", path: "/metrics", key: "-"}, 200, "")
+	e.expect(req{method: "GET", path: "/metrics", key: "-"}, 401, "unauthorized")
+	e.expect(req{method: "GET", path: "/metrics", key: k}, 403, "forbidden")
+	r = e.expect(req{method: "GET", path: "/metrics", key: "admin"}, 200, "")
 	for _, want := range []string{
 		`holdfast_http_requests_total{outcome="insufficient_stock",route="reserve",status="409"} 1`,
 		`holdfast_http_request_duration_seconds_bucket{outcome="ok",route="reserve"`,

@@ -53,7 +53,10 @@ type object struct {
 func parseBody(body []byte, allowed ...string) (*object, *apiError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, badRequest(CodeMalformedJSON, "", "the body is empty; a JSON object is required")
+		if len(allowed) == 0 {
+			return nil, badRequest(CodeMalformedJSON, "", "the body is empty")
+		}
+		return nil, badRequest(CodeMissingField, allowed[0], "the body is empty; send a JSON object with %s (members: %s)", allowed[0], strings.Join(allowed, ", "))
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	var raw json.RawMessage
@@ -118,6 +121,9 @@ func parseObject(raw json.RawMessage, prefix string, allowed ...string) (*object
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
+		if len(allowed) == 0 {
+			return nil, badRequest(CodeUnknownField, prefix+unknown[0], "unknown member %q; this route takes no members (send no body, or {})", unknown[0])
+		}
 		return nil, badRequest(CodeUnknownField, prefix+unknown[0], "unknown member %q; allowed: %s", unknown[0], strings.Join(allowed, ", "))
 	}
 	return &object{prefix: prefix, members: m}, nil
@@ -301,19 +307,17 @@ func decodeExtend(body []byte, lim limits) (time.Duration, *apiError) {
 	return o.ttlSeconds(true, lim)
 }
 
-// stockChange is a decoded PUT inventory or adjust body.
-type stockChange struct {
-	value     int // available (PUT) or delta (adjust)
-	reason    string
-	reference string
-}
+// AdjustmentIDMaxLen bounds an adjustment_id (or Idempotency-Key).
+const AdjustmentIDMaxLen = 128
 
-// decodeStock decodes {"<name>": n, "reason": "...", "reference": "..."}
-// where name is "available" (0..AvailableMax) or "delta"
-// (-AvailableMax..AvailableMax).
-func decodeStock(body []byte, name string) (stockChange, *apiError) {
-	var c stockChange
-	o, err := parseBody(body, name, "reason", "reference")
+// decodeStock decodes {"<name>": n, "reason": "...", "reference": "...",
+// "adjustment_id": "..."} where name is "available" (0..AvailableMax, a
+// stocktake) or "delta" (-AvailableMax..AvailableMax). The change's ID is
+// adjustment_id or the Idempotency-Key header (idemKey); when both are
+// sent they must agree.
+func decodeStock(body []byte, name, idemKey string) (holdfast.StockChange, *apiError) {
+	var c holdfast.StockChange
+	o, err := parseBody(body, name, "reason", "reference", "adjustment_id")
 	if err != nil {
 		return c, err
 	}
@@ -325,12 +329,30 @@ func decodeStock(body []byte, name string) (stockChange, *apiError) {
 	if err != nil {
 		return c, err
 	}
-	c.value = int(v)
-	if c.reason, err = o.string("reason", true, holdfast.ReasonMaxLen); err != nil {
+	if name == "delta" {
+		c.Delta = int(v)
+	} else {
+		n := int(v)
+		c.Set = &n
+	}
+	if c.Reason, err = o.string("reason", true, holdfast.ReasonMaxLen); err != nil {
 		return c, err
 	}
-	c.reference, err = o.string("reference", false, holdfast.ReasonMaxLen)
-	return c, err
+	if c.Reference, err = o.string("reference", false, holdfast.ReasonMaxLen); err != nil {
+		return c, err
+	}
+	if c.ID, err = o.string("adjustment_id", false, AdjustmentIDMaxLen); err != nil {
+		return c, err
+	}
+	switch {
+	case len(idemKey) > AdjustmentIDMaxLen:
+		return c, invalid("Idempotency-Key", "at most %d bytes", AdjustmentIDMaxLen)
+	case idemKey != "" && c.ID != "" && idemKey != c.ID:
+		return c, invalid("adjustment_id", "differs from the Idempotency-Key header; send one, or the same value in both")
+	case idemKey != "":
+		c.ID = idemKey
+	}
+	return c, nil
 }
 
 // decodeEmpty accepts an absent body, or an empty JSON object: claim and

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -34,12 +35,12 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"   // 409
 	CodeHoldClaimed         = "hold_claimed"           // 409
 	CodeHoldReleased        = "hold_released"          // 409
-	CodeHoldExpired         = "hold_expired"           // 410 from claim (with lines), 409 otherwise
+	CodeHoldExpired         = "hold_expired"           // 410 (with lines from claim)
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
 	CodeUnavailable         = "unavailable"            // 503 with Retry-After
-	CodeOutcomeUnknown      = "outcome_unknown"        // 503: an adjustment's commit was not acknowledged
+	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
 	CodeSchemaNotCurrent    = "schema_not_current"     // 503 from /readyz
 	CodeInternal            = "internal"               // 500
 )
@@ -74,10 +75,11 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Field   string          `json:"field,omitempty"`
-	Lines   []shortfallJSON `json:"lines,omitempty"`
+	Code      string          `json:"code"`
+	Message   string          `json:"message"`
+	Field     string          `json:"field,omitempty"`
+	Lines     []shortfallJSON `json:"lines,omitempty"`
+	RequestID string          `json:"request_id,omitempty"`
 }
 
 type shortfallJSON struct {
@@ -104,11 +106,11 @@ func invalid(field, format string, args ...any) *apiError {
 }
 
 // engineFields renames the engine's argument names to the API's.
-var engineFields = map[string]string{"ttl": "ttl_seconds"}
+var engineFields = map[string]string{"ttl": "ttl_seconds", "id": "adjustment_id"}
 
 // toAPIError translates an error from the engine (or the key store) into a
-// response. route tells the one status that depends on it: an expired
-// hold is 410 Gone from claim (the buyer must be refunded) and 409 elsewhere.
+// response. Each code has one status; route only chooses the message (an
+// expired hold met by claim means the buyer must be refunded).
 func toAPIError(route string, err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
@@ -129,14 +131,17 @@ func toAPIError(route string, err error) *apiError {
 		e.Code, e.Message, e.Lines = CodeInsufficientStock, "not enough sellable stock for every line; nothing was held", short.Lines
 	case errors.Is(err, holdfast.ErrIdempotencyConflict):
 		e.Code, e.Message = CodeIdempotencyConflict, "the checkout id is already used with other lines; use a new checkout id"
+		if route == routeSetStock || route == routeAdjustStock {
+			e.Message = "the adjustment id is already used for another change; use a new one"
+		}
 	case errors.Is(err, holdfast.ErrHoldClaimed):
 		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"
 	case errors.Is(err, holdfast.ErrHoldReleased):
 		e.Code, e.Message = CodeHoldReleased, "the checkout was already released"
 	case errors.Is(err, holdfast.ErrHoldExpired):
-		e.Code, e.Message = CodeHoldExpired, "the hold expired"
+		e.Status, e.Code, e.Message = http.StatusGone, CodeHoldExpired, "the hold expired; reserve again with a new checkout id"
 		if route == routeClaim {
-			e.Status, e.Message = http.StatusGone, "the hold expired and its lines could not be taken again; refund the buyer"
+			e.Message = "the hold expired and its lines could not be taken again; refund the buyer"
 			if errors.As(err, &exp) {
 				e.Lines = exp.Lines
 			}
@@ -148,8 +153,8 @@ func toAPIError(route string, err error) *apiError {
 	case errors.Is(err, holdfast.ErrNotFound):
 		e.Status, e.Code, e.Message = http.StatusNotFound, CodeNotFound, "no hold or outcome is known for this checkout"
 	case errors.Is(err, holdfast.ErrOutcomeUnknown):
-		e.Status, e.Code, e.Message, e.RetryAfter = http.StatusServiceUnavailable, CodeOutcomeUnknown,
-			"the database did not acknowledge the change; read the level before retrying", 1
+		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeOutcomeUnknown,
+			"the database did not acknowledge the change: it may or may not have applied; retry with the same adjustment_id (Idempotency-Key), or read the level before changing it again"
 	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled), dbUnreachable(err):
 		e.Status, e.Code, e.Message, e.RetryAfter = http.StatusServiceUnavailable, CodeUnavailable,
@@ -179,24 +184,43 @@ func dbUnreachable(err error) bool {
 	return false
 }
 
+// bufPool recycles response buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // writeJSON writes v with status. HTML is not escaped: the API serves JSON
-// only.
+// only. Holds, the hot path's answer, are encoded without reflection.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+	bp := bufPool.Get().(*[]byte)
+	buf := (*bp)[:0]
+	if h, ok := v.(holdJSON); ok {
+		buf = appendHold(buf, &h)
+	} else {
+		bb := bytes.NewBuffer(buf)
+		enc := json.NewEncoder(bb)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			status = http.StatusInternalServerError
+			bb.Reset()
+			bb.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+		}
+		buf = bb.Bytes()
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	hd := w.Header()
+	hd["Content-Type"] = contentTypeJSON
+	hd["Content-Length"] = []string{strconv.Itoa(len(buf))}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(buf)
+	if cap(buf) <= 64<<10 {
+		*bp = buf
+		bufPool.Put(bp)
+	}
 }
 
+var contentTypeJSON = []string{"application/json"}
+
 func writeError(w http.ResponseWriter, e *apiError) {
+	b := e.body()
+	b.Error.RequestID = w.Header().Get("X-Request-Id")
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
@@ -206,5 +230,5 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if r, ok := w.(*recorder); ok {
 		r.code = e.Code
 	}
-	writeJSON(w, e.Status, e.body())
+	writeJSON(w, e.Status, b)
 }

@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
 )
@@ -34,12 +37,21 @@ func FuzzDecodeReserve(f *testing.F) {
 		`{"checkout_id":"\u0000","lines":[{"item_id":7,"location_id":1,"quantity":1,"x":1}]}`,
 		`{"checkout_id":"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42","lines":[{"item_id":7,"location_id":1,"quantity":1}],"ttl_seconds":1}`,
 		`{`, ``, `null`, `"x"`, `{}`, "\xff\xfe",
+		` { "lines" : [ { "quantity" : 3 , "location_id" : 2 , "item_id" : 1 } ] , "ttl_seconds" : 60 , "checkout_id" : "6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42" } `,
+		`{"checkout_id":"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42","lines":[{"item_id":07,"location_id":1,"quantity":1}]}`,
+		`{"checkout_id":"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42","lines":[{"item_id":999999999999999999,"location_id":1,"quantity":100}],"ttl_seconds":3600}`,
+		`{"checkout_id":"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42","lines":[{"item_id":1,"location_id":1,"quantity":1},]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	lim := limits{LinesPerCartMax: 5, QuantityMax: 100, HoldLifetimeMax: time.Hour}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p, err := decodeReserve(1, body, lim)
+		// The hot path's decoder accepts only what the strict one does,
+		// with the same result.
+		if fp, ok := fastReserve(1, body, lim); ok && (err != nil || !reflect.DeepEqual(fp, p)) {
+			t.Fatalf("fastReserve accepted %q as %+v; decodeReserve: %+v, %v", body, fp, p, err)
+		}
 		if err != nil {
 			if (err.Status != http.StatusBadRequest && err.Status != http.StatusUnprocessableEntity) || err.Code == "" || err.Message == "" {
 				t.Fatalf("bad refusal %+v for %q", err, body)
@@ -97,5 +109,45 @@ func checkAccepted(t *testing.T, p holdfast.ReserveParams, lim limits, body []by
 	}
 	if p.TTL != 0 && (p.TTL < holdfast.HoldTTLMin || p.TTL > lim.HoldLifetimeMax || p.TTL%time.Second != 0) {
 		t.Fatalf("accepted ttl %v: %q", p.TTL, body)
+	}
+}
+
+// TestAppendHold: the hand-written encoding of a hold is byte for byte
+// what encoding/json writes.
+func TestAppendHold(t *testing.T) {
+	now := time.Date(2026, 11, 30, 18, 0, 0, 123456789, time.UTC)
+	end := now.Add(time.Minute)
+	for _, h := range []holdJSON{
+		{CheckoutID: uuid.MustParse("6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42"), ShopID: 1, Status: "held",
+			Lines: []lineJSON{{1, 2, 3}}, CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute), Deadline: now.Add(time.Hour)},
+		{CheckoutID: uuid.New(), ShopID: 1 << 62, Status: "claimed", Lines: []lineJSON{{1, 2, 3}, {9223372036854775807, 1, 10000}},
+			CreatedAt: now.Truncate(time.Second), ExpiresAt: now, Deadline: now, EndedAt: &end},
+		{CheckoutID: uuid.New(), Status: "expired", Lines: []lineJSON{}},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(h); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendHold(nil, &h); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("appendHold\n got %s\nwant %s", got, want.Bytes())
+		}
+	}
+}
+
+// TestFastReserveUsualShapes: the hot path's decoder takes the shapes
+// clients send (else every request would pay for the strict decoder).
+func TestFastReserveUsualShapes(t *testing.T) {
+	lim := limits{}.withDefaults()
+	for _, body := range []string{
+		`{"checkout_id":"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42","lines":[{"item_id":7,"location_id":1,"quantity":2}]}`,
+		"{\n  \"checkout_id\": \"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42\",\n  \"lines\": [{\"item_id\": 7, \"location_id\": 1, \"quantity\": 2}, {\"item_id\": 8, \"location_id\": 1, \"quantity\": 1}],\n  \"ttl_seconds\": 600\n}\n",
+	} {
+		fp, ok := fastReserve(1, []byte(body), lim)
+		p, err := decodeReserve(1, []byte(body), lim)
+		if !ok || err != nil || !reflect.DeepEqual(fp, p) {
+			t.Fatalf("%s: fast %v %+v, strict %+v %v", body, ok, fp, p, err)
+		}
 	}
 }

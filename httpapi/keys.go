@@ -9,9 +9,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,40 +34,116 @@ func stmt(route, name string) string {
 
 var (
 	sqlKeyLookup = stmt("auth", "key_lookup")
+	sqlKeyTouch  = stmt("auth", "key_touch")
 	sqlKeyInsert = stmt("keys", "key_insert")
 	sqlKeyRevoke = stmt("keys", "key_revoke")
 	sqlKeyList   = stmt("keys", "key_list")
+	sqlKeyLive   = stmt("keys", "key_live")
+	sqlKeyExpire = stmt("keys", "key_expire")
 )
 
 // keyPrefix starts every API key, so keys are recognisable in secret
 // scanners and never confused with key ids.
 const keyPrefix = "hf_"
 
-// keyLenMax bounds the Authorization value hashed per request.
-const keyLenMax = 256
+// keyLen is the length of every key: the prefix and 32 random bytes in
+// unpadded base64url. Anything else is refused before the database.
+const keyLen = len(keyPrefix) + 43
+
+// Bounds of key management.
+const (
+	// KeyNameMaxLen bounds a key's name.
+	KeyNameMaxLen = 100
+	// KeyMissTTL is how long a server remembers that a key is unknown, so a
+	// repeated bad key costs no lookup. A key presented before it was
+	// created is refused for at most this long.
+	KeyMissTTL = time.Second
+	// KeyLookupsMax bounds the lookups of keys this server has not seen
+	// live, in flight at once; KeyLookupQueueMax bounds those waiting for
+	// one (past it: 503 overloaded). Keys it has seen live are refreshed
+	// outside these bounds, so a flood of unknown keys cannot delay a shop
+	// whose key the server knows.
+	KeyLookupsMax     = 4
+	KeyLookupQueueMax = 64
+	// KeyTouchInterval is how often a server records a key's last use.
+	KeyTouchInterval = time.Minute
+)
+
+// Scope is what a key may do within its shop.
+type Scope string
+
+// Scopes.
+const (
+	// ScopeStorefront reserves, claims, releases, extends and reads holds,
+	// and reads stock levels.
+	ScopeStorefront Scope = "storefront"
+	// ScopeInventory sets and adjusts stock, and reads stock levels.
+	ScopeInventory Scope = "inventory"
+)
+
+// ScopesAll is every scope: the scopes of a key created without any.
+var ScopesAll = []Scope{ScopeInventory, ScopeStorefront}
 
 // APIKey is an API key's record. The key itself is never stored: only its
 // SHA-256.
 type APIKey struct {
-	ID        int64      `json:"id"`
-	ShopID    int64      `json:"shop_id,omitempty"` // 0 for an admin key
-	Admin     bool       `json:"admin"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	ID         int64      `json:"id"`
+	ShopID     int64      `json:"shop_id,omitempty"` // 0 for an admin key
+	Admin      bool       `json:"admin"`
+	Name       string     `json:"name,omitempty"`
+	Scopes     []Scope    `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
-// ErrKeyNotFound is returned by RevokeKey when no live key matches.
+// KeySpec describes a key to create.
+type KeySpec struct {
+	// ShopID is the one shop the key reaches; 0 with Admin.
+	ShopID int64
+	// Admin keys reach every shop.
+	Admin bool
+	// Name is a label for people (at most KeyNameMaxLen bytes).
+	Name string
+	// Scopes limits what the key may do. Empty means ScopesAll.
+	Scopes []Scope
+	// ExpiresAt, when not zero, is when the key stops working.
+	ExpiresAt time.Time
+}
+
+// ErrKeyNotFound is returned by RevokeKey and RotateKey when no live key
+// matches.
 var ErrKeyNotFound = errors.New("httpapi: no live key with that id")
 
-// CreateKey stores a new key for shopID (admin false) or an admin key
-// reaching every shop (admin true, shopID 0), and returns the key. It is
-// shown once: only its hash is stored.
+// CreateKey stores a new key with every scope for shopID (admin false) or
+// an admin key reaching every shop (admin true, shopID 0), and returns the
+// key. It is shown once: only its hash is stored. See CreateKeyWith.
 func CreateKey(ctx context.Context, pool *pgxpool.Pool, shopID int64, admin bool) (string, *APIKey, error) {
-	if admin == (shopID != 0) {
+	return CreateKeyWith(ctx, pool, KeySpec{ShopID: shopID, Admin: admin})
+}
+
+// CreateKeyWith stores a new key as spec says and returns it (shown once).
+func CreateKeyWith(ctx context.Context, pool *pgxpool.Pool, spec KeySpec) (string, *APIKey, error) {
+	return createKey(ctx, pool, spec)
+}
+
+func createKey(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, spec KeySpec) (string, *APIKey, error) {
+	switch {
+	case spec.Admin == (spec.ShopID != 0):
 		return "", nil, errors.New("httpapi: a key is either for one shop (shop id > 0) or admin")
-	}
-	if shopID < 0 {
+	case spec.ShopID < 0:
 		return "", nil, errors.New("httpapi: shop id must be positive")
+	case len(spec.Name) > KeyNameMaxLen:
+		return "", nil, fmt.Errorf("httpapi: a key name has at most %d bytes", KeyNameMaxLen)
+	case !spec.ExpiresAt.IsZero() && !spec.ExpiresAt.After(time.Now()):
+		return "", nil, errors.New("httpapi: a key's expiry must be in the future")
+	}
+	scopes, err := normScopes(spec.Scopes)
+	if err != nil {
+		return "", nil, err
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -73,34 +151,85 @@ func CreateKey(ctx context.Context, pool *pgxpool.Pool, shopID int64, admin bool
 	}
 	key := keyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	hash := sha256.Sum256([]byte(key))
-	rec := &APIKey{ShopID: shopID, Admin: admin}
+	rec := &APIKey{ShopID: spec.ShopID, Admin: spec.Admin, Name: spec.Name, Scopes: scopes}
 	var shop *int64
-	if !admin {
-		shop = &shopID
+	if !spec.Admin {
+		shop = &spec.ShopID
 	}
-	if err := pool.QueryRow(ctx, sqlKeyInsert, hash[:], shop, admin).Scan(&rec.ID, &rec.CreatedAt); err != nil {
+	var exp *time.Time
+	if !spec.ExpiresAt.IsZero() {
+		exp = &spec.ExpiresAt
+		rec.ExpiresAt = exp
+	}
+	if err := q.QueryRow(ctx, sqlKeyInsert, hash[:], shop, spec.Admin, spec.Name, scopeStrings(scopes), exp).Scan(&rec.ID, &rec.CreatedAt); err != nil {
 		return "", nil, fmt.Errorf("httpapi: create key: %w", err)
 	}
 	return key, rec, nil
 }
 
+// ParseScopes parses a comma-separated list of scopes ("storefront",
+// "inventory", or "all"); empty is every scope.
+func ParseScopes(s string) ([]Scope, error) {
+	var out []Scope
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case "all":
+			out = append(out, ScopesAll...)
+		default:
+			out = append(out, Scope(f))
+		}
+	}
+	return normScopes(out)
+}
+
+func normScopes(in []Scope) ([]Scope, error) {
+	if len(in) == 0 {
+		return slices.Clone(ScopesAll), nil
+	}
+	var out []Scope
+	for _, s := range in {
+		if !slices.Contains(ScopesAll, s) {
+			return nil, fmt.Errorf("httpapi: unknown scope %q; scopes: storefront, inventory, all", s)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func scopeStrings(s []Scope) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// idOrHash parses a key id or a key.
+func idOrHash(idOrKey string) (int64, []byte, error) {
+	if strings.HasPrefix(idOrKey, keyPrefix) {
+		h := sha256.Sum256([]byte(idOrKey))
+		return 0, h[:], nil
+	}
+	n, err := strconv.ParseInt(idOrKey, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, nil, fmt.Errorf("httpapi: %q is neither a key id nor a key", idOrKey)
+	}
+	return n, nil, nil
+}
+
 // RevokeKey revokes a live key given its id or the key itself, and returns
 // its id. Servers notice within their key cache TTL (Config.KeyCacheTTL).
 func RevokeKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string) (int64, error) {
-	var id int64
-	var hash []byte
-	if strings.HasPrefix(idOrKey, keyPrefix) {
-		h := sha256.Sum256([]byte(idOrKey))
-		hash = h[:]
-	} else {
-		n, err := strconv.ParseInt(idOrKey, 10, 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("httpapi: %q is neither a key id nor a key", idOrKey)
-		}
-		id = n
+	id, hash, err := idOrHash(idOrKey)
+	if err != nil {
+		return 0, err
 	}
 	var got int64
-	err := pool.QueryRow(ctx, sqlKeyRevoke, id, hash).Scan(&got)
+	err = pool.QueryRow(ctx, sqlKeyRevoke, id, hash).Scan(&got)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, ErrKeyNotFound
 	}
@@ -108,6 +237,53 @@ func RevokeKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string) (int64, 
 		return 0, fmt.Errorf("httpapi: revoke key: %w", err)
 	}
 	return got, nil
+}
+
+// RotateKey replaces a live key (by id or the key itself): it creates a
+// new key with the same shop, scopes and name, and makes the old one
+// expire after grace (0: at once), so both work while callers switch over.
+// It returns the new key (shown once) and its record.
+func RotateKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string, grace time.Duration) (string, *APIKey, error) {
+	id, hash, err := idOrHash(idOrKey)
+	if err != nil {
+		return "", nil, err
+	}
+	if grace < 0 {
+		return "", nil, errors.New("httpapi: a rotation's grace period must not be negative")
+	}
+	var key string
+	var rec *APIKey
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var spec KeySpec
+		var oldID int64
+		var shop *int64
+		var scopes []string
+		err := tx.QueryRow(ctx, sqlKeyLive, id, hash).Scan(&oldID, &shop, &spec.Admin, &spec.Name, &scopes)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrKeyNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if shop != nil {
+			spec.ShopID = *shop
+		}
+		for _, s := range scopes {
+			spec.Scopes = append(spec.Scopes, Scope(s))
+		}
+		if key, rec, err = createKey(ctx, tx, spec); err != nil {
+			return err
+		}
+		var exp time.Time
+		return tx.QueryRow(ctx, sqlKeyExpire, oldID, grace.Seconds()).Scan(&exp)
+	})
+	if errors.Is(err, ErrKeyNotFound) {
+		return "", nil, err
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("httpapi: rotate key: %w", err)
+	}
+	return key, rec, nil
 }
 
 // ListKeys returns at most limit keys, newest first, revoked ones included.
@@ -120,11 +296,15 @@ func ListKeys(ctx context.Context, pool *pgxpool.Pool, limit int) ([]APIKey, err
 	for rows.Next() {
 		var k APIKey
 		var shop *int64
-		if err := rows.Scan(&k.ID, &shop, &k.Admin, &k.CreatedAt, &k.RevokedAt); err != nil {
+		var scopes []string
+		if err := rows.Scan(&k.ID, &shop, &k.Admin, &k.Name, &scopes, &k.CreatedAt, &k.ExpiresAt, &k.LastUsedAt, &k.RevokedAt); err != nil {
 			return nil, err
 		}
 		if shop != nil {
 			k.ShopID = *shop
+		}
+		for _, s := range scopes {
+			k.Scopes = append(k.Scopes, Scope(s))
 		}
 		keys = append(keys, k)
 	}
@@ -133,28 +313,51 @@ func ListKeys(ctx context.Context, pool *pgxpool.Pool, limit int) ([]APIKey, err
 
 // principal is who a request authenticated as.
 type principal struct {
-	keyID int64
-	shop  int64 // 0 for admin
-	admin bool
+	keyID                 int64
+	shop                  int64 // 0 for admin
+	admin                 bool
+	storefront, inventory bool
 }
 
 // mayAccess reports whether p reaches shop.
 func (p principal) mayAccess(shop int64) bool { return p.admin || p.shop == shop }
 
-// keyCacheMax bounds the authenticator's cache.
+// has reports whether p holds scope.
+func (p principal) has(s Scope) bool {
+	switch s {
+	case ScopeStorefront:
+		return p.storefront
+	case ScopeInventory:
+		return p.inventory
+	}
+	return true // "": any scope
+}
+
+// keyCacheMax bounds the authenticator's caches.
 const keyCacheMax = 10_000
 
-// authenticator resolves bearer keys to principals: a lookup by SHA-256 in
-// api_keys, then a constant-time comparison of the stored hash with the
-// presented key's. Live keys are cached for ttl (a revocation takes at most
-// that long to reach this server); unknown keys are never cached. It is
-// safe for concurrent use.
+// authenticator resolves bearer keys to principals. A key of the wrong
+// shape is refused without the database. Otherwise it is looked up by
+// SHA-256 in api_keys and the stored hash compared in constant time. Live
+// keys are cached for ttl (a revocation takes at most that long to reach
+// this server), unknown ones for KeyMissTTL. Concurrent lookups of one key
+// share one query; lookups of keys not seen live run under their own small
+// bound (KeyLookupsMax), so a flood of bad keys neither takes the API's
+// connection slots nor delays the refresh of a known key. It is safe for
+// concurrent use.
 type authenticator struct {
 	pool *pgxpool.Pool
 	ttl  time.Duration
 
-	mu    sync.Mutex
-	cache map[[32]byte]cachedKey
+	lookups      chan struct{}
+	lookupsQueue atomic.Int64
+	touching     chan struct{}
+
+	mu      sync.Mutex
+	cache   map[[32]byte]cachedKey
+	misses  map[[32]byte]time.Time
+	flights map[[32]byte]*flight
+	touched map[int64]time.Time
 }
 
 type cachedKey struct {
@@ -162,52 +365,179 @@ type cachedKey struct {
 	exp time.Time
 }
 
-var errBadKey = errors.New("unknown or revoked key")
+type flight struct {
+	done chan struct{}
+	p    principal
+	err  error
+}
 
-// authenticate returns the principal of key, errBadKey, or a database error.
-// acquire bounds the lookup with the server's in-flight limit.
-func (a *authenticator) authenticate(ctx context.Context, key string, acquire func(context.Context) (func(), *apiError)) (principal, error) {
-	if len(key) == 0 || len(key) > keyLenMax {
+func newAuthenticator(pool *pgxpool.Pool, ttl time.Duration) *authenticator {
+	return &authenticator{
+		pool: pool, ttl: ttl,
+		lookups:  make(chan struct{}, KeyLookupsMax),
+		touching: make(chan struct{}, 2),
+		cache:    map[[32]byte]cachedKey{},
+		misses:   map[[32]byte]time.Time{},
+		flights:  map[[32]byte]*flight{},
+		touched:  map[int64]time.Time{},
+	}
+}
+
+var errBadKey = errors.New("unknown, expired or revoked key")
+
+// wellFormed reports whether key has the shape of a key CreateKey makes.
+func wellFormed(key string) bool {
+	if len(key) != keyLen || !strings.HasPrefix(key, keyPrefix) {
+		return false
+	}
+	for i := len(keyPrefix); i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// authenticate returns the principal of key, errBadKey, an *apiError
+// (lookups overloaded) or a database error.
+func (a *authenticator) authenticate(ctx context.Context, key string) (principal, error) {
+	if !wellFormed(key) {
 		return principal{}, errBadKey
 	}
 	hash := sha256.Sum256([]byte(key))
 	now := time.Now()
-	if a.ttl > 0 {
-		a.mu.Lock()
-		c, ok := a.cache[hash]
+	a.mu.Lock()
+	c, known := a.cache[hash]
+	if known && now.Before(c.exp) {
 		a.mu.Unlock()
-		if ok && now.Before(c.exp) {
-			return c.p, nil
+		a.touch(c.p.keyID, now)
+		return c.p, nil
+	}
+	if exp, ok := a.misses[hash]; ok && now.Before(exp) {
+		a.mu.Unlock()
+		return principal{}, errBadKey
+	}
+	f, joined := a.flights[hash]
+	if !joined {
+		f = &flight{done: make(chan struct{})}
+		a.flights[hash] = f
+	}
+	a.mu.Unlock()
+	if joined {
+		select {
+		case <-f.done:
+			return f.p, f.err
+		case <-ctx.Done():
+			return principal{}, ctx.Err()
 		}
 	}
-	release, apiErr := acquire(ctx)
-	if apiErr != nil {
-		return principal{}, apiErr
+	f.p, f.err = a.lookup(ctx, hash, known)
+	a.mu.Lock()
+	delete(a.flights, hash)
+	a.mu.Unlock()
+	close(f.done)
+	if f.err == nil {
+		a.touch(f.p.keyID, now)
 	}
-	defer release()
+	return f.p, f.err
+}
+
+func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (principal, error) {
+	if a.pool == nil { // the ceiling: only its own key
+		return principal{}, errBadKey
+	}
+	if !known {
+		if a.lookupsQueue.Add(1) > KeyLookupQueueMax {
+			a.lookupsQueue.Add(-1)
+			return principal{}, overloaded(time.Second, "too many key lookups in flight")
+		}
+		select {
+		case a.lookups <- struct{}{}:
+			a.lookupsQueue.Add(-1)
+		case <-ctx.Done():
+			a.lookupsQueue.Add(-1)
+			return principal{}, ctx.Err()
+		}
+		defer func() { <-a.lookups }()
+	}
 	var p principal
 	var stored []byte
 	var shop *int64
-	err := a.pool.QueryRow(ctx, sqlKeyLookup, hash[:]).Scan(&p.keyID, &stored, &shop, &p.admin)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var scopes []string
+	var left *float64
+	err := a.pool.QueryRow(ctx, sqlKeyLookup, hash[:]).Scan(&p.keyID, &stored, &shop, &p.admin, &scopes, &left)
+	now := time.Now()
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && subtle.ConstantTimeCompare(stored, hash[:]) != 1 {
+		a.mu.Lock()
+		delete(a.cache, hash)
+		if a.ttl > 0 {
+			if len(a.misses) >= keyCacheMax {
+				clear(a.misses)
+			}
+			a.misses[hash] = now.Add(KeyMissTTL)
+		}
+		a.mu.Unlock()
 		return principal{}, errBadKey
 	}
 	if err != nil {
 		return principal{}, err
 	}
-	if subtle.ConstantTimeCompare(stored, hash[:]) != 1 {
-		return principal{}, errBadKey
-	}
 	if shop != nil {
 		p.shop = *shop
 	}
+	for _, s := range scopes {
+		switch Scope(s) {
+		case ScopeStorefront:
+			p.storefront = true
+		case ScopeInventory:
+			p.inventory = true
+		}
+	}
 	if a.ttl > 0 {
+		exp := now.Add(a.ttl)
+		if left != nil {
+			if e := now.Add(time.Duration(*left * float64(time.Second))); e.Before(exp) {
+				exp = e
+			}
+		}
 		a.mu.Lock()
 		if len(a.cache) >= keyCacheMax {
 			clear(a.cache)
 		}
-		a.cache[hash] = cachedKey{p: p, exp: now.Add(a.ttl)}
+		a.cache[hash] = cachedKey{p: p, exp: exp}
 		a.mu.Unlock()
 	}
 	return p, nil
+}
+
+// touch records a key's use in the database at most once per
+// KeyTouchInterval, in the background, skipping it when two are already
+// being written.
+func (a *authenticator) touch(id int64, now time.Time) {
+	a.mu.Lock()
+	last, ok := a.touched[id]
+	if ok && now.Sub(last) < KeyTouchInterval {
+		a.mu.Unlock()
+		return
+	}
+	if len(a.touched) >= keyCacheMax {
+		clear(a.touched)
+	}
+	a.touched[id] = now
+	a.mu.Unlock()
+	select {
+	case a.touching <- struct{}{}:
+	default:
+		a.mu.Lock()
+		delete(a.touched, id) // try again with the next request
+		a.mu.Unlock()
+		return
+	}
+	go func() {
+		defer func() { <-a.touching }()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = a.pool.Exec(ctx, sqlKeyTouch, id)
+	}()
 }

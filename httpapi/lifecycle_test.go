@@ -48,51 +48,53 @@ func (e *env) waitingReservations() int {
 	return n
 }
 
-// TestOverload: past the in-flight bounds a request gets 503 overloaded with
-// Retry-After instead of queueing, and one shop's requests cannot take the
-// slots of the others.
+// TestOverload: a request that cannot get a connection slot within its
+// own deadline gets 503 overloaded with Retry-After; while it waits, other
+// shops' requests are served in turn.
 func TestOverload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{
 		engine: holdfast.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute},
-		server: httpapi.Config{MaxInFlight: 2, PerShopInFlight: 1, QueueWait: 50 * time.Millisecond,
-			RequestTimeout: time.Minute, KeyCacheTTL: time.Hour},
+		server: httpapi.Config{MaxInFlight: 1, RequestTimeout: time.Minute, KeyCacheTTL: time.Hour},
 	})
 	e.stock(1, 7, 5)
-	e.stock(2, 7, 5)
-	// Warm the key cache: from here on authentication needs no slot.
-	e.expect(req{method: "GET", path: "/v1/shops/1/inventory/7/1", key: "shop1"}, 200, "")
+	e.stock(1, 8, 5)
 	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 200, "")
-	e.expect(req{method: "GET", path: "/v1/shops/3/inventory/7/1", key: "admin"}, 200, "")
 	unblock := e.blockReservations()
-	results := make(chan *resp, 2)
+	results := make(chan *resp, 1)
 	go func() {
-		r, _ := e.try(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")})
+		// Two lines: not combinable, so it holds the only slot.
+		r, _ := e.try(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1)+","+line(8, 1), "")})
 		results <- r
 	}()
 	waitFor(t, "one blocked reservation", func() bool { return e.waitingReservations() == 1 })
 
-	r := e.expect(req{method: "GET", path: "/v1/shops/1/inventory/7/1", key: "shop1"}, 503, "overloaded")
-	if r.header.Get("Retry-After") == "" {
-		t.Fatal("503 without Retry-After")
+	short := map[string]string{"X-Request-Timeout": "50ms"}
+	r := e.expect(req{method: "GET", path: "/v1/shops/1/inventory/7/1", key: "shop1", header: short}, 503, "overloaded")
+	if r.header.Get("Retry-After") == "" || r.errMember("request_id") != r.header.Get("X-Request-Id") {
+		t.Fatalf("503 without Retry-After or request id: %s %v", r.body, r.header)
 	}
-	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 200, "")
+	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2", header: short}, 503, "overloaded")
+	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2", header: map[string]string{"X-Request-Timeout": "soon"}}, 400, "wrong_type")
 
+	// A request with time to wait is served once the slot frees.
+	waiting := make(chan *resp, 1)
 	go func() {
-		r, _ := e.try(req{method: "POST", path: "/v1/shops/2/reservations", key: "shop2", body: reserveBody(uuid.New(), line(7, 1), "")})
-		results <- r
+		r, _ := e.try(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"})
+		waiting <- r
 	}()
-	waitFor(t, "two blocked reservations", func() bool { return e.waitingReservations() == 2 })
-	e.expect(req{method: "GET", path: "/v1/shops/3/inventory/7/1", key: "admin"}, 503, "overloaded")
-
+	waitFor(t, "a queued request", func() bool {
+		r := e.do(req{method: "GET", path: "/metrics", key: "admin"})
+		return strings.Contains(string(r.body), "holdfast_http_admission_waiting 1\n")
+	})
 	unblock()
-	for range 2 {
-		if r := <-results; r == nil || r.status != 201 {
-			t.Fatalf("blocked reservation: %+v", r)
-		}
+	if r := <-results; r == nil || r.status != 201 {
+		t.Fatalf("blocked reservation: %+v", r)
 	}
-	e.expect(req{method: "GET", path: "/v1/shops/3/inventory/7/1", key: "admin"}, 200, "")
-	r = e.expect(req{method: "GET", path: "/metrics", key: "-"}, 200, "")
+	if r := <-waiting; r == nil || r.status != 200 {
+		t.Fatalf("queued request: %+v", r)
+	}
+	r = e.expect(req{method: "GET", path: "/metrics", key: "admin"}, 200, "")
 	if !strings.Contains(string(r.body), `holdfast_http_requests_total{outcome="overloaded",route="get_inventory",status="503"} 2`) {
 		t.Fatalf("overload not counted:\n%s", r.body)
 	}
@@ -107,6 +109,7 @@ func TestGracefulShutdown(t *testing.T) {
 		server: httpapi.Config{RequestTimeout: time.Minute},
 	})
 	e.stock(1, 7, 100)
+	e.stock(1, 8, 100)
 	unblock := e.blockReservations()
 	const n = 8
 	ids := make([]uuid.UUID, n)
@@ -114,7 +117,9 @@ func TestGracefulShutdown(t *testing.T) {
 	for i := range ids {
 		ids[i] = uuid.New()
 		go func() {
-			r, err := e.try(req{method: "POST", path: res1, key: "shop1", body: reserveBody(ids[i], line(7, 2), "")})
+			// Two lines: each request is its own transaction (one line
+			// would be combined into one).
+			r, err := e.try(req{method: "POST", path: res1, key: "shop1", body: reserveBody(ids[i], line(7, 2)+","+line(8, 1), "")})
 			if err != nil {
 				t.Errorf("in-flight request lost: %v", err)
 			}

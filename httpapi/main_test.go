@@ -70,12 +70,6 @@ func newEnv(t *testing.T, o envOpts) *env {
 	db := pgtest.DB(t, o.maxConns)
 	clock := pgtest.NewClock(time.Time{})
 	o.engine.Now = clock.Now
-	if o.engine.Strategy == "" {
-		// The plain counter: the overload and shutdown tests count one
-		// waiting backend per blocked request, which combining (the
-		// batch default) would fold into one.
-		o.engine.Strategy = holdfast.StrategyCounter
-	}
 	eng := metrics.NewEngine()
 	o.engine.Observer = eng
 	hc, err := holdfast.New(db.Pool, o.engine)

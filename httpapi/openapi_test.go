@@ -322,3 +322,51 @@ func TestOpenAPIValidator(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIExamples: every route documents an example of its request body
+// and of its success answers, and every example (errors included) matches
+// its schema, so the examples cannot drift from the contract.
+func TestOpenAPIExamples(t *testing.T) {
+	doc := spec()
+	checkMedia := func(where string, media map[string]any, required bool) {
+		exs, _ := media["examples"].(map[string]any)
+		if len(exs) == 0 {
+			if required {
+				t.Errorf("%s: no examples", where)
+			}
+			return
+		}
+		schema := media["schema"]
+		for name, e := range exs {
+			v := resolve(doc, e).(map[string]any)["value"]
+			if s, ok := resolve(doc, schema).(map[string]any); ok && s["type"] == "string" {
+				if _, ok := v.(string); !ok {
+					t.Errorf("%s example %s: not a string", where, name)
+				}
+				continue
+			}
+			if err := validate(doc, schema, v, "$"); err != nil {
+				t.Errorf("%s example %s: %v", where, name, err)
+			}
+		}
+	}
+	paths := doc["paths"].(map[string]any)
+	for path, item := range paths {
+		for method, o := range item.(map[string]any) {
+			op := o.(map[string]any)
+			where := strings.ToUpper(method) + " " + path
+			if rb, ok := op["requestBody"].(map[string]any); ok {
+				for mt, m := range rb["content"].(map[string]any) {
+					checkMedia(where+" request "+mt, m.(map[string]any), true)
+				}
+			}
+			for status, r := range op["responses"].(map[string]any) {
+				resp := resolve(doc, r).(map[string]any)
+				content, _ := resp["content"].(map[string]any)
+				for mt, m := range content {
+					checkMedia(where+" "+status+" "+mt, m.(map[string]any), strings.HasPrefix(status, "2"))
+				}
+			}
+		}
+	}
+}

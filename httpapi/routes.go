@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -25,13 +27,14 @@ const (
 func (s *Server) routes() {
 	const res = "/v1/shops/{shop_id}/reservations"
 	const inv = "/v1/shops/{shop_id}/inventory/{item_id}/{location_id}"
-	s.handle("POST "+res, routeReserve, routeOpts{body: true}, s.reserve)
-	s.handle("GET "+res+"/{checkout_id}", routeGetHold, routeOpts{}, s.getHold)
-	s.handle("POST "+res+"/{checkout_id}/claim", routeClaim, routeOpts{optional: true}, s.claim)
-	s.handle("POST "+res+"/{checkout_id}/release", routeRelease, routeOpts{optional: true}, s.release)
-	s.handle("POST "+res+"/{checkout_id}/extend", routeExtend, routeOpts{body: true}, s.extend)
-	s.handle("PUT "+inv, routeSetStock, routeOpts{body: true}, s.setStock)
-	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true}, s.adjustStock)
+	const store, stock = ScopeStorefront, ScopeInventory
+	s.handle("POST "+res, routeReserve, routeOpts{body: true, scope: store}, s.reserve)
+	s.handle("GET "+res+"/{checkout_id}", routeGetHold, routeOpts{scope: store}, s.getHold)
+	s.handle("POST "+res+"/{checkout_id}/claim", routeClaim, routeOpts{optional: true, scope: store}, s.claim)
+	s.handle("POST "+res+"/{checkout_id}/release", routeRelease, routeOpts{optional: true, scope: store}, s.release)
+	s.handle("POST "+res+"/{checkout_id}/extend", routeExtend, routeOpts{body: true, scope: store}, s.extend)
+	s.handle("PUT "+inv, routeSetStock, routeOpts{body: true, scope: stock}, s.setStock)
+	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -45,9 +48,21 @@ func (s *Server) routes() {
 		_, _ = w.Write(openAPI)
 	})
 	if !s.cfg.NoMetricsRoute {
-		m := s.MetricsHandler()
+		m := s.metricsOnly()
+		// On the API's listener the metrics (pool, database sessions,
+		// routes) are for operators: an admin key is required.
 		s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-			r.Context().Value(infoKey{}).(*reqInfo).route = "metrics"
+			info := r.Context().Value(infoKey{}).(*reqInfo)
+			info.route = "metrics"
+			p, err := s.bearer(r.Context(), r)
+			if err == nil && !p.admin {
+				err = &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "/metrics needs an admin key (or serve it on its own address)"}
+			}
+			if err != nil {
+				writeError(w, toAPIError("metrics", err))
+				return
+			}
+			info.keyID = p.keyID
 			m.ServeHTTP(w, r)
 		})
 	}
@@ -108,13 +123,20 @@ func toLevelJSON(l *holdfast.Level) levelJSON {
 }
 
 func (s *Server) reserve(c *call) (int, any, error) {
-	p, apiErr := decodeReserve(c.shop, c.body, s.limits)
-	if apiErr != nil {
-		return 0, nil, apiErr
+	p, ok := fastReserve(c.shop, c.body, s.limits)
+	if !ok {
+		var apiErr *apiError
+		if p, apiErr = decodeReserve(c.shop, c.body, s.limits); apiErr != nil {
+			return 0, nil, apiErr
+		}
 	}
 	var h *holdfast.Hold
-	err := c.do(func(ctx context.Context) (err error) {
-		h, err = s.hc.Reserve(ctx, p)
+	run := c.do
+	if s.combinable(p) {
+		run = c.doCombinable
+	}
+	err := run(func(ctx context.Context) (err error) {
+		h, err = s.eng.Reserve(ctx, p)
 		return err
 	})
 	if err != nil {
@@ -125,6 +147,25 @@ func (s *Server) reserve(c *call) (int, any, error) {
 		status = http.StatusOK
 	}
 	return status, toHoldJSON(h), nil
+}
+
+// Combiner is implemented by engines that combine concurrent reservations
+// into shared transactions, to say which ones they would combine. The
+// server admits those without a connection slot: they wait in the
+// engine's combiner.
+type Combiner interface {
+	Combinable(p holdfast.ReserveParams) bool
+}
+
+// combinable reports whether the engine will combine p with others: as the
+// engine says (Combiner), else a one-line reservation when the engine's
+// default strategy is batch. A key set to another strategy then takes the
+// engine's plain path without a slot, bounded by CombineInFlightMax.
+func (s *Server) combinable(p holdfast.ReserveParams) bool {
+	if cb, ok := s.eng.(Combiner); ok {
+		return cb.Combinable(p)
+	}
+	return s.batch && len(p.Lines) == 1
 }
 
 func (c *call) checkout() (uuid.UUID, *apiError) {
@@ -151,9 +192,9 @@ func (s *Server) lifecycle(c *call, op func(ctx context.Context, shop int64, id 
 	return http.StatusOK, toHoldJSON(h), nil
 }
 
-func (s *Server) claim(c *call) (int, any, error)   { return s.lifecycle(c, s.hc.Claim) }
-func (s *Server) release(c *call) (int, any, error) { return s.lifecycle(c, s.hc.Release) }
-func (s *Server) getHold(c *call) (int, any, error) { return s.lifecycle(c, s.hc.Hold) }
+func (s *Server) claim(c *call) (int, any, error)   { return s.lifecycle(c, s.eng.Claim) }
+func (s *Server) release(c *call) (int, any, error) { return s.lifecycle(c, s.eng.Release) }
+func (s *Server) getHold(c *call) (int, any, error) { return s.lifecycle(c, s.eng.Hold) }
 
 func (s *Server) extend(c *call) (int, any, error) {
 	id, apiErr := c.checkout()
@@ -166,7 +207,7 @@ func (s *Server) extend(c *call) (int, any, error) {
 	}
 	var h *holdfast.Hold
 	err := c.do(func(ctx context.Context) (err error) {
-		h, err = s.hc.Extend(ctx, c.shop, id, ttl)
+		h, err = s.eng.Extend(ctx, c.shop, id, ttl)
 		return err
 	})
 	if err != nil {
@@ -185,20 +226,36 @@ func (c *call) key() (holdfast.Key, *apiError) {
 	return k, err
 }
 
-func (s *Server) stock(c *call, member string, op func(ctx context.Context, k holdfast.Key, ch stockChange) (*holdfast.Level, error)) (int, any, error) {
+func (s *Server) stock(c *call, member string) (int, any, error) {
 	k, apiErr := c.key()
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	var ch stockChange
-	if member != "" {
-		if ch, apiErr = decodeStock(c.body, member); apiErr != nil {
-			return 0, nil, apiErr
+	if member == "" {
+		var l *holdfast.Level
+		err := c.do(func(ctx context.Context) (err error) {
+			l, err = s.eng.Level(ctx, k)
+			return err
+		})
+		if err != nil {
+			return 0, nil, err
 		}
+		return http.StatusOK, toLevelJSON(l), nil
 	}
+	ch, apiErr := decodeStock(c.body, member, c.r.Header.Get("Idempotency-Key"))
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	ch.Key = k
 	var l *holdfast.Level
 	err := c.do(func(ctx context.Context) (err error) {
-		l, err = op(ctx, k, ch)
+		l, err = s.eng.ChangeStock(ctx, ch)
+		if err != nil && ctx.Err() != nil && !errors.Is(err, holdfast.ErrOutcomeUnknown) &&
+			(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, holdfast.ErrUnavailable)) {
+			// Given up while the change may be committing: the outcome is
+			// unknown, never "retry, nothing happened".
+			err = fmt.Errorf("%w: %w", holdfast.ErrOutcomeUnknown, err)
+		}
 		return err
 	})
 	if err != nil {
@@ -207,20 +264,6 @@ func (s *Server) stock(c *call, member string, op func(ctx context.Context, k ho
 	return http.StatusOK, toLevelJSON(l), nil
 }
 
-func (s *Server) setStock(c *call) (int, any, error) {
-	return s.stock(c, "available", func(ctx context.Context, k holdfast.Key, ch stockChange) (*holdfast.Level, error) {
-		return s.hc.SetAvailable(ctx, k, ch.value, ch.reason, ch.reference)
-	})
-}
-
-func (s *Server) adjustStock(c *call) (int, any, error) {
-	return s.stock(c, "delta", func(ctx context.Context, k holdfast.Key, ch stockChange) (*holdfast.Level, error) {
-		return s.hc.Adjust(ctx, k, ch.value, ch.reason, ch.reference)
-	})
-}
-
-func (s *Server) getStock(c *call) (int, any, error) {
-	return s.stock(c, "", func(ctx context.Context, k holdfast.Key, _ stockChange) (*holdfast.Level, error) {
-		return s.hc.Level(ctx, k)
-	})
-}
+func (s *Server) setStock(c *call) (int, any, error)    { return s.stock(c, "available") }
+func (s *Server) adjustStock(c *call) (int, any, error) { return s.stock(c, "delta") }
+func (s *Server) getStock(c *call) (int, any, error)    { return s.stock(c, "") }

@@ -12,9 +12,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,8 +35,8 @@ const (
 	BodyMax = 1 << 20
 	// MaxInFlightDefault bounds the database operations in flight.
 	MaxInFlightDefault = 16
-	// QueueWaitDefault is how long a request waits for an in-flight slot
-	// before it gets 503 overloaded.
+	// QueueWaitDefault is unused: see Config.QueueWait. Kept so existing
+	// callers compile.
 	QueueWaitDefault = 250 * time.Millisecond
 	// RequestTimeoutDefault bounds one request's work; past it the answer
 	// is 503 unavailable.
@@ -56,15 +59,19 @@ type Worker interface {
 	Stop(ctx context.Context) error
 }
 
-// Config configures a Server. The zero value of each field but Client means
-// its default.
+// Config configures a Server. The zero value of each field but Engine (or
+// Client) means its default.
 type Config struct {
-	// Client is the engine the API translates to. Required. Request
-	// validation uses its bounds (LinesPerCartMax, QuantityMax,
-	// HoldLifetimeMax).
+	// Engine is the engine the API translates to. Required unless Client
+	// is set. Request validation uses its bounds (LinesPerCartMax,
+	// QuantityMax, HoldLifetimeMax) when it offers Config() holdfast.Config,
+	// as *holdfast.Client does.
+	Engine holdfast.Engine
+	// Client is a shorthand for Engine: the PostgreSQL engine, whose pool
+	// also serves Pool.
 	Client *holdfast.Client
-	// Pool is used for key lookups and readiness. Defaults to
-	// Client.Pool().
+	// Pool is used for key lookups and readiness. Required unless Client
+	// is set (then it defaults to Client.Pool()).
 	Pool *pgxpool.Pool
 	// Logger receives one line per request. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -77,23 +84,40 @@ type Config struct {
 	// Workers are started by Serve and stopped after the drain, in reverse
 	// order.
 	Workers []Worker
-	// MaxInFlight bounds the database operations in flight. Defaults to 16;
-	// keep it below the pool's size.
+	// MaxInFlight is the number of connection slots: database operations
+	// that need a connection of their own, in flight at once. Reservations
+	// that join a combined batch wait in the engine's combiner instead (up
+	// to CombineInFlightMax). Defaults to 16; keep it below the pool's
+	// size.
 	MaxInFlight int
-	// PerShopInFlight bounds one shop's share of MaxInFlight. Defaults to
-	// three quarters of MaxInFlight (at least 1).
+	// PerShopInFlight is no longer used: admission is work-conserving
+	// (one shop alone may take every slot) and round robin between shops
+	// that compete. Kept so existing callers compile.
 	PerShopInFlight int
-	// QueueWait is how long a request waits for a slot. Defaults to 250ms.
+	// QueueWait is no longer used: a request waits for a slot within its
+	// own deadline (RequestTimeout, or a shorter X-Request-Timeout), and is
+	// turned away early only when the observed queue says it would not
+	// make it. Kept so existing callers compile.
 	QueueWait time.Duration
-	// RequestTimeout bounds one request. Defaults to 10s.
+	// RequestTimeout bounds one request. Defaults to 10s. A client may ask
+	// for less with the X-Request-Timeout header (a Go duration: "250ms").
 	RequestTimeout time.Duration
 	// DrainTimeout bounds the graceful shutdown. Defaults to 30s.
 	DrainTimeout time.Duration
 	// KeyCacheTTL is how long a looked-up key is trusted. Defaults to 5s;
-	// negative disables the cache.
+	// negative disables the caches (of live and of unknown keys).
 	KeyCacheTTL time.Duration
+	// LogErrorsOnly writes the per-request log line only for answers of
+	// 400 and above; successes are still counted in the metrics. Off by
+	// default: one line per request.
+	LogErrorsOnly bool
+	// Pprof adds net/http/pprof's /debug/pprof/ to MetricsHandler (never
+	// to the API handler): serve it on its own address to profile a
+	// running server.
+	Pprof bool
 	// NoMetricsRoute leaves /metrics off the API handler (serve it with
-	// MetricsHandler on its own listener).
+	// MetricsHandler on its own listener). On the API handler /metrics
+	// needs an admin key.
 	NoMetricsRoute bool
 }
 
@@ -101,14 +125,18 @@ type Config struct {
 // use.
 type Server struct {
 	cfg    Config
-	hc     *holdfast.Client
+	eng    holdfast.Engine
 	pool   *pgxpool.Pool
 	log    *slog.Logger
-	lim    *limiter
+	adm    *admission
 	auth   *authenticator
+	batch  bool // the engine's default strategy combines one-line reservations
 	limits limits
 	mux    *http.ServeMux
 	reg    *prometheus.Registry
+
+	seriesCache sync.Map // seriesKey → series
+	seriesCount atomic.Int64
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -123,12 +151,24 @@ func OpenAPI() []byte { return openAPI }
 
 // New returns a Server. It registers its metrics on cfg.Registry.
 func New(cfg Config) (*Server, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("httpapi: Config.Client is required")
+	if cfg.Engine == nil && cfg.Client != nil {
+		cfg.Engine = cfg.Client
 	}
-	if cfg.Pool == nil {
+	if cfg.Pool == nil && cfg.Client != nil {
 		cfg.Pool = cfg.Client.Pool()
 	}
+	if cfg.Engine == nil {
+		return nil, errors.New("httpapi: Config.Engine (or Client) is required")
+	}
+	if cfg.Pool == nil {
+		return nil, errors.New("httpapi: Config.Pool is required for API keys")
+	}
+	return newServer(cfg)
+}
+
+// newServer builds a server from a checked cfg (Pool may be nil only for
+// the ceiling).
+func newServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -137,12 +177,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = MaxInFlightDefault
-	}
-	if cfg.PerShopInFlight <= 0 {
-		cfg.PerShopInFlight = max(1, cfg.MaxInFlight*3/4)
-	}
-	if cfg.QueueWait <= 0 {
-		cfg.QueueWait = QueueWaitDefault
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = RequestTimeoutDefault
@@ -153,14 +187,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.KeyCacheTTL == 0 {
 		cfg.KeyCacheTTL = KeyCacheTTLDefault
 	}
-	ec := cfg.Client.Config()
+	var ec holdfast.Config
+	if c, ok := cfg.Engine.(interface{ Config() holdfast.Config }); ok {
+		ec = c.Config()
+	}
 	s := &Server{
 		cfg:    cfg,
-		hc:     cfg.Client,
+		eng:    cfg.Engine,
 		pool:   cfg.Pool,
 		log:    cfg.Logger,
-		lim:    newLimiter(cfg.MaxInFlight, cfg.PerShopInFlight, cfg.QueueWait),
-		auth:   &authenticator{pool: cfg.Pool, ttl: cfg.KeyCacheTTL, cache: map[[32]byte]cachedKey{}},
+		adm:    newAdmission(cfg.MaxInFlight, QueueMax),
+		auth:   newAuthenticator(cfg.Pool, cfg.KeyCacheTTL),
+		batch:  ec.Strategy == holdfast.StrategyBatch,
 		limits: limits{LinesPerCartMax: ec.LinesPerCartMax, QuantityMax: ec.QuantityMax, HoldLifetimeMax: ec.HoldLifetimeMax}.withDefaults(),
 		mux:    http.NewServeMux(),
 		reg:    cfg.Registry,
@@ -178,7 +216,22 @@ func New(cfg Config) (*Server, error) {
 			Help: "HTTP requests being served.",
 		}),
 	}
-	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, metrics.NewPoolCollector(cfg.Pool, "api")}, cfg.Collectors...)
+	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "holdfast_http_admission_waiting",
+		Help: "Requests waiting for a connection slot.",
+	}, func() float64 { return float64(s.adm.waiting()) })
+	combining := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "holdfast_http_admission_combining",
+		Help: "Combinable reservations admitted without a connection slot, in flight.",
+	}, func() float64 { return float64(s.adm.combining.Load()) })
+	refused := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "holdfast_http_admission_refused_total",
+		Help: "Requests turned away (503 overloaded) because they could not be served within their deadline.",
+	}, func() float64 { return float64(s.adm.refused.Load()) })
+	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused}, cfg.Collectors...)
+	if cfg.Pool != nil {
+		cs = append(cs, metrics.NewPoolCollector(cfg.Pool, "api"))
+	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
@@ -191,8 +244,25 @@ func New(cfg Config) (*Server, error) {
 // Registry is the server's metrics registry: register more collectors on it.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
-// MetricsHandler serves the registry in Prometheus text format.
+// MetricsHandler serves the registry in Prometheus text format, without a
+// key: serve it on its own address, not the API's. With Config.Pprof it
+// also serves /debug/pprof/.
 func (s *Server) MetricsHandler() http.Handler {
+	m := s.metricsOnly()
+	if !s.cfg.Pprof {
+		return m
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", m)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+func (s *Server) metricsOnly() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
 }
 
@@ -312,9 +382,12 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 	if outcome == "" {
 		outcome = "ok"
 	}
-	status := strconv.Itoa(rec.status)
-	s.requests.WithLabelValues(info.route, status, outcome).Inc()
-	s.duration.WithLabelValues(info.route, outcome).Observe(d.Seconds())
+	m := s.series(info.route, rec.status, outcome)
+	m.requests.Inc()
+	m.duration.Observe(d.Seconds())
+	if s.cfg.LogErrorsOnly && rec.status < 400 {
+		return
+	}
 	level := slog.LevelInfo
 	if rec.status >= 500 {
 		level = slog.LevelWarn
@@ -340,6 +413,39 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 		attrs = append(attrs, slog.String("code", rec.code))
 	}
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// seriesKey names one route's metric series for a status and outcome.
+type seriesKey struct {
+	route   string
+	status  int
+	outcome string
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// seriesMax bounds the cached series; routes, statuses and codes are
+// finite, so it is never reached in practice.
+const seriesMax = 4096
+
+// series returns the request metrics of one route, status and outcome,
+// resolving the labels once rather than on every request.
+func (s *Server) series(route string, status int, outcome string) series {
+	k := seriesKey{route, status, outcome}
+	if m, ok := s.seriesCache.Load(k); ok {
+		return m.(series)
+	}
+	m := series{
+		requests: s.requests.WithLabelValues(route, strconv.Itoa(status), outcome),
+		duration: s.duration.WithLabelValues(route, outcome),
+	}
+	if s.seriesCount.Add(1) <= seriesMax {
+		s.seriesCache.Store(k, m)
+	}
+	return m
 }
 
 // unmatched answers requests no route matches: the mux's own 404 and 405
@@ -397,10 +503,23 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// requestIDPrefix is this process's random prefix of the request ids it
+// makes; a counter makes them unique within the process.
+var (
+	requestIDPrefix = func() string {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	requestIDSeq atomic.Uint64
+)
+
 func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	b := make([]byte, 0, 32)
+	b = append(b, requestIDPrefix...)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, requestIDSeq.Add(1), 36)
+	return string(b)
 }
 
 // call is one authenticated API request on its way to the engine.
@@ -413,9 +532,9 @@ type call struct {
 	body  []byte
 }
 
-// do runs fn under the in-flight limits of the request's shop.
+// do runs fn on a connection slot of the request's shop (see admission).
 func (c *call) do(fn func(ctx context.Context) error) error {
-	release, err := c.s.lim.acquire(c.ctx, c.shop)
+	release, err := c.s.adm.acquire(c.ctx, c.shop)
 	if err != nil {
 		return err
 	}
@@ -423,21 +542,39 @@ func (c *call) do(fn func(ctx context.Context) error) error {
 	return fn(c.ctx)
 }
 
+// doCombinable runs fn, a reservation the engine will combine with others,
+// without a connection slot: it waits in the engine's combiner, which holds
+// the connections. Past CombineInFlightMax it takes a slot like any other.
+func (c *call) doCombinable(fn func(ctx context.Context) error) error {
+	done, ok := c.s.adm.admitCombined()
+	if !ok {
+		return c.do(fn)
+	}
+	defer done()
+	return fn(c.ctx)
+}
+
 // routeOpts says what a route needs before its handler runs.
 type routeOpts struct {
-	body     bool // a JSON body is required
-	optional bool // a JSON body is allowed (must be {} when sent)
+	body     bool  // a JSON body is required
+	optional bool  // a JSON body is allowed (must be {} when sent)
+	scope    Scope // the key's scope the route needs ("": any)
 }
 
 type handlerFunc func(c *call) (int, any, error)
 
-// handle registers an API route: authentication, shop isolation, body
-// limits and content type, then fn.
+// handle registers an API route: authentication, shop isolation, scopes,
+// body limits and content type, then fn.
 func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		info, _ := r.Context().Value(infoKey{}).(*reqInfo)
 		info.route = route
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		timeout, apiErr := s.timeout(r)
+		if apiErr != nil {
+			writeError(w, apiErr)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		c := &call{s: s, r: r, ctx: holdfast.WithTag(ctx, "http"), route: route}
 		var status int
@@ -448,7 +585,7 @@ func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
 		}
 		if err != nil {
 			ae := toAPIError(route, err)
-			if ae.Status >= 500 {
+			if ae.Status >= 500 && ae.Code != CodeOverloaded {
 				s.log.Warn("request failed", "request_id", w.Header().Get("X-Request-Id"), "route", route, "code", ae.Code, "error", err.Error())
 			}
 			writeError(w, ae)
@@ -458,19 +595,38 @@ func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
 	})
 }
 
-// prepare authenticates the request, checks its shop and reads its body.
-func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
-	r := c.r
+// timeout is the request's own deadline: RequestTimeout, or less when the
+// client asks with X-Request-Timeout.
+func (s *Server) timeout(r *http.Request) (time.Duration, *apiError) {
+	v := r.Header.Get("X-Request-Timeout")
+	if v == "" {
+		return s.cfg.RequestTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, badRequest(CodeWrongType, "X-Request-Timeout", "X-Request-Timeout must be a positive duration such as 250ms, not %q", v)
+	}
+	return min(d, s.cfg.RequestTimeout), nil
+}
+
+// bearer authenticates the request's bearer key.
+func (s *Server) bearer(ctx context.Context, r *http.Request) (principal, error) {
 	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
-		return &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "an Authorization: Bearer <key> header is required"}
+		return principal{}, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "an Authorization: Bearer <key> header is required"}
 	}
-	p, err := s.auth.authenticate(c.ctx, strings.TrimSpace(key), func(ctx context.Context) (func(), *apiError) {
-		return s.lim.acquire(ctx, 0)
-	})
+	p, err := s.auth.authenticate(ctx, strings.TrimSpace(key))
 	if errors.Is(err, errBadKey) {
-		return &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown or revoked key"}
+		return p, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked key"}
 	}
+	return p, err
+}
+
+// prepare authenticates the request, checks its shop and scope and reads
+// its body.
+func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
+	r := c.r
+	p, err := s.bearer(c.ctx, r)
 	if err != nil {
 		return err
 	}
@@ -483,6 +639,9 @@ func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
 	if !p.mayAccess(shop) {
 		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this key does not reach shop " + strconv.FormatInt(shop, 10)}
 	}
+	if !p.has(o.scope) {
+		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this key lacks the " + string(o.scope) + " scope this route needs"}
+	}
 	if !o.body && !o.optional {
 		return nil
 	}
@@ -492,9 +651,15 @@ func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
 	if r.ContentLength > BodyMax {
 		return tooLarge()
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && r.ContentLength == 0 && o.body {
+		// No body at all: say what the body must hold, not that the
+		// (absent) content type is wrong.
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return &apiError{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia, Field: "Content-Type",
-			Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))}
+			Message: fmt.Sprintf("Content-Type must be application/json, not %q", ct)}
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, BodyMax))
 	var mbe *http.MaxBytesError

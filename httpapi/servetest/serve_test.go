@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/pgtest"
 )
 
@@ -207,7 +208,18 @@ func TestServeAndKeys(t *testing.T) {
 		`{"checkout_id":"6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42","lines":[{"item_id":7,"location_id":1,"quantity":2}]}`); st != 201 {
 		t.Fatalf("reserve: %d %s", st, body)
 	}
-	if st, body := call(t, "GET", s.url+"/metrics", "", ""); st != 200 || !strings.Contains(body, `holdfast_http_requests_total{outcome="ok",route="reserve",status="201"} 1`) ||
+	// /metrics on the API's listener: an admin key, not a shop key.
+	if st, _ := call(t, "GET", s.url+"/metrics", "", ""); st != 401 {
+		t.Fatalf("/metrics without a key: %d, want 401", st)
+	}
+	if st, _ := call(t, "GET", s.url+"/metrics", key, ""); st != 403 {
+		t.Fatalf("/metrics with a shop key: %d, want 403", st)
+	}
+	admin, _, err := httpapi.CreateKey(context.Background(), db.Pool, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := call(t, "GET", s.url+"/metrics", admin, ""); st != 200 || !strings.Contains(body, `holdfast_http_requests_total{outcome="ok",route="reserve",status="201"} 1`) ||
 		!strings.Contains(body, "go_goroutines") {
 		t.Fatalf("metrics: %d", st)
 	}

@@ -1,0 +1,175 @@
+package servetest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/holdfast/holdfast/pgtest"
+)
+
+// docBlock is a shell block of a document and the answer documented under
+// it (a json block right after it), if any.
+type docBlock struct {
+	line   int
+	script string
+	want   string
+}
+
+// docBlocks extracts the runnable shell blocks (```sh; ```sh norun is
+// for reading only) in order.
+func docBlocks(t *testing.T, path string) []docBlock {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var blocks []docBlock
+	var cur *strings.Builder
+	var kind string
+	var start int
+	sc := bufio.NewScanner(f)
+	n := 0
+	lastClosed := ""
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			kind = strings.TrimSpace(strings.TrimPrefix(line, "```"))
+			cur, start = &strings.Builder{}, n
+			if kind == "json" && lastClosed == "sh" && len(blocks) > 0 && blocks[len(blocks)-1].want == "" {
+				kind = "answer"
+			}
+		case cur != nil && line == "```":
+			switch kind {
+			case "sh":
+				blocks = append(blocks, docBlock{line: start, script: cur.String()})
+			case "answer":
+				blocks[len(blocks)-1].want = strings.TrimSpace(cur.String())
+			}
+			lastClosed, cur = kind, nil
+			continue
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+		if cur == nil && strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "```") {
+			lastClosed = "" // prose between a block and a json block
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return blocks
+}
+
+var (
+	docTime      = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"`)
+	docRequestID = regexp.MustCompile(`"request_id":"[^"]*"`)
+)
+
+// normalise replaces times and request ids, which differ from run to run.
+func normalise(s string) string {
+	s = docTime.ReplaceAllString(strings.TrimSpace(s), `"<time>"`)
+	return docRequestID.ReplaceAllString(s, `"request_id":"<id>"`)
+}
+
+// TestDocsAPI runs docs/API.md's shell blocks in order, as written, in one
+// shell, against the built binary (on PATH) and a private database
+// (DATABASE_URL), and compares each documented answer with the real one.
+// The only rewrite is the address: 127.0.0.1:8080 becomes a free port.
+func TestDocsAPI(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	blocks := docBlocks(t, filepath.Join("..", "..", "docs", "API.md"))
+	if len(blocks) < 8 {
+		t.Fatalf("docs/API.md has %d runnable blocks; the walkthrough is missing", len(blocks))
+	}
+	db := pgtest.DB(t, 4)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	const marker = "@@block "
+	var script strings.Builder
+	script.WriteString("set -o pipefail\n")
+	for i, b := range blocks {
+		fmt.Fprintf(&script, "echo; echo '%s%d'\n%s", marker, i, strings.ReplaceAll(b.script, "127.0.0.1:8080", addr))
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "HOLDFAST_ADDR="+addr,
+		"PATH="+filepath.Dir(binary(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// Its own process group: `holdfast serve &` outlives the script, and
+	// the cleanup stops that group (and only it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Files, not pipes: the server in the background keeps them open.
+	stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Start()
+	if err == nil {
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		err = cmd.Wait()
+		// The server the docs started in the background: a clean stop.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
+	out, _ := os.ReadFile(stdout.Name())
+	if err != nil {
+		errOut, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("the docs' shell blocks failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	answers := map[int]string{}
+	parts := strings.Split(string(out), marker)
+	for _, p := range parts[1:] {
+		var i int
+		num, rest, _ := strings.Cut(p, "\n")
+		if _, err := fmt.Sscan(num, &i); err != nil {
+			t.Fatalf("bad marker %q", num)
+		}
+		answers[i] = rest
+	}
+	for i, b := range blocks {
+		got, ok := answers[i]
+		if !ok {
+			t.Fatalf("block at line %d did not run", b.line)
+		}
+		if b.want == "" {
+			continue
+		}
+		if normalise(got) != normalise(b.want) {
+			t.Errorf("docs/API.md block at line %d answered\n%s\nthe docs say\n%s", b.line, strings.TrimSpace(got), b.want)
+		}
+	}
+	if t.Failed() {
+		logs, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+		t.Logf("serve.log:\n%s", logs)
+	}
+}
