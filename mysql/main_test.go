@@ -13,7 +13,7 @@ import (
 	"github.com/holdfast/holdfast/pgtest"
 )
 
-func TestMain(m *testing.M) { mysqltest.Main(m) }
+func TestMain(m *testing.M) { mysqltest.MainHeavy(m) }
 
 // env is one test's database and client.
 type env struct {

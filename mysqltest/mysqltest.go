@@ -31,6 +31,7 @@ import (
 
 	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/pgtest"
 )
 
 var (
@@ -43,6 +44,17 @@ var (
 // calls os.Exit.
 func Main(m *testing.M) {
 	os.Exit(run(m))
+}
+
+// MainHeavy is Main for a heavy test binary (the MySQL engine's own: the
+// conformance suite, the seed race and the fault tests keep every core
+// busy): it holds the machine-wide heavy-suite lock (pgtest.Heavy) from
+// before its server starts until it stops.
+func MainHeavy(m *testing.M) {
+	release := pgtest.Heavy()
+	code := run(m)
+	release()
+	os.Exit(code)
 }
 
 // StartTimeout bounds starting the private server.
