@@ -30,6 +30,13 @@ type Options struct {
 	Clients []int
 	// Duration is the measured time per run. Defaults to 5 seconds.
 	Duration time.Duration
+	// Attempts, when positive, makes every run a fixed amount of work
+	// instead of a time window: each client makes Attempts attempts, all
+	// measured, with no warmup, and rates are over the time they took
+	// (the commit ceiling too). Zero means time-based runs of Duration.
+	// Tests use it so that their verdict does not depend on how much time
+	// a loaded machine gives them.
+	Attempts int
 	// Warmup runs before each measurement. Defaults to Duration/5, at most
 	// one second.
 	Warmup time.Duration
@@ -54,11 +61,20 @@ type Options struct {
 	// WaitSample is how often pg_stat_activity is sampled during a run.
 	// Defaults to 50ms.
 	WaitSample time.Duration
-	// Progress receives a live \r-updated progress line. Nil is silent.
+	// Progress receives the bench's progress. On a terminal it is one live
+	// line redrawn in place; on anything else (a log, a pipe) plain lines,
+	// at most one per ProgressEvery, with no terminal escapes. Nil is
+	// silent.
 	Progress io.Writer
+	// ProgressEvery is how often plain progress lines are written when
+	// Progress is not a terminal. Defaults to 5 seconds.
+	ProgressEvery time.Duration
 	// Logger receives the engine's logs. Defaults to discarding them.
 	Logger *slog.Logger
 }
+
+// AttemptsMax bounds Options.Attempts and SoakOptions.Attempts.
+const AttemptsMax = 1_000_000
 
 func (o Options) withDefaults() Options {
 	if len(o.Scenarios) == 0 {
@@ -91,6 +107,9 @@ func (o Options) withDefaults() Options {
 	def(&o.SoldoutClients, 64)
 	def(&o.SoldoutAttempts, 20)
 	def(&o.SoldoutUnits, 50)
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
 	if o.WaitSample == 0 {
 		o.WaitSample = 50 * time.Millisecond
 	}
@@ -111,6 +130,9 @@ func (o Options) validate() error {
 	}
 	if o.Duration < 0 || o.Warmup < 0 || o.TxWork < 0 {
 		return errors.New("bench: durations must not be negative")
+	}
+	if o.Attempts < 0 || o.Attempts > AttemptsMax {
+		return fmt.Errorf("bench: attempts must be between 0 and %d, got %d", AttemptsMax, o.Attempts)
 	}
 	if o.CartKeys < 5 {
 		return errors.New("bench: CartKeys must be at least 5")
@@ -176,7 +198,8 @@ type Result struct {
 	// CommitCeiling is the one-row-insert commits/s at the same client
 	// count, measured in the same bench.
 	CommitCeiling float64 `json:"commit_ceiling_per_sec"`
-	// ElapsedMs is, for soldout, the time to answer every attempt.
+	// ElapsedMs is, for soldout and for runs of Options.Attempts, the time
+	// to answer every attempt.
 	ElapsedMs float64 `json:"elapsed_ms,omitempty"`
 	// Waits is the average number of the run database's busy backends per
 	// wait event ("CPU" when none), sampled during the window.
@@ -198,9 +221,12 @@ type Report struct {
 	Runs []Result `json:"runs"`
 	// Ceilings are the commit ceilings by client count.
 	Ceilings map[int]float64 `json:"commit_ceilings"`
-	Duration string          `json:"duration"`
-	TxWork   string          `json:"tx_work"`
-	Elapsed  string          `json:"elapsed"`
+	// Duration is the measured time per run, or empty when runs were a
+	// fixed number of Attempts per client.
+	Duration string `json:"duration"`
+	Attempts int    `json:"attempts,omitempty"`
+	TxWork   string `json:"tx_work"`
+	Elapsed  string `json:"elapsed"`
 	// LoadBefore and LoadAfter are the machine's load averages (1, 5, 15
 	// minutes) when the bench started and ended: a busy machine skews
 	// every figure.

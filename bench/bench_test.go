@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,16 +21,17 @@ import (
 	"github.com/holdfast/holdfast/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.MainHeavy(m) }
 
 // smokeOptions run every scenario and strategy through the same code path
-// as `holdfast bench`, scaled down to seconds.
+// as `holdfast bench`, scaled down to a fixed amount of work: a fixed
+// number of attempts per client rather than a time window, so that a
+// loaded machine makes the smoke slower, never different.
 func smokeOptions() Options {
 	return Options{
 		URL:             pgtest.ServerURL(),
-		Clients:         []int{3},
-		Duration:        150 * time.Millisecond,
-		Warmup:          30 * time.Millisecond,
+		Clients:         []int{smokeClients},
+		Attempts:        smokeAttempts,
 		TxWork:          time.Millisecond,
 		SpreadKeys:      200,
 		SoldoutClients:  8,
@@ -38,25 +41,43 @@ func smokeOptions() Options {
 	}
 }
 
+// smokeClients and smokeAttempts size the smoke runs: every client of
+// every run makes smokeAttempts attempts.
+const smokeClients, smokeAttempts = 3, 12
+
+// TestBenchSmoke runs every scenario on every strategy, a fixed number of
+// attempts each, and checks what the bench reports: every attempt
+// accounted for, no oversell, the JSON, SVG and table complete, and the
+// progress plain (no terminal escapes) when it is not going to a terminal.
+// Rates are logged, never asserted.
 func TestBenchSmoke(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	o := smokeOptions()
+	var progress bytes.Buffer
+	o.Progress, o.ProgressEvery = &progress, time.Nanosecond
 	rep, err := Run(ctx, o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	t.Logf("smoke took %s", rep.Elapsed)
 	want := len(Strategies()) * ((len(Scenarios())-1)*len(o.Clients) + 1)
 	if len(rep.Runs) != want {
 		t.Fatalf("got %d runs, want %d", len(rep.Runs), want)
 	}
 	for _, r := range rep.Runs {
 		name := fmt.Sprintf("%s/%s/c=%d", r.Strategy, r.Scenario, r.Clients)
+		t.Logf("%s: %d holds, %d sold out, %d errors %v in %.0f ms (%.0f holds/s)", name, r.Holds, r.SoldOut, r.Errors, r.ErrorsByCode, r.ElapsedMs, r.HoldsPerSec)
 		if r.Failed() {
 			t.Errorf("%s: oversold %d: %s", name, r.Oversold, r.Problem)
 		}
 		if r.Holds == 0 || r.HoldsPerSec <= 0 {
 			t.Errorf("%s: no holds measured (errors %v)", name, r.ErrorsByCode)
+		}
+		if r.Scenario != ScenarioSoldout {
+			if total := r.Holds + r.SoldOut + r.Errors; total != smokeClients*smokeAttempts {
+				t.Errorf("%s: %d attempts answered, want %d", name, total, smokeClients*smokeAttempts)
+			}
 		}
 		if r.CommitCeiling <= 0 {
 			t.Errorf("%s: no commit ceiling", name)
@@ -104,21 +125,85 @@ func TestBenchSmoke(t *testing.T) {
 	if strings.Contains(table.String(), "FAIL") || !strings.Contains(table.String(), "commit ceiling") {
 		t.Errorf("table:\n%s", table.String())
 	}
+	out := progress.String()
+	if strings.ContainsAny(out, "\r\x1b") {
+		t.Errorf("progress to a non-terminal holds escapes: %q", out[:min(len(out), 200)])
+	}
+	if !strings.Contains(out, "auditing\n") || !strings.Contains(out, "attempts") {
+		t.Errorf("progress lacks plain lines: %q", out[:min(len(out), 400)])
+	}
 }
 
+// TestSVGNarrowed draws a run narrowed to one client count, where one
+// strategy measured nothing: bars for the others, the ceiling as a level,
+// and no legend entry for what is not drawn.
+func TestSVGNarrowed(t *testing.T) {
+	t.Parallel()
+	rep := &Report{
+		Ceilings: map[int]float64{8: 900},
+		Attempts: 10,
+		TxWork:   "5ms",
+		Runs: []Result{
+			{Strategy: "counter", Scenario: ScenarioHot, Clients: 8, HoldsPerSec: 420},
+			{Strategy: "batch", Scenario: ScenarioHot, Clients: 8, HoldsPerSec: 1800},
+			{Strategy: "slots", Scenario: ScenarioHot, Clients: 8},
+			{Strategy: "counter", Scenario: ScenarioSoldout, Clients: 64, HoldsPerSec: 50},
+		},
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	svg := buf.String()
+	if n := strings.Count(svg, "holds/s, p99"); n != 2 {
+		t.Errorf("%d bars, want 2 (counter, batch):\n%s", n, svg)
+	}
+	if strings.Contains(svg, "<circle") || strings.Contains(svg, "<path") {
+		t.Errorf("a one-client-count chart draws dots or lines:\n%s", svg)
+	}
+	if strings.Contains(svg, ">slots<") {
+		t.Errorf("legend names slots, which measured nothing:\n%s", svg)
+	}
+	for _, want := range []string{">counter<", ">batch<", "commit ceiling c=8: 900/s", "commit ceiling (1-row insert/tx)", "10 attempts per client", "strategy at 8 clients", ">1.8k<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q:\n%s", want, svg)
+		}
+	}
+
+	// Two client counts without ceilings: lines, and no ceiling entry.
+	rep.Ceilings = map[int]float64{}
+	rep.Runs = append(rep.Runs, Result{Strategy: "counter", Scenario: ScenarioHot, Clients: 1, HoldsPerSec: 300})
+	buf.Reset()
+	if err := rep.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	svg = buf.String()
+	if !strings.Contains(svg, "<path") || strings.Contains(svg, "commit ceiling") {
+		t.Errorf("two client counts without ceilings:\n%s", svg)
+	}
+}
+
+// TestSoakSmoke runs a soak of a fixed amount of work: intervals end
+// after a number of attempts, not a time, so every interval is sampled
+// however slow the machine is.
 func TestSoakSmoke(t *testing.T) {
 	t.Parallel()
 	o := smokeOptions()
 	o.Strategies = []string{"counter", "slots"}
-	rep, err := Soak(context.Background(), o, SoakOptions{Duration: 400 * time.Millisecond, Interval: 100 * time.Millisecond, Clients: 4})
+	const clients, attempts, intervals = 4, 5, 3
+	rep, err := Soak(context.Background(), o, SoakOptions{Clients: clients, Attempts: attempts, Intervals: intervals})
 	if err != nil {
 		t.Fatalf("Soak: %v", err)
 	}
-	if len(rep.Intervals) < 3 {
-		t.Fatalf("got %d intervals, want at least 3: %+v", len(rep.Intervals), rep.Intervals)
+	t.Logf("soak intervals: %+v", rep.Intervals)
+	if len(rep.Intervals) != intervals {
+		t.Fatalf("got %d intervals, want %d: %+v", len(rep.Intervals), intervals, rep.Intervals)
 	}
 	if rep.Result.Holds == 0 || rep.Result.Failed() {
 		t.Fatalf("soak result %+v", rep.Result)
+	}
+	if total := rep.Result.Holds + rep.Result.SoldOut + rep.Result.Errors; total != clients*attempts*intervals {
+		t.Fatalf("soak answered %d attempts, want %d: %+v", total, clients*attempts*intervals, rep.Result)
 	}
 	var buf bytes.Buffer
 	if err := rep.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), rep.Strategy) {
@@ -141,8 +226,31 @@ func TestRunRejectsUnknownNames(t *testing.T) {
 }
 
 // stressBaseline races carts of 1–3 lines in random order over a few
-// scarce keys, some in caller transactions that roll back, and audits.
+// scarce keys, some in caller transactions that roll back, and audits: a
+// fresh seed (HOLDFAST_SEED replays one) and a pinned one.
 func stressBaseline(t *testing.T, name string) {
+	seeds := []uint64{pinnedBaselineSeed}
+	if s := os.Getenv("HOLDFAST_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("HOLDFAST_SEED=%q: %v", s, err)
+		}
+		seeds = []uint64{seed}
+	} else {
+		seeds = append(seeds, rand.Uint64()>>1)
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			stressBaselineSeed(t, name, seed)
+		})
+	}
+}
+
+// pinnedBaselineSeed runs on every run of the baselines' stress tests.
+const pinnedBaselineSeed = 1
+
+func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 	ctx := context.Background()
 	db := pgtest.DB(t, 24)
 	c := newCounters()
@@ -155,10 +263,9 @@ func stressBaseline(t *testing.T, name string) {
 	if err := rs.setup(ctx, keys, units); err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	t.Logf("seed %d; replay: HOLDFAST_SEED=%d go test -run '^%s$' ./bench", seed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
 	var mu sync.Mutex
-	var confirmed, soldOut int64
+	var confirmed, soldOut, timedOut int64
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Add(1)
@@ -198,6 +305,12 @@ func stressBaseline(t *testing.T, name string) {
 					confirmed += int64(units)
 				case errors.Is(err, holdfast.ErrInsufficientStock):
 					soldOut++
+				case slowMachine(err):
+					// The baselines' own 2 s lock and 3 s statement
+					// timeouts, reached on a loaded machine: the
+					// transaction rolled back, nothing is held, and the
+					// audit below still counts every unit.
+					timedOut++
 				case err != nil && !errors.Is(err, errConflictsExhausted):
 					t.Errorf("reserve: %v", err)
 				}
@@ -206,6 +319,7 @@ func stressBaseline(t *testing.T, name string) {
 		}()
 	}
 	wg.Wait()
+	t.Logf("%d units confirmed, %d sold-out answers, %d timed out", confirmed, soldOut, timedOut)
 	a, err := rs.audit(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +333,12 @@ func stressBaseline(t *testing.T, name string) {
 	if a.held > int64(len(keys)*units) || soldOut == 0 {
 		t.Fatalf("seed %d: held %d of %d units with %d sold-out answers: the race never reached the limit", seed, a.held, len(keys)*units, soldOut)
 	}
+}
+
+// slowMachine reports a baseline's lock or statement timeout.
+func slowMachine(err error) bool {
+	s := holdfast.SQLState(err)
+	return s == "55P03" || s == "57014"
 }
 
 func TestSeed004NoOversell(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/term"
 
 	"github.com/holdfast/holdfast"
 )
@@ -42,7 +44,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
-	rep := &Report{Ceilings: map[int]float64{}, Duration: o.Duration.String(), TxWork: o.TxWork.String(), LoadBefore: loadAvg()}
+	rep := &Report{Ceilings: map[int]float64{}, Duration: o.Duration.String(), Attempts: o.Attempts, TxWork: o.TxWork.String(), LoadBefore: loadAvg()}
+	if o.Attempts > 0 {
+		rep.Duration = ""
+	}
 	var failed []string
 	for _, name := range o.Scenarios {
 		sc, _ := newScenario(name, &o)
@@ -92,11 +97,19 @@ type runner struct {
 	ceilDB    string
 	ceilings  map[int]float64
 
-	// Soak's hooks: a longer window, sampled every tick.
-	window time.Duration
-	tick   time.Duration
-	onTick func(holds int64)
-	onRun  func(pool *pgxpool.Pool, rs reserver)
+	// Soak's hooks: a longer window (or more attempts), sampled every tick
+	// (or every tickAttempts attempts per client).
+	window       time.Duration
+	tick         time.Duration
+	attempts     int
+	tickAttempts int
+	onTick       func(holds int64, elapsed time.Duration)
+	onRun        func(pool *pgxpool.Pool, rs reserver)
+
+	// The progress line: redrawn in place on a terminal, else plain lines
+	// at most every Options.ProgressEvery.
+	tty          bool
+	lastProgress time.Time
 }
 
 func newRunner(ctx context.Context, o Options) (*runner, error) {
@@ -106,7 +119,7 @@ func newRunner(ctx context.Context, o Options) (*runner, error) {
 		srv.close()
 		return nil, err
 	}
-	return &runner{o: o, srv: srv, base: base, templates: map[string]string{}, ceilings: map[int]float64{}}, nil
+	return &runner{o: o, srv: srv, base: base, templates: map[string]string{}, ceilings: map[int]float64{}, tty: isTerminal(o.Progress)}, nil
 }
 
 func (r *runner) close() { r.srv.close() }
@@ -178,9 +191,14 @@ func (r *runner) run(ctx context.Context, strategy string, sc *scenario, clients
 	rs.start(ctx)
 	op := reserveOp(rs, sc, pool, r.o.TxWork)
 	var m *measurement
-	if sc.name == ScenarioSoldout {
-		m, err = r.burst(ctx, pool, db, label, clients, r.o.SoldoutAttempts, op)
-	} else {
+	switch {
+	case sc.name == ScenarioSoldout:
+		m, err = r.counted(ctx, pool, db, label, clients, r.o.SoldoutAttempts, op, 0, nil)
+	case r.attempts > 0:
+		m, err = r.counted(ctx, pool, db, label, clients, r.attempts, op, int64(clients*r.tickAttempts), r.onTick)
+	case r.o.Attempts > 0:
+		m, err = r.counted(ctx, pool, db, label, clients, r.o.Attempts, op, 0, nil)
+	default:
 		window := r.o.Duration
 		if r.window > 0 {
 			window = r.window
@@ -198,7 +216,7 @@ func (r *runner) run(ctx context.Context, strategy string, sc *scenario, clients
 		return nil, err
 	}
 	m.fill(res)
-	if sc.name == ScenarioSoldout {
+	if sc.name == ScenarioSoldout || m.window == 0 {
 		res.ElapsedMs = ms(m.elapsed)
 		res.HoldsPerSec = float64(m.holds) / m.elapsed.Seconds()
 	}
@@ -293,18 +311,28 @@ func (r *runner) ceiling(ctx context.Context, clients int) (float64, error) {
 	}
 	r.srv.checkpoint(ctx)
 	insert := query("ceiling_insert")
-	m, err := r.timed(ctx, pool, r.ceilDB, fmt.Sprintf("%-10s %-8s c=%-3d", "ceiling", "commit", clients), clients, r.o.Warmup, r.o.Duration,
-		func(ctx context.Context, _ *rand.Rand) (int, error) {
-			_, err := pool.Exec(ctx, insert, uuid.New())
-			return 1, err
-		}, 0, nil)
+	label := fmt.Sprintf("%-10s %-8s c=%-3d", "ceiling", "commit", clients)
+	do := func(ctx context.Context, _ *rand.Rand) (int, error) {
+		_, err := pool.Exec(ctx, insert, uuid.New())
+		return 1, err
+	}
+	var m *measurement
+	if r.o.Attempts > 0 {
+		m, err = r.counted(ctx, pool, r.ceilDB, label, clients, r.o.Attempts, do, 0, nil)
+	} else {
+		m, err = r.timed(ctx, pool, r.ceilDB, label, clients, r.o.Warmup, r.o.Duration, do, 0, nil)
+	}
 	if err != nil {
 		return 0, err
 	}
 	if m.errors > 0 {
 		return 0, fmt.Errorf("commit ceiling: %d errors (%v)", m.errors, m.codes)
 	}
-	c := float64(m.holds) / r.o.Duration.Seconds()
+	span := r.o.Duration
+	if m.window == 0 {
+		span = m.elapsed
+	}
+	c := float64(m.holds) / span.Seconds()
 	r.ceilings[clients] = c
 	return c, nil
 }
@@ -314,9 +342,9 @@ type measurement struct {
 	holds, soldOut, errors int64
 	codes                  map[string]int64
 	lat                    []time.Duration
-	confirmed              int64 // units of every success, outside the window too
-	window                 time.Duration
-	elapsed                time.Duration
+	confirmed              int64         // units of every success, outside the window too
+	window                 time.Duration // a timed run's window; zero for counted runs
+	elapsed                time.Duration // a counted run's time to answer every attempt
 	waits                  map[string]float64
 	goCPU, pgCPU, otherCPU float64
 }
@@ -414,8 +442,9 @@ func prewarm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 }
 
 // timed runs op from clients goroutines: warmup, then window measured.
-// Every tick (when positive) onTick gets the holds of the window so far.
-func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string, clients int, warmup, window time.Duration, do op, tick time.Duration, onTick func(holds int64)) (*measurement, error) {
+// Every tick (when positive) onTick gets the holds of the window so far and
+// the time since the window began.
+func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string, clients int, warmup, window time.Duration, do op, tick time.Duration, onTick func(holds int64, elapsed time.Duration)) (*measurement, error) {
 	if err := prewarm(ctx, pool, clients); err != nil {
 		return nil, err
 	}
@@ -457,7 +486,7 @@ func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string
 			cpu0, started = readCPU(ctx, statConn, db), true
 		}
 		if tick > 0 && !now.Before(nextTick) {
-			onTick(live.Load())
+			onTick(live.Load(), now.Sub(from))
 			nextTick = nextTick.Add(tick)
 		}
 		if now.Before(from) {
@@ -472,7 +501,7 @@ func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string
 	}
 	cpu1 := readCPU(ctx, statConn, db)
 	if tick > 0 {
-		onTick(live.Load())
+		onTick(live.Load(), time.Since(from))
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -486,13 +515,23 @@ func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string
 	return m, nil
 }
 
-// burst runs attempts ops from each of clients goroutines, all released at
-// once, and measures the time until every attempt is answered.
-func (r *runner) burst(ctx context.Context, pool *pgxpool.Pool, db, label string, clients, attempts int, do op) (*measurement, error) {
+// counted runs attempts ops from each of clients goroutines, all released
+// at once, and measures the time until every attempt is answered: a fixed
+// amount of work, whatever the machine's speed. When tickEvery is positive,
+// onTick gets the successes so far and the time since the release each
+// time the clients together have made another tickEvery attempts.
+func (r *runner) counted(ctx context.Context, pool *pgxpool.Pool, db, label string, clients, attempts int, do op, tickEvery int64, onTick func(holds int64, elapsed time.Duration)) (*measurement, error) {
 	if err := prewarm(ctx, pool, clients); err != nil {
 		return nil, err
 	}
+	total := int64(clients) * int64(attempts)
 	r.progress("%s %d x %d attempts", label, clients, attempts)
+	var ticks chan struct{}
+	if tickEvery > 0 {
+		// Room for every tick: a worker never blocks on a slow sampler.
+		ticks = make(chan struct{}, total/tickEvery+1)
+	}
+	var done, live atomic.Int64
 	ts := make([]*tally, clients)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
@@ -505,12 +544,26 @@ func (r *runner) burst(ctx context.Context, pool *pgxpool.Pool, db, label string
 			rng := rand.New(rand.NewPCG(seed, 1))
 			<-gate
 			for range attempts {
+				if ctx.Err() != nil {
+					return
+				}
 				t0 := time.Now()
 				units, err := do(ctx, rng)
 				t.record(units, err, time.Since(t0), true)
+				if err == nil {
+					live.Add(1)
+				}
+				if n := done.Add(1); ticks != nil && n%tickEvery == 0 {
+					ticks <- struct{}{}
+				}
 			}
 		}(uint64(i))
 	}
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
 	sampleCtx, cancel := context.WithCancel(ctx)
 	sampler := r.sample(sampleCtx, db, time.Now(), time.Now().Add(time.Hour))
 	statConn := r.statConn(ctx)
@@ -518,8 +571,23 @@ func (r *runner) burst(ctx context.Context, pool *pgxpool.Pool, db, label string
 	cpu0 := readCPU(ctx, statConn, db)
 	start := time.Now()
 	close(gate)
-	wg.Wait()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for running := true; running; {
+		select {
+		case <-ticks:
+			onTick(live.Load(), time.Since(start))
+		case <-ticker.C:
+			r.progress("%s %5.1fs  %d/%d attempts  holds %d", label, time.Since(start).Seconds(), done.Load(), total, live.Load())
+		case <-finished:
+			running = false
+		}
+	}
 	elapsed := time.Since(start)
+	for len(ticks) > 0 {
+		<-ticks
+		onTick(live.Load(), elapsed)
+	}
 	cpu1 := readCPU(ctx, statConn, db)
 	cancel()
 	if err := ctx.Err(); err != nil {
@@ -727,17 +795,34 @@ func cpuShare(a, b cpuSample) (goPct, pgPct, otherPct float64) {
 	return r(goPct), r(pgPct), r(otherPct)
 }
 
-// progress writes the live progress line.
+// isTerminal reports whether w is a terminal, where the progress line may
+// be redrawn in place with escapes.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress writes the progress line: redrawn in place on a terminal, else
+// a plain line at most every Options.ProgressEvery.
 func (r *runner) progress(format string, args ...any) {
 	if r.o.Progress == nil {
 		return
 	}
-	fmt.Fprintf(r.o.Progress, "\r"+format+"\033[K", args...)
+	if r.tty {
+		fmt.Fprintf(r.o.Progress, "\r"+format+"\033[K", args...)
+		return
+	}
+	now := time.Now()
+	if !r.lastProgress.IsZero() && now.Sub(r.lastProgress) < r.o.ProgressEvery {
+		return
+	}
+	r.lastProgress = now
+	fmt.Fprintf(r.o.Progress, format+"\n", args...)
 }
 
 // progressDone ends the progress line.
 func (r *runner) progressDone() {
-	if r.o.Progress != nil {
+	if r.o.Progress != nil && r.tty {
 		fmt.Fprint(r.o.Progress, "\r\033[K")
 	}
 }

@@ -19,10 +19,19 @@ type SoakOptions struct {
 	Interval time.Duration
 	// Clients defaults to 64.
 	Clients int
+	// Attempts, when positive, makes the soak a fixed amount of work
+	// instead of Duration: Intervals intervals, each ending when the
+	// clients together have made Attempts attempts per client. Zero means
+	// a time-based soak (Duration, Interval).
+	Attempts int
+	// Intervals is how many intervals a soak of Attempts samples. Defaults
+	// to 10.
+	Intervals int
 }
 
 // SoakInterval is one sample of a soak.
 type SoakInterval struct {
+	// End is the time since the measurement began.
 	End         string  `json:"end"`
 	HoldsPerSec float64 `json:"holds_per_sec"`
 	// UnitsPartition is the reservation_units partition with the largest
@@ -66,6 +75,12 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
 	if so.Clients == 0 {
 		so.Clients = 64
 	}
+	if so.Intervals == 0 {
+		so.Intervals = 10
+	}
+	if so.Attempts < 0 || so.Intervals < 0 || int64(so.Attempts)*int64(so.Intervals) > AttemptsMax {
+		return nil, fmt.Errorf("bench: soak attempts x intervals must be between 0 and %d", AttemptsMax)
+	}
 	o.Scenarios = []string{ScenarioHot}
 	o.Clients = []int{so.Clients}
 	o = o.withDefaults()
@@ -102,17 +117,23 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
 	// The soak itself: run's steps with a sampling tick.
 	var statsPool *pgxpool.Pool
 	var tables []string
-	last, lastAt := int64(0), time.Time{}
-	start := time.Now()
+	last, lastAt := int64(0), time.Duration(0)
 	r.onRun = func(pool *pgxpool.Pool, rs reserver) { statsPool, tables = pool, rs.tables() }
-	r.tick, r.window = so.Interval, so.Duration
-	r.onTick = func(holds int64) {
-		now := time.Now()
-		if lastAt.IsZero() {
-			lastAt = now.Add(-so.Interval)
+	if so.Attempts > 0 {
+		r.attempts, r.tickAttempts = so.Attempts*so.Intervals, so.Attempts
+	} else {
+		r.tick, r.window = so.Interval, so.Duration
+	}
+	r.onTick = func(holds int64, at time.Duration) {
+		step := time.Second
+		if at < 10*time.Second {
+			step = time.Millisecond
 		}
-		iv := SoakInterval{End: now.Sub(start).Round(time.Second).String(), HoldsPerSec: float64(holds-last) / now.Sub(lastAt).Seconds()}
-		last, lastAt = holds, now
+		iv := SoakInterval{End: at.Round(step).String()}
+		if at > lastAt {
+			iv.HoldsPerSec = float64(holds-last) / (at - lastAt).Seconds()
+		}
+		last, lastAt = holds, at
 		if statsPool != nil {
 			iv.BusiestTable, iv.DeadPct = busiest(ctx, statsPool, tables)
 			iv.UnitsPartition, iv.UnitsDeadPct = busiest(ctx, statsPool, []string{`reservation\_units\_p%`})

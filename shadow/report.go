@@ -157,6 +157,10 @@ type Thresholds struct {
 	Until Mode `json:"until"`
 }
 
+// WithDefaults returns t with each zero field set to its default: the
+// defaults the command line's threshold flags show.
+func (t Thresholds) WithDefaults() Thresholds { return t.withDefaults() }
+
 func (t Thresholds) withDefaults() Thresholds {
 	if t.AgreementMin == 0 {
 		t.AgreementMin = 0.999

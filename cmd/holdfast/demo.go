@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -13,10 +14,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/rediscluster"
+	"github.com/holdfast/holdfast/shadow"
 )
 
 func init() { register(newDemoCmd) }
@@ -24,9 +28,15 @@ func init() { register(newDemoCmd) }
 func newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "run a flash sale: concurrent buyers race for scarce units",
+		Short: "run a flash sale: concurrent buyers race for scarce units (--scenario migration: the move off Redis)",
 		Long: `Runs a flash sale on a throwaway embedded cluster (or DATABASE_URL): concurrent buyers
-reserve, pay (claim), fail (release) or abandon (expire), and the invariant is checked at the end.`,
+reserve, pay (claim), fail (release) or abandon (expire), and the invariant is checked at the end.
+
+--scenario migration runs the move off a Redis hold store (docs/MIGRATION.md) on a
+throwaway embedded cluster and a private redis-server (or DATABASE_URL and REDIS_URL):
+the same flash sale through the Redis design, claims crashing between its ledger write
+and its Redis cleanup at seeded points, and through holdfast; then shops go
+shadow → smallest-first to primary → the kill switch reverts one.`,
 		Args: noArgs,
 	}
 	f := &demoFlags{}
@@ -39,7 +49,28 @@ reserve, pay (claim), fail (release) or abandon (expire), and the invariant is c
 	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
 	fs.StringVar(&f.strategy, "strategy", string(holdfast.StrategyBatch), "allocation strategy of the item: "+strategyNames())
 	fs.BoolVar(&f.useHTTP, "http", false, "drive the sale through the HTTP API of an in-process server")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), f) }
+	fs.StringVar(&f.scenario, "scenario", scenarioSale, "the demo: "+scenarioSale+" or "+scenarioMigration)
+	fs.Uint64Var(&f.seed, "seed", 1, "migration: picks the buyers' choices and the crash points")
+	fs.IntVar(&f.crashPercent, "crash-percent", 5, "migration: share of paying buyers' claims that crash between the ledger write and the Redis cleanup, in percent")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		switch f.scenario {
+		case scenarioSale:
+			for _, n := range []string{"seed", "crash-percent"} {
+				if cmd.Flags().Changed(n) {
+					return usageError("--%s applies to --scenario %s only", n, scenarioMigration)
+				}
+			}
+			return runDemo(cmd.Context(), f)
+		case scenarioMigration:
+			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http"} {
+				if cmd.Flags().Changed(n) {
+					return usageError("--%s applies to --scenario %s only", n, scenarioSale)
+				}
+			}
+			return runMigrationDemo(cmd.Context(), cmd.OutOrStdout(), f)
+		}
+		return usageError("unknown --scenario %q (known: %s or %s)", f.scenario, scenarioSale, scenarioMigration)
+	}
 	return cmd
 }
 
@@ -50,6 +81,64 @@ type demoFlags struct {
 	ttl                        time.Duration
 	strategy                   string
 	useHTTP                    bool
+	scenario                   string
+	seed                       uint64
+	crashPercent               int
+}
+
+// The demo's scenarios.
+const (
+	scenarioSale      = "flash-sale"
+	scenarioMigration = "migration"
+)
+
+// crashPercentMax bounds --crash-percent.
+const crashPercentMax = 50
+
+// migrationDemoConns is the demo database's pool: a wave's buyers reserve
+// at once.
+const migrationDemoConns = 40
+
+// runMigrationDemo is demo --scenario migration: shadow.Demo on the
+// embedded defaults, a throwaway PostgreSQL cluster and a private
+// redis-server, or DATABASE_URL and REDIS_URL when set.
+func runMigrationDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
+	switch {
+	case f.seed < 1:
+		return usageError("--seed must be at least 1")
+	case f.crashPercent < 1 || f.crashPercent > crashPercentMax:
+		return usageError("--crash-percent must be between 1 and %d", crashPercentMax)
+	}
+	redisURL, srv, err := rediscluster.URLOrStart(ctx)
+	if err != nil {
+		return err
+	}
+	if srv != nil {
+		defer srv.Stop() //nolint:errcheck
+	}
+	ropt, err := goredis.ParseURL(redisURL)
+	if err != nil {
+		return errors.New("REDIS_URL is not a valid redis:// URL")
+	}
+	ropt.PoolSize = migrationDemoConns
+	rdb := goredis.NewClient(ropt)
+	defer rdb.Close()
+
+	db, err := openDatabase(ctx, throwaway, "", stderrf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	pool, err := db.pool(ctx, migrationDemoConns, "holdfast-demo")
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := migrate.Up(ctx, pool); err != nil {
+		return err
+	}
+	_, err = shadow.Demo(ctx, w, pool, rdb, shadow.DemoOptions{Seed: f.seed, CrashPercent: f.crashPercent})
+	return err
 }
 
 // demoBackend is what the demo's buyers call: the engine directly, or the

@@ -53,7 +53,10 @@ func newServeCmd() *cobra.Command {
 	_ = fs.MarkDeprecated("queue-wait", "it is accepted and ignored: a request waits for a slot within its own deadline (--request-timeout)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve net/http/pprof's /debug/pprof/ on --metrics-addr (never on the API's address)")
 	fs.BoolVar(&f.logErrorsOnly, "log-errors-only", false, "log only requests answered 400 and above; successes are still counted in the metrics")
-	fs.StringVar(&f.legacy, "legacy", "", "put the shadow layer in front of this Redis legacy store (redis://host:port/db) and holdfast; modes per shop, admin routes under /v1/admin/shadow/ (docs/MIGRATION.md)")
+	fs.StringVar(&f.legacy.legacyURL, "legacy", "", "put the shadow layer in front of this Redis legacy store (redis://[user:password@]host:port/db) and holdfast; modes per shop, admin routes under /v1/admin/shadow/ (docs/MIGRATION.md)")
+	fs.StringVar(&f.legacy.keyTemplate, "legacy-key-template", lredis.KeyTemplateDefault, "with --legacy: the legacy's stock counter key; {shop}, {item} and {location} are replaced")
+	fs.StringVar(&f.legacy.prefix, "legacy-prefix", lredis.PrefixDefault, "with --legacy: the legacy's prefix of hold hashes and the expiry set")
+	fs.DurationVar(&f.legacy.lifetime, "hold-lifetime-max", holdfast.HoldLifetimeMaxDefault, "with --legacy: the longest a legacy hold lives; a shop warms this long after entering shadow (the same as holdfast shadow's)")
 	fs.IntVar(&f.maxQuantity, "max-quantity", holdfast.QuantityMaxDefault, "largest quantity of one line")
 	fs.IntVar(&f.maxLines, "max-lines", holdfast.LinesPerCartMaxDefault, "most lines of one reservation")
 	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
@@ -66,7 +69,7 @@ func newServeCmd() *cobra.Command {
 // serveFlags are serve's settings.
 type serveFlags struct {
 	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
-	legacy                                                string
+	legacy                                                shadowFlags // --legacy and its companions, as `holdfast shadow` takes them
 	doMigrate, pprof, logErrorsOnly                       bool
 	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
 	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
@@ -95,11 +98,14 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		f.maxInFlight = f.maxConns - 4
 	}
 	var redisOpts *goredis.Options
-	if f.legacy != "" {
-		opt, err := goredis.ParseURL(f.legacy)
+	if f.legacy.legacyURL != "" {
+		opt, err := goredis.ParseURL(f.legacy.legacyURL)
 		if err != nil {
 			// No URL in the message: it may carry a password.
 			return usageError("--legacy must be a Redis URL such as redis://127.0.0.1:6379/0 (rediss:// for TLS)")
+		}
+		if f.legacy.lifetime < holdfast.HoldTTLMin || f.legacy.lifetime > shadowLifetimeMax {
+			return usageError("--hold-lifetime-max must be between %v and %v", holdfast.HoldTTLMin, shadowLifetimeMax)
 		}
 		redisOpts = opt
 	}
@@ -203,7 +209,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
 	}
 	if redisOpts != nil {
-		sh, closeRedis, err := startShadow(ctx, redisOpts, pool, hc, log)
+		sh, closeRedis, err := startShadow(ctx, redisOpts, &f.legacy, pool, hc, log)
 		if err != nil {
 			return err
 		}
@@ -247,36 +253,32 @@ func (e shadowEngine) Config() holdfast.Config {
 	return c
 }
 
-// legacyPingTimeout bounds serve's first contact with the legacy Redis.
-const legacyPingTimeout = 10 * time.Second
-
 // startShadow puts the shadow layer (docs/MIGRATION.md) in front of the
-// Redis legacy store and hc: the legacy adapter over Redis and its SQL
+// Redis legacy store and hc: the legacy adapter over Redis (key template,
+// prefix and hold lifetime as `holdfast shadow` takes them) and its SQL
 // ledger in pool's database (created when missing), and the layer's modes
-// and comparison records there too. It returns the layer and a func that
-// closes the Redis client.
-func startShadow(ctx context.Context, opt *goredis.Options, pool *pgxpool.Pool, hc *holdfast.Client, log *slog.Logger) (*shadow.Engine, func(), error) {
+// and comparison records there too. The layer's workers run the legacy's
+// expiry sweep. It returns the layer and a func that closes the Redis
+// client.
+func startShadow(ctx context.Context, opt *goredis.Options, lf *shadowFlags, pool *pgxpool.Pool, hc *holdfast.Client, log *slog.Logger) (*shadow.Engine, func(), error) {
+	// A bare dial first: go-redis logs every failed dial of its pool.
+	dctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
+	c, err := (&net.Dialer{}).DialContext(dctx, opt.Network, opt.Addr)
+	cancel()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the legacy Redis at %s does not answer: %v", opt.Addr, err)
+	}
+	c.Close()
 	rdb := goredis.NewClient(opt)
-	fail := func(err error) (*shadow.Engine, func(), error) {
+	store, err := legacyStore(ctx, rdb, pool, lf)
+	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
-	err := rdb.Ping(pctx).Err()
-	cancel()
+	sh, err := shadow.New(ctx, pool, store, hc, shadow.Config{Logger: log, HoldLifetimeMax: lf.lifetime})
 	if err != nil {
-		return fail(fmt.Errorf("--legacy: Redis at %s does not answer: %w", opt.Addr, err))
-	}
-	store, err := lredis.New(rdb, pool, lredis.Config{})
-	if err != nil {
-		return fail(err)
-	}
-	if err := store.Setup(ctx); err != nil {
-		return fail(fmt.Errorf("--legacy: creating the legacy ledger tables: %w", err))
-	}
-	sh, err := shadow.New(ctx, pool, store, hc, shadow.Config{Logger: log})
-	if err != nil {
-		return fail(err)
+		_ = rdb.Close()
+		return nil, nil, err
 	}
 	log.Info("shadow layer on: shops answer by their mode; admin routes under /v1/admin/shadow/", "legacy_redis", opt.Addr,
 		"shops_enrolled", len(sh.ShopModes()))

@@ -1,0 +1,538 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/maint"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// Client is a handle to holdfast's tables in one MySQL or MariaDB database.
+// It is safe for concurrent use by any number of goroutines; any number of
+// Clients, in any number of processes, may share a database.
+type Client struct {
+	db    *sql.DB
+	cfg   holdfast.Config
+	sql   map[string]string
+	texts sync.Map // textKey -> tagged statement text
+	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
+
+	soldOutAt sync.Map // holdfast.Key -> time.Time: when a reservation last found it sold out
+
+	combiner       combiner     // contended one-line reservations on batch keys
+	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
+
+	workersMu sync.Mutex
+	workers   []*maint.Worker
+}
+
+var _ holdfast.Engine = (*Client)(nil)
+
+// keyInfoTTL bounds how long a client trusts its cached view of a key's
+// strategy. A stale view is safe (both buffers count as pooled), only
+// slower: it takes from an empty buffer and falls back to the slow path.
+const keyInfoTTL = 2 * time.Second
+
+type keyInfo struct {
+	strategy holdfast.Strategy
+	cap      int
+	at       time.Time
+}
+
+// New returns a Client on db. db's connections must be configured as
+// Configure does (times parsed as UTC; arguments interpolated client-side
+// is strongly recommended). New does not migrate: call migrations.Up first.
+//
+// The zero Config.Strategy means holdfast.StrategyCounter on this engine.
+// StrategySlots is not offered (see the package documentation).
+func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
+	cfg = withDefaults(cfg)
+	if !supported(cfg.Strategy) {
+		return nil, argError("Config.Strategy", "unknown or unsupported strategy %q (counter, batch or pool)", cfg.Strategy)
+	}
+	if cfg.HoldTTLDefault < holdfast.HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
+		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", holdfast.HoldTTLMin, cfg.HoldLifetimeMax)
+	}
+	c := &Client{db: db, cfg: cfg, sql: map[string]string{}}
+	entries, err := sqlFiles.ReadDir("sql")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, err := sqlFiles.ReadFile("sql/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		c.sql[strings.TrimSuffix(e.Name(), ".sql")] = string(b)
+	}
+	return c, nil
+}
+
+// Open opens a pool on a mysql:// URL (mysql://user:password@host:port/db)
+// or a go-sql-driver DSN, configured by Configure (and
+// innodb_lock_wait_timeout from cfg.LockTimeout when set), and returns a
+// Client on it. The pool allows maxConns connections (0 means 20).
+// Config.StatementTimeout and IdleInTransactionTimeout have no portable
+// MySQL equivalent and are not applied: bound calls with their context.
+func Open(dsn string, maxConns int, cfg holdfast.Config) (*Client, error) {
+	dc, err := ParseURL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	Configure(dc)
+	if cfg.LockTimeout > 0 {
+		// InnoDB counts lock waits in whole seconds.
+		dc.Params["innodb_lock_wait_timeout"] = fmt.Sprint(max(1, int((cfg.LockTimeout+time.Second-1)/time.Second)))
+	}
+	conn, err := mysqldriver.NewConnector(dc)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	if maxConns == 0 {
+		maxConns = 20
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	c, err := New(db, cfg)
+	if err != nil {
+		db.Close()
+	}
+	return c, err
+}
+
+// LockWaitTimeoutDefault is the innodb_lock_wait_timeout (seconds) that
+// Configure sets when the DSN names none: a transaction waiting this long for
+// a row lock gives up and holdfast retries it, instead of InnoDB's default of
+// 50 seconds.
+const LockWaitTimeoutDefault = 5
+
+// Configure sets what the engine needs of a connection: DATETIME values
+// parsed as UTC times, arguments interpolated client-side (one round trip
+// per statement instead of prepare, execute and close) and a bounded lock
+// wait (LockWaitTimeoutDefault unless the DSN sets innodb_lock_wait_timeout).
+func Configure(cfg *mysqldriver.Config) {
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
+		cfg.Params["innodb_lock_wait_timeout"] = fmt.Sprint(LockWaitTimeoutDefault)
+	}
+}
+
+// ParseURL turns a mysql:// (or mariadb://) URL,
+// mysql://user:password@host:port/database?param=value, or a go-sql-driver
+// DSN into a driver configuration.
+func ParseURL(u string) (*mysqldriver.Config, error) {
+	if !strings.HasPrefix(u, "mysql://") && !strings.HasPrefix(u, "mariadb://") {
+		return mysqldriver.ParseDSN(u)
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	cfg := mysqldriver.NewConfig()
+	if p.RawQuery != "" {
+		if cfg, err = mysqldriver.ParseDSN("/?" + p.RawQuery); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Net, cfg.Addr = "tcp", p.Host
+	if p.Port() == "" {
+		cfg.Addr = net.JoinHostPort(p.Hostname(), "3306")
+	}
+	cfg.User = p.User.Username()
+	cfg.Passwd, _ = p.User.Password()
+	cfg.DBName = strings.TrimPrefix(p.Path, "/")
+	return cfg, nil
+}
+
+// TxOptions are the options holdfast begins its own transactions with, and
+// the ones a caller's transaction should have for the …Tx operations:
+// READ COMMITTED, so that FOR UPDATE SKIP LOCKED on an empty range takes no
+// gap locks (which under REPEATABLE READ block the inserts that refill it),
+// and so that every statement reads the latest committed state.
+func TxOptions() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+}
+
+// DB is the connection pool the client runs on.
+func (c *Client) DB() *sql.DB { return c.db }
+
+// Config is the client's configuration with defaults filled in.
+func (c *Client) Config() holdfast.Config { return c.cfg }
+
+func supported(s holdfast.Strategy) bool {
+	return s == holdfast.StrategyCounter || s == holdfast.StrategyBatch || s == holdfast.StrategyPool
+}
+
+func withDefaults(c holdfast.Config) holdfast.Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HoldTTLDefault, holdfast.HoldTTLDefault)
+	def(&c.HoldLifetimeMax, holdfast.HoldLifetimeMaxDefault)
+	defInt(&c.LinesPerCartMax, holdfast.LinesPerCartMaxDefault)
+	defInt(&c.QuantityMax, holdfast.QuantityMaxDefault)
+	if c.Strategy == "" {
+		c.Strategy = holdfast.StrategyCounter
+	}
+	defInt(&c.PoolCap, holdfast.PoolCapDefault)
+	defInt(&c.LowWaterPercent, 30)
+	defInt(&c.SweepBatch, holdfast.SweepBatchDefault)
+	def(&c.OutcomeRetention, holdfast.OutcomeRetentionDefault)
+	def(&c.SweepInterval, 30*time.Second)
+	def(&c.ReplenishInterval, 5*time.Second)
+	defInt(&c.RetryMax, 8)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	return c
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Op(string, string, time.Duration)    {}
+func (nopObserver) Retry(string, string)                {}
+func (nopObserver) Replenished(holdfast.Key, bool, int) {}
+func (nopObserver) Expired(int)                         {}
+func (nopObserver) Claimed(time.Duration)               {}
+
+type textKey struct{ route, name string }
+
+// q returns the named statement prefixed with the comment tag that
+// attributes it to its route (seed 003's per-caller connection attribution:
+// visible in the process list and the slow log). The tag is the only text
+// ever added to the embedded SQL.
+func (c *Client) q(route, name string) string {
+	k := textKey{route, name}
+	if s, ok := c.texts.Load(k); ok {
+		return s.(string)
+	}
+	body, ok := c.sql[name]
+	if !ok {
+		panic("holdfast/mysql: no statement " + name)
+	}
+	s := comment(route) + body
+	c.texts.Store(k, s)
+	return s
+}
+
+func comment(route string) string {
+	return "/* app='holdfast',route='" + route + "' */ "
+}
+
+// takePoolText is the pool take for n pool lines: n copies of the embedded
+// take_pool_line.sql joined by UNION ALL, so a cart's units are fetched in
+// one round trip (seed decision 4). Only the embedded text is repeated;
+// every value is a bound argument. Cached per n, which LinesPerCartMax
+// bounds.
+func (c *Client) takePoolText(route string, n int) string {
+	k := textKey{route, fmt.Sprintf("take_pool_line*%d", n)}
+	if s, ok := c.texts.Load(k); ok {
+		return s.(string)
+	}
+	frag := strings.TrimSpace(c.sql["take_pool_line"])
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = frag
+	}
+	s := comment(route) + strings.Join(parts, "\nUNION ALL\n")
+	c.texts.Store(k, s)
+	return s
+}
+
+// now is the injected clock as a statement argument; nil lets the database
+// clock decide.
+func (c *Client) now() any {
+	if c.cfg.Now == nil {
+		return nil
+	}
+	return c.cfg.Now().UTC()
+}
+
+func argError(field, format string, args ...any) error {
+	return &holdfast.ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// errSlowPath asks run to roll back and run the operation again one level
+// slower (see slowLevelMax). It never reaches a caller.
+var errSlowPath = errors.New("holdfast/mysql: take the slow path")
+
+// errRetry asks run to roll back and run the operation again, counting it as
+// a retry: a race with a concurrent purge, key creation or retry.
+var errRetry = errors.New("holdfast/mysql: transient race, retrying")
+
+// errRollback asks run to roll the transaction back and report success: the
+// operation found its answer already in place (a replayed reservation).
+var errRollback = errors.New("holdfast/mysql: roll back, done")
+
+// commitError marks a failure of COMMIT itself: the outcome is unknown.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// slowLevelMax bounds how often an operation asks for a slower path.
+const slowLevelMax = 2
+
+// run executes fn in a transaction: the client's own (outer nil, READ
+// COMMITTED) or a savepoint in the caller's outer transaction. Transactions
+// rolled back for a transient reason (deadlock, lock wait timeout, lost
+// connection before or — for idempotent operations — during COMMIT) run
+// again, at most Config.RetryMax times with jittered exponential backoff.
+// In a caller's transaction a deadlock is not retried: InnoDB rolled the
+// whole transaction back, the caller's work included.
+func (c *Client) run(ctx context.Context, outer *sql.Tx, route string, idempotent bool, fn func(tx *sql.Tx, level int) error) error {
+	return c.runSlow(ctx, outer, route, idempotent, nil, fn)
+}
+
+func (c *Client) runSlow(ctx context.Context, outer *sql.Tx, route string, idempotent bool, beforeSlow func() error, fn func(tx *sql.Tx, level int) error) error {
+	own := outer == nil
+	level := 0
+	for attempt := 0; ; {
+		err := c.once(ctx, outer, route, func(tx *sql.Tx) error { return fn(tx, level) })
+		if err == nil || errors.Is(err, errRollback) {
+			return nil
+		}
+		if errors.Is(err, errSlowPath) && level < slowLevelMax {
+			level++
+			if level == 1 && beforeSlow != nil {
+				err = beforeSlow()
+			}
+			if err == nil || errors.Is(err, errSlowPath) {
+				continue
+			}
+		}
+		var ce *commitError
+		lost := connectionLost(err)
+		canRetry := errors.Is(err, errRetry) ||
+			(retryable(err) && (own || errNumber(err) != erLockDeadlock)) ||
+			(own && lost && (idempotent || !errors.As(err, &ce)))
+		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
+			return c.mapErr(route, err, own, idempotent)
+		}
+		attempt++
+		state := "race"
+		switch {
+		case errNumber(err) != 0:
+			state = fmt.Sprint(errNumber(err))
+		case lost:
+			state = "connection"
+		}
+		c.cfg.Observer.Retry(route, state)
+		if err := backoff(ctx, attempt); err != nil {
+			return c.mapErr(route, err, own, idempotent)
+		}
+	}
+}
+
+// backoff waits before retry number attempt: jittered, exponential, at most
+// about 128 ms, or until ctx ends.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond
+	d = d/2 + rand.N(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(tx *sql.Tx) error) error {
+	if outer != nil {
+		tag := comment(route)
+		if _, err := outer.ExecContext(ctx, tag+"SAVEPOINT holdfast"); err != nil {
+			return err
+		}
+		if err := fn(outer); err != nil {
+			if errNumber(err) != erLockDeadlock && !connectionLost(err) {
+				if _, rerr := outer.ExecContext(context.WithoutCancel(ctx), tag+"ROLLBACK TO SAVEPOINT holdfast"); rerr != nil {
+					return errors.Join(err, rerr)
+				}
+			}
+			return err
+		}
+		_, err := outer.ExecContext(ctx, tag+"RELEASE SAVEPOINT holdfast")
+		return err
+	}
+	tx, err := c.db.BeginTx(ctx, TxOptions())
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return &commitError{err}
+	}
+	return nil
+}
+
+// mapErr turns what is left after retries into holdfast's typed errors.
+func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
+	var ae *holdfast.ArgumentError
+	var ie *holdfast.InsufficientStockError
+	var ee *holdfast.ExpiredError
+	switch {
+	case errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &ee),
+		errors.Is(err, holdfast.ErrIdempotencyConflict), errors.Is(err, holdfast.ErrNotFound),
+		errors.Is(err, holdfast.ErrHoldClaimed), errors.Is(err, holdfast.ErrHoldReleased),
+		errors.Is(err, holdfast.ErrHoldExpired), errors.Is(err, holdfast.ErrLifetimeExceeded),
+		errors.Is(err, holdfast.ErrOverCommitted):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("holdfast: %s: %w", route, err)
+	}
+	var ce *commitError
+	if own && !idempotent && errors.As(err, &ce) && connectionLost(err) {
+		return fmt.Errorf("%w: %s: %w", holdfast.ErrOutcomeUnknown, route, err)
+	}
+	if !own && errNumber(err) == erLockDeadlock {
+		return fmt.Errorf("%w: %s: InnoDB rolled the caller's whole transaction back after a deadlock; run it again: %w", holdfast.ErrUnavailable, route, err)
+	}
+	if connectionLost(err) || retryable(err) || errors.Is(err, errRetry) || timedOut(err) {
+		return fmt.Errorf("%w: %s: %w", holdfast.ErrUnavailable, route, err)
+	}
+	return fmt.Errorf("holdfast: %s: %w", route, err)
+}
+
+// MySQL and MariaDB error numbers the engine treats specially: the one place
+// server errors are mapped to holdfast's.
+const (
+	erDupEntry          = 1062
+	erServerShutdown    = 1053
+	erLockWaitTimeout   = 1205
+	erLockDeadlock      = 1213
+	erQueryInterrupted  = 1317
+	erConnectionKilled  = 1927 // MariaDB: KILL CONNECTION
+	erStatementTimeout  = 1969 // MariaDB: max_statement_time
+	erExecutionTimeout  = 3024 // MySQL: max_execution_time
+	erServerGone        = 2006 // client: server has gone away
+	erServerLost        = 2013 // client: lost connection during query
+	erOptionPreventsRun = 1290 // --read-only and friends, e.g. during failover
+)
+
+func errNumber(err error) uint16 {
+	var me *mysqldriver.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// retryable reports whether the whole transaction may be run again: the
+// server rolled it (or its last statement) back for a reason a retry can
+// clear.
+func retryable(err error) bool {
+	switch errNumber(err) {
+	case erLockDeadlock, erLockWaitTimeout:
+		return true
+	}
+	return false
+}
+
+func timedOut(err error) bool {
+	switch errNumber(err) {
+	case erStatementTimeout, erExecutionTimeout, erQueryInterrupted, erOptionPreventsRun:
+		return true
+	}
+	return false
+}
+
+// connectionLost reports errors where the connection failed; the outcome of
+// a COMMIT in flight is unknown.
+func connectionLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch errNumber(err) {
+	case erServerShutdown, erConnectionKilled, erServerGone, erServerLost:
+		return true
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqldriver.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "connection refused")
+}
+
+// isDup reports a duplicate-key error.
+func isDup(err error) bool { return errNumber(err) == erDupEntry }
+
+// outcome names an operation's result for metrics.
+func outcome(err error, h *holdfast.Hold) string {
+	switch {
+	case err == nil && h != nil && h.Replayed:
+		return "replayed"
+	case err == nil && h != nil:
+		return string(h.Status)
+	case err == nil:
+		return "ok"
+	case errors.Is(err, holdfast.ErrInvalidArgument):
+		return "invalid"
+	case errors.Is(err, holdfast.ErrInsufficientStock):
+		return "insufficient_stock"
+	case errors.Is(err, holdfast.ErrIdempotencyConflict):
+		return "conflict"
+	case errors.Is(err, holdfast.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, holdfast.ErrHoldClaimed):
+		return "hold_claimed"
+	case errors.Is(err, holdfast.ErrHoldReleased):
+		return "hold_released"
+	case errors.Is(err, holdfast.ErrHoldExpired):
+		return "hold_expired"
+	case errors.Is(err, holdfast.ErrLifetimeExceeded):
+		return "lifetime_exceeded"
+	case errors.Is(err, holdfast.ErrOverCommitted):
+		return "over_committed"
+	case errors.Is(err, holdfast.ErrUnavailable):
+		return "unavailable"
+	}
+	return "error"
+}

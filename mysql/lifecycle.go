@@ -1,0 +1,374 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Claim converts a checkout's hold into a permanent deduction: in one
+// transaction its lines leave reserved_quantities, available drops by each
+// line, and the audit trail records each line with the checkout as
+// reference. Claim touches only holds, reserved_quantities and the ledger
+// (seed decision 3), never a buffer — but for a late claim.
+//
+// A repeated Claim returns the claimed hold with Replayed set. A released
+// checkout is ErrHoldReleased. A hold that expired but was not yet swept is
+// still claimable (its units never went back). Once swept, Claim takes the
+// same lines afresh from sellable stock in the same transaction; when it
+// cannot, the error is an *ExpiredError with the shortfall: refund.
+func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
+	return c.claim(ctx, nil, shopID, checkoutID)
+}
+
+// ClaimTx is Claim inside the caller's transaction (in a savepoint), so the
+// application's order row and the claim commit together. Begin tx with
+// TxOptions.
+func (c *Client) ClaimTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
+	if tx == nil {
+		return nil, argError("tx", "must not be nil")
+	}
+	return c.claim(ctx, tx, shopID, checkoutID)
+}
+
+func (c *Client) claim(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	start := time.Now()
+	if err := validateCheckout(shop, checkout); err != nil {
+		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *holdfast.Hold
+	err := c.run(ctx, outer, holdfast.RouteClaim, true, func(tx *sql.Tx, _ int) error {
+		var err error
+		h, err = c.claimOnce(ctx, tx, outer == nil, shop, checkout)
+		return err
+	})
+	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	if !h.Replayed && h.EndedAt != nil {
+		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
+	}
+	return h, nil
+}
+
+func (c *Client) claimOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	const route = holdfast.RouteClaim
+	h, err := c.endHold(ctx, tx, route, shop, checkout, holdfast.StatusHeld, holdfast.StatusClaimed)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		cur, err := c.readHold(ctx, tx, route, "hold_lock", shop, checkout)
+		if err != nil {
+			return nil, err
+		}
+		switch cur.Status {
+		case holdfast.StatusClaimed:
+			cur.Replayed = true
+			return cur, nil
+		case holdfast.StatusReleased:
+			return nil, holdfast.ErrHoldReleased
+		case holdfast.StatusHeld:
+			return nil, errRetry // decided and undone meanwhile; look again
+		default:
+			return c.lateClaim(ctx, tx, own, shop, checkout)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_delete"), shop, checkout[:]); err != nil {
+		return nil, err
+	}
+	if err := c.deduct(ctx, tx, route, shop, checkout, h.Lines, "claim"); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// lateClaim serves a claim whose hold was swept: the same lines, taken
+// afresh from sellable stock, or an *ExpiredError with the shortfall.
+func (c *Client) lateClaim(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	const route = holdfast.RouteClaim
+	h, err := c.endHold(ctx, tx, route, shop, checkout, holdfast.StatusExpired, holdfast.StatusClaimed)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errRetry
+	}
+	// The keys' lock rows first, in key order, as adjustments take them:
+	// both then touch levels and buffers only while holding them, so a late
+	// claim and a stock change never wait for each other in a cycle.
+	var short []holdfast.Shortfall
+	for _, l := range h.Lines {
+		k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+		locked, err := c.lockKey(ctx, tx, route, k)
+		if err != nil {
+			return nil, err
+		}
+		if !locked {
+			short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity})
+		}
+	}
+	if len(short) > 0 {
+		return nil, &holdfast.ExpiredError{Lines: short}
+	}
+	raw, _ := json.Marshal(h.Lines)
+	short, err = c.take(ctx, tx, own, route, shop, h.Lines, raw, takeLocked)
+	if err != nil {
+		return nil, err
+	}
+	if len(short) > 0 {
+		return nil, &holdfast.ExpiredError{Lines: short}
+	}
+	if err := c.deduct(ctx, tx, route, shop, checkout, h.Lines, "claim-after-expiry"); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// deduct lowers available by each line, in key order, each UPDATE guarded
+// by available >= q, then writes the lines' audit entries in one statement.
+func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line, reason string) error {
+	for _, l := range lines {
+		res, err := tx.ExecContext(ctx, c.q(route, "claim_line"), l.Quantity, c.now(), shop, l.ItemID, l.LocationID, l.Quantity)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			var avail int
+			err := tx.QueryRowContext(ctx, c.q(route, "level_lock"), shop, l.ItemID, l.LocationID).Scan(&avail)
+			if errors.Is(err, sql.ErrNoRows) {
+				return errors.New("holdfast/mysql: claimed line has no inventory level")
+			}
+			if err != nil {
+				return err
+			}
+			return holdfast.ErrOverCommitted
+		}
+	}
+	raw, _ := json.Marshal(lines)
+	_, err := tx.ExecContext(ctx, c.q(route, "ledger_lines"), reason, checkout.String(), c.now(), string(raw), shop)
+	return err
+}
+
+// Release gives a checkout's held units back: its lines leave
+// reserved_quantities and, where the key's lock row is free, go straight
+// back into the key's buffer (otherwise the replenisher or the next short
+// reservation refills it). Releasing twice returns the released hold with
+// Replayed set; releasing a hold that expired returns it with status
+// expired. Releasing a claimed checkout is ErrHoldClaimed.
+func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
+	return c.release(ctx, nil, shopID, checkoutID)
+}
+
+// ReleaseTx is Release inside the caller's transaction (in a savepoint).
+// Begin tx with TxOptions.
+func (c *Client) ReleaseTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
+	if tx == nil {
+		return nil, argError("tx", "must not be nil")
+	}
+	return c.release(ctx, tx, shopID, checkoutID)
+}
+
+func (c *Client) release(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	start := time.Now()
+	if err := validateCheckout(shop, checkout); err != nil {
+		c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *holdfast.Hold
+	err := c.run(ctx, outer, holdfast.RouteRelease, true, func(tx *sql.Tx, _ int) error {
+		var err error
+		h, err = c.releaseOnce(ctx, tx, outer == nil, shop, checkout)
+		return err
+	})
+	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (c *Client) releaseOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	const route = holdfast.RouteRelease
+	h, err := c.endHold(ctx, tx, route, shop, checkout, holdfast.StatusHeld, holdfast.StatusReleased)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		cur, err := c.readHold(ctx, tx, route, "hold_lock", shop, checkout)
+		if err != nil {
+			return nil, err
+		}
+		switch cur.Status {
+		case holdfast.StatusClaimed:
+			return nil, holdfast.ErrHoldClaimed
+		case holdfast.StatusHeld:
+			return nil, errRetry
+		default:
+			cur.Replayed = true
+			return cur, nil
+		}
+	}
+	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_delete"), shop, checkout[:]); err != nil {
+		return nil, err
+	}
+	keys := make([]holdfast.Key, len(h.Lines))
+	for i, l := range h.Lines {
+		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	}
+	if err := c.returnUnits(ctx, tx, own, route, keys); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Extend moves a held checkout's expiry to now + ttl, never past its
+// deadline (creation + Config.HoldLifetimeMax): beyond it the error is
+// ErrLifetimeExceeded. A hold that expired but was not swept can be
+// extended (its units never went back). An ended hold is ErrHoldClaimed,
+// ErrHoldReleased or ErrHoldExpired.
+func (c *Client) Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
+	return c.extend(ctx, nil, shopID, checkoutID, ttl)
+}
+
+// ExtendTx is Extend inside the caller's transaction (in a savepoint).
+func (c *Client) ExtendTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
+	if tx == nil {
+		return nil, argError("tx", "must not be nil")
+	}
+	return c.extend(ctx, tx, shopID, checkoutID, ttl)
+}
+
+func (c *Client) extend(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
+	start := time.Now()
+	err := validateCheckout(shop, checkout)
+	if err == nil && (ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax) {
+		err = argError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
+	}
+	if err != nil {
+		c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	var h *holdfast.Hold
+	err = c.run(ctx, outer, holdfast.RouteExtend, true, func(tx *sql.Tx, _ int) error {
+		var err error
+		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
+		return err
+	})
+	c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, h), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
+	const route = holdfast.RouteExtend
+	now, us := c.now(), ttl.Microseconds()
+	res, err := tx.ExecContext(ctx, c.q(route, "extend_hold"), now, us, shop, checkout[:], now, us)
+	if err != nil {
+		return nil, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		// Not changed: ended, past its deadline, or already at exactly this
+		// expiry (MySQL counts changed rows, not matched ones).
+		var status string
+		var fits bool
+		err := tx.QueryRowContext(ctx, c.q(route, "extend_check"), now, us, shop, checkout[:]).Scan(&status, &fits)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil, holdfast.ErrNotFound
+		case err != nil:
+			return nil, err
+		}
+		switch holdfast.Status(status) {
+		case holdfast.StatusClaimed:
+			return nil, holdfast.ErrHoldClaimed
+		case holdfast.StatusReleased:
+			return nil, holdfast.ErrHoldReleased
+		case holdfast.StatusExpired:
+			return nil, holdfast.ErrHoldExpired
+		}
+		if !fits {
+			return nil, holdfast.ErrLifetimeExceeded
+		}
+	}
+	h, err := c.readHold(ctx, tx, route, "hold_get", shop, checkout)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, c.q(route, "extend_lines"), h.ExpiresAt, shop, checkout[:]); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Hold returns a checkout's hold or outcome. An expired hold not yet swept
+// reports StatusHeld with ExpiresAt in the past: it is still claimable.
+func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
+	if err := validateCheckout(shopID, checkoutID); err != nil {
+		return nil, err
+	}
+	var h *holdfast.Hold
+	err := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
+		var err error
+		h, err = c.readHold(ctx, tx, holdfast.RouteRead, "hold_get", shopID, checkoutID)
+		return err
+	})
+	return h, err
+}
+
+func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	h := &holdfast.Hold{CheckoutID: checkout, ShopID: shop}
+	var raw []byte
+	var status string
+	var ended sql.NullTime
+	err := tx.QueryRowContext(ctx, c.q(route, stmt), shop, checkout[:]).
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, holdfast.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.Status = holdfast.Status(status)
+	if ended.Valid {
+		t := ended.Time
+		h.EndedAt = &t
+	}
+	if err := json.Unmarshal(raw, &h.Lines); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(h.Lines, compareLines)
+	return h, nil
+}
+
+// endHold moves a hold from one status to another with one guarded
+// statement and returns it as it is now; nil when it was not in the
+// expected status. The UPDATE is a locking read: it waits for a
+// reservation of the same checkout in flight and sees what it committed.
+func (c *Client) endHold(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, from, to holdfast.Status) (*holdfast.Hold, error) {
+	res, err := tx.ExecContext(ctx, c.q(route, "end_hold"), string(to), c.now(), shop, checkout[:], string(from))
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return nil, err
+	}
+	return c.readHold(ctx, tx, route, "hold_get", shop, checkout)
+}

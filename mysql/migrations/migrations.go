@@ -1,0 +1,137 @@
+// Package migrations holds the MySQL/MariaDB schema of holdfast's MySQL
+// engine as embedded, numbered, forward-only .sql files, and applies them.
+//
+// MySQL commits DDL implicitly, so a migration is not transactional: each
+// file is applied statement by statement and recorded once all of it ran.
+// Files are written so that a half-applied file is visible and fixed by
+// hand, never silently skipped.
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed sql/*.sql
+var files embed.FS
+
+// LockTimeout bounds how long Up waits for another process migrating the
+// same database, in seconds.
+const LockTimeout = 60
+
+// Migration is one numbered schema file.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+var fileName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.sql$`)
+
+// All returns the embedded migrations in version order.
+func All() ([]Migration, error) {
+	entries, err := files.ReadDir("sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, e := range entries {
+		m := fileName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migrations: bad file name %q", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		b, err := files.ReadFile("sql/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Migration{Version: v, Name: m[2], SQL: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migrations: version %d missing", i+1)
+		}
+	}
+	return out, nil
+}
+
+// Statements splits a migration into statements: a statement ends with a
+// semicolon at the end of a line. Comment lines are dropped.
+func (m Migration) Statements() []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(m.SQL, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(t, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Up applies every migration newer than the database's version and returns
+// the versions it applied. Concurrent callers on one database are
+// serialised by a named lock on one pinned connection (GET_LOCK is scoped
+// to the session, which is right here and only here).
+func Up(ctx context.Context, db *sql.DB) ([]int, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('holdfast_migrate_', DATABASE()), ?)", LockTimeout).Scan(&got); err != nil {
+		return nil, err
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return nil, fmt.Errorf("migrations: another process holds the migration lock for over %ds", LockTimeout)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT('holdfast_migrate_', DATABASE()))") //nolint:errcheck
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INT         NOT NULL PRIMARY KEY,
+    name       VARCHAR(100) NOT NULL,
+    applied_at DATETIME(6) NOT NULL
+) ENGINE = InnoDB`); err != nil {
+		return nil, err
+	}
+	var current int
+	if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+		return nil, err
+	}
+	if current > len(all) {
+		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, len(all))
+	}
+	var applied []int
+	for _, m := range all[current:] {
+		for i, stmt := range m.Statements() {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return applied, fmt.Errorf("migrations: %03d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6))", m.Version, m.Name); err != nil {
+			return applied, err
+		}
+		applied = append(applied, m.Version)
+	}
+	return applied, nil
+}

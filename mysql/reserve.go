@@ -1,0 +1,608 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Reserve holds every line of a cart for p.CheckoutID, or nothing.
+//
+// Lines are processed in (item, location) order whatever order they are
+// given in; two lines for the same item and location are rejected. Reserve
+// is idempotent on (shop, checkout id): the same checkout with the same
+// lines returns the existing hold (Hold.Replayed set), also under concurrent
+// retries; the same checkout with other lines is ErrIdempotencyConflict.
+// Out of stock is an *InsufficientStockError naming every short line.
+func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	return c.reserve(ctx, nil, p)
+}
+
+// ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
+// an error the caller's transaction is left as it was (but for a deadlock,
+// after which InnoDB has rolled the whole transaction back; the error says
+// so). The hold exists once the caller commits. Begin tx with TxOptions.
+func (c *Client) ReserveTx(ctx context.Context, tx *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	if tx == nil {
+		return nil, argError("tx", "must not be nil")
+	}
+	return c.reserve(ctx, tx, p)
+}
+
+// reservation is a validated ReserveParams.
+type reservation struct {
+	shop     int64
+	checkout uuid.UUID
+	lines    []holdfast.Line // sorted by (item, location)
+	linesRaw []byte          // canonical JSON of lines
+	ttl      time.Duration
+}
+
+func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
+	if err := validateCheckout(p.ShopID, p.CheckoutID); err != nil {
+		return nil, err
+	}
+	ttl := p.TTL
+	if ttl == 0 {
+		ttl = c.cfg.HoldTTLDefault
+	}
+	if ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax {
+		return nil, argError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
+	}
+	lines, err := c.validateLines(p.Lines)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(lines)
+	if err != nil {
+		return nil, err
+	}
+	return &reservation{shop: p.ShopID, checkout: p.CheckoutID, lines: lines, linesRaw: raw, ttl: ttl}, nil
+}
+
+func (c *Client) validateLines(in []holdfast.Line) ([]holdfast.Line, error) {
+	if len(in) == 0 {
+		return nil, argError("lines", "a cart needs at least one line")
+	}
+	if len(in) > c.cfg.LinesPerCartMax {
+		return nil, argError("lines", "at most %d lines per cart, got %d", c.cfg.LinesPerCartMax, len(in))
+	}
+	for i, l := range in {
+		switch {
+		case l.ItemID <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].item_id", i), "must be a positive integer")
+		case l.LocationID <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "must be a positive integer")
+		case l.Quantity <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at least 1")
+		case l.Quantity > c.cfg.QuantityMax:
+			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at most %d", c.cfg.QuantityMax)
+		}
+	}
+	lines := slices.Clone(in)
+	slices.SortFunc(lines, compareLines)
+	for i := 1; i < len(lines); i++ {
+		if lines[i].ItemID == lines[i-1].ItemID && lines[i].LocationID == lines[i-1].LocationID {
+			same := func(l holdfast.Line) bool { return l.ItemID == lines[i].ItemID && l.LocationID == lines[i].LocationID }
+			j := slices.IndexFunc(in, same)
+			k := j + 1 + slices.IndexFunc(in[j+1:], same)
+			return nil, argError(fmt.Sprintf("lines[%d]", k), "duplicates lines[%d] (item %d at location %d); merge them", j, lines[i].ItemID, lines[i].LocationID)
+		}
+	}
+	return lines, nil
+}
+
+func compareLines(a, b holdfast.Line) int {
+	switch {
+	case a.ItemID < b.ItemID:
+		return -1
+	case a.ItemID > b.ItemID:
+		return 1
+	case a.LocationID < b.LocationID:
+		return -1
+	case a.LocationID > b.LocationID:
+		return 1
+	}
+	return 0
+}
+
+func validateCheckout(shop int64, checkout uuid.UUID) error {
+	if shop <= 0 {
+		return argError("shop_id", "must be a positive integer")
+	}
+	if checkout == uuid.Nil {
+		return argError("checkout_id", "must be a non-nil UUID")
+	}
+	return nil
+}
+
+func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	start := time.Now()
+	req, err := c.validateReserve(p)
+	if err != nil {
+		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	own := outer == nil
+	if own && c.recentlySoldOut(req) {
+		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
+			err := &holdfast.InsufficientStockError{Lines: short}
+			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+			return nil, err
+		}
+	}
+	// The slow path of the client's own transactions refills the short
+	// buffers in a short transaction of its own, so waiters on a key's lock
+	// row wait for a refill, not for each other's reservations; inside a
+	// caller's transaction it refills under the lock in place.
+	var beforeSlow func() error
+	if own {
+		beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
+	}
+	var h *holdfast.Hold
+	combined := false
+	if own && len(req.lines) == 1 {
+		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
+		// A stale or missing cache entry is safe: a key that is not (or no
+		// longer) a batch key has no units in its counter row, the batch
+		// sends it to the plain path, and that path caches its strategy.
+		ki, ok := c.keys.Load(k)
+		if (ok && ki.(keyInfo).strategy == holdfast.StrategyBatch) || (!ok && c.cfg.Strategy == holdfast.StrategyBatch) {
+			// In flight until answered, on either path: the measure of
+			// contention that decides whether to combine.
+			c.combiner.inflight.Add(1)
+			defer c.combiner.inflight.Add(-1)
+			h, err, combined = c.reserveCombined(ctx, k, req)
+		}
+	}
+	if !combined {
+		err = c.runSlow(ctx, outer, holdfast.RouteReserve, true, beforeSlow, func(tx *sql.Tx, level int) error {
+			mode := takeFast
+			switch {
+			case level == 1 && own:
+				mode = takeRetry
+			case level > 0:
+				mode = takeLocked
+			}
+			var err error
+			h, err = c.reserveOnce(ctx, tx, own, req, mode)
+			return err
+		})
+	}
+	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	var ise *holdfast.InsufficientStockError
+	switch {
+	case errors.As(err, &ise):
+		for _, s := range ise.Lines {
+			c.soldOutAt.Store(holdfast.Key{ShopID: req.shop, ItemID: s.ItemID, LocationID: s.LocationID}, time.Now())
+		}
+	case err == nil:
+		for _, l := range req.lines {
+			c.soldOutAt.Delete(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// soldOutHint is how long a key that answered sold out is checked with
+// lock-free reads before a reservation opens a transaction for it.
+const soldOutHint = time.Second
+
+func (c *Client) recentlySoldOut(req *reservation) bool {
+	now := time.Now()
+	for _, l := range req.lines {
+		if at, ok := c.soldOutAt.Load(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); ok && now.Sub(at.(time.Time)) < soldOutHint {
+			return true
+		}
+	}
+	return false
+}
+
+// soldOut answers a reservation on a key that recently sold out without a
+// transaction: the lines short by one read of available and held, unless
+// the checkout already has a hold or outcome (then the normal path answers
+// it). Empty means: go the normal way.
+func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
+	const route = holdfast.RouteReserve
+	var status string
+	err := c.db.QueryRowContext(ctx, c.q(route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	rows, err := c.db.QueryContext(ctx, c.q(route, "sellable"), req.shop, string(req.linesRaw))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var short []holdfast.Shortfall
+	for i := 0; rows.Next() && i < len(req.lines); i++ {
+		var avail, held int
+		if err := rows.Scan(&avail, &held); err != nil {
+			return nil, err
+		}
+		if s := max(0, avail-held); s < req.lines[i].Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
+		}
+	}
+	return short, rows.Err()
+}
+
+// reserveOnce is one attempt: take every line's units from its key's
+// buffer, then create the hold and its lines. Units are taken first so that
+// a sold-out answer writes nothing (seed decision 3: the units table first,
+// then reserved_quantities); a concurrent retry of the same checkout waits
+// on the hold's primary key and then rolls its own units back.
+func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, mode takeMode) (*holdfast.Hold, error) {
+	const route = holdfast.RouteReserve
+	short, err := c.take(ctx, tx, own, route, req.shop, req.lines, req.linesRaw, mode)
+	if err != nil {
+		return nil, err
+	}
+	if len(short) > 0 {
+		// A retry of a reservation made before the stock ran out is
+		// answered with its hold, not with sold out.
+		h, err := c.existing(ctx, tx, req)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			return nil, &holdfast.InsufficientStockError{Lines: short}
+		}
+		return h, err
+	}
+	id := req.checkout[:]
+	_, err = tx.ExecContext(ctx, c.q(route, "hold_create"),
+		req.shop, id, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now())
+	if isDup(err) {
+		h, err := c.existing(ctx, tx, req)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			return nil, errRetry // purged between the insert and this read
+		}
+		return h, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_create"), req.shop, id); err != nil {
+		return nil, err
+	}
+	h, err := c.readHold(ctx, tx, route, "hold_get", req.shop, req.checkout)
+	if err != nil {
+		return nil, err
+	}
+	h.Lines = req.lines
+	return h, nil
+}
+
+// existing answers a Reserve whose checkout already has a hold or outcome.
+// A replay returns the hold with errRollback, so the units this attempt took
+// go back. ErrNotFound means the checkout is new.
+func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*holdfast.Hold, error) {
+	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.shop, req.checkout)
+	if err != nil {
+		return nil, err
+	}
+	switch h.Status {
+	case holdfast.StatusClaimed:
+		return nil, holdfast.ErrHoldClaimed
+	case holdfast.StatusReleased:
+		return nil, holdfast.ErrHoldReleased
+	case holdfast.StatusExpired:
+		return nil, holdfast.ErrHoldExpired
+	}
+	if !slices.Equal(h.Lines, req.lines) {
+		return nil, holdfast.ErrIdempotencyConflict
+	}
+	h.Replayed = true
+	return h, errRollback
+}
+
+// takeMode is how take gets units.
+type takeMode int
+
+const (
+	// takeFast takes without waiting on other reservers (but for a counter
+	// row) and returns errSlowPath when a buffer is short but the stock is
+	// not.
+	takeFast takeMode = iota
+	// takeRetry takes again after refillInline refilled the buffers, and
+	// returns errSlowPath when others took the refill first.
+	takeRetry
+	// takeLocked takes each key's lock row, refills its buffer and takes,
+	// in the caller's transaction.
+	takeLocked
+)
+
+// take removes every line's quantity from its key's buffer, or returns the
+// lines that are genuinely short, with their sellable stock.
+func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, shop int64, lines []holdfast.Line, linesRaw []byte, mode takeMode) ([]holdfast.Shortfall, error) {
+	// The slowest path takes every key's lock row first, in key order, and
+	// reads the strategies under them: a strategy change (which takes the
+	// lock row) then cannot make the take use one buffer and the refill
+	// another.
+	var locked []bool
+	if mode == takeLocked {
+		locked = make([]bool, len(lines))
+		for i, l := range lines {
+			var err error
+			if locked[i], err = c.lockKey(ctx, tx, route, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	infos, err := c.keyInfos(ctx, tx, route, shop, lines, linesRaw, mode != takeFast)
+	if err != nil {
+		return nil, err
+	}
+	if mode == takeFast {
+		missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, true, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(missed) == 0 {
+			return nil, nil
+		}
+	}
+	// Sold out is cheap: lines that cannot be served even with a full
+	// refill are answered from one snapshot, before any lock is taken.
+	sellable, err := c.sellable(ctx, tx, route, shop, linesRaw)
+	if err != nil {
+		return nil, err
+	}
+	var short []holdfast.Shortfall
+	for i, l := range lines {
+		if sellable[i] < l.Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
+		}
+	}
+	if len(short) > 0 {
+		return short, nil
+	}
+	if mode == takeFast {
+		return nil, errSlowPath
+	}
+	var refill func(i int) error
+	if mode == takeLocked {
+		// Each buffer is refilled under its key's lock row right before its
+		// take, so counter rows are still locked in key order (a refill that
+		// locked the counter of a later key before the take of an earlier
+		// one closed a cycle with a plain reservation). Pool refills only
+		// insert.
+		refill = func(i int) error {
+			if !locked[i] {
+				return nil
+			}
+			l := lines[i]
+			_, err := c.refillKey(ctx, tx, own, route, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, l.Quantity)
+			return err
+		}
+	}
+	missed, err := c.takeLines(ctx, tx, route, shop, lines, infos, false, refill)
+	if err != nil {
+		return nil, err
+	}
+	if len(missed) > 0 && mode == takeRetry {
+		return nil, errSlowPath // others took the refill first
+	}
+	// Units in flight to other reservers: sellable by the snapshot but not
+	// obtainable now.
+	for _, i := range missed {
+		l := lines[i]
+		short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
+	}
+	return short, nil
+}
+
+// takeLines takes every line from its buffer and returns the indexes of
+// the lines that came up short (the caller then rolls back). Counter lines
+// go first, in key order, each a guarded UPDATE that waits for its row;
+// then the pool lines' units in one round trip (a UNION ALL of SELECT …
+// FOR UPDATE SKIP LOCKED, then one DELETE), which never waits. So a
+// reservation never holds pool rows while it waits for anything: a stock
+// change shrinking a pool waits for pool rows, and with pool rows taken
+// first it closed a cycle (reserve holds pool rows of B and waits for the
+// counter of A; a slow reserve holds A and waits for B's lock row; the
+// stock change holds B's lock row and waits for the pool rows). With
+// firstMiss it stops at the first short line. refill, when set, is called
+// for each line right before its take (pool lines: before the one round
+// trip).
+func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, infos []keyInfo, firstMiss bool, refill func(i int) error) ([]int, error) {
+	var missed []int
+	for i, l := range lines {
+		if infos[i].strategy == holdfast.StrategyPool {
+			continue
+		}
+		if refill != nil {
+			if err := refill(i); err != nil {
+				return nil, err
+			}
+		}
+		res, err := tx.ExecContext(ctx, c.q(route, "take_counter"), l.Quantity, shop, l.ItemID, l.LocationID, l.Quantity)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			missed = append(missed, i)
+			if firstMiss {
+				return missed, nil
+			}
+		}
+	}
+	var poolArgs []any
+	var poolLines []int
+	for i, l := range lines {
+		if infos[i].strategy == holdfast.StrategyPool {
+			poolArgs = append(poolArgs, len(poolLines), shop, l.ItemID, l.LocationID, l.Quantity)
+			poolLines = append(poolLines, i)
+		}
+	}
+	if len(poolLines) == 0 {
+		return missed, nil
+	}
+	if refill != nil {
+		for _, i := range poolLines {
+			if err := refill(i); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rows, err := tx.QueryContext(ctx, c.takePoolText(route, len(poolLines)), poolArgs...)
+	if err != nil {
+		return nil, err
+	}
+	got := make([]int, len(poolLines))
+	taken := make([][3]int64, 0, 16)
+	for rows.Next() {
+		var line int
+		var id int64
+		if err := rows.Scan(&line, &id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		got[line]++
+		l := lines[poolLines[line]]
+		taken = append(taken, [3]int64{l.ItemID, l.LocationID, id})
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for j, i := range poolLines {
+		if got[j] < lines[i].Quantity {
+			missed = append(missed, i)
+		}
+	}
+	if len(missed) > 0 {
+		slices.Sort(missed)
+		return missed, nil
+	}
+	raw, _ := json.Marshal(taken)
+	if _, err := tx.ExecContext(ctx, c.q(route, "take_pool_delete"), string(raw), shop); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// sellable returns available - held per line (never below zero), from one
+// snapshot, without locks.
+func (c *Client) sellable(ctx context.Context, tx *sql.Tx, route string, shop int64, linesRaw []byte) ([]int, error) {
+	rows, err := tx.QueryContext(ctx, c.q(route, "sellable"), shop, string(linesRaw))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var avail, held int
+		if err := rows.Scan(&avail, &held); err != nil {
+			return nil, err
+		}
+		out = append(out, max(0, avail-held))
+	}
+	return out, rows.Err()
+}
+
+// keyInfos returns the strategy of each line's key, from the cache unless
+// fresh is set or an entry is stale.
+func (c *Client) keyInfos(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, linesRaw []byte, fresh bool) ([]keyInfo, error) {
+	out := make([]keyInfo, len(lines))
+	now := time.Now()
+	missing := fresh
+	for i, l := range lines {
+		if missing {
+			break
+		}
+		v, ok := c.keys.Load(holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})
+		if !ok || now.Sub(v.(keyInfo).at) > keyInfoTTL {
+			missing = true
+			break
+		}
+		out[i] = v.(keyInfo)
+	}
+	if !missing {
+		return out, nil
+	}
+	rows, err := tx.QueryContext(ctx, c.q(route, "key_info"), string(c.cfg.Strategy), c.cfg.PoolCap, string(linesRaw), shop)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var item, loc int64
+		var strategy string
+		var cap int
+		if err := rows.Scan(&item, &loc, &strategy, &cap); err != nil {
+			return nil, err
+		}
+		ki := keyInfo{strategy: holdfast.Strategy(strategy), cap: cap, at: now}
+		c.keys.Store(holdfast.Key{ShopID: shop, ItemID: item, LocationID: loc}, ki)
+		out[i] = ki
+		i++
+	}
+	return out, rows.Err()
+}
+
+// refillInline refills the buffers of a reservation's keys in a short
+// transaction of its own, key by key in key order: exactly one transaction
+// refills a key at a time (it holds the key's lock row), and the others
+// wait for it together (a shared lock on the row) rather than one after
+// another, then retry their take.
+func (c *Client) refillInline(ctx context.Context, shop int64, lines []holdfast.Line) error {
+	const route = holdfast.RouteReplenish
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		// Lock rows first, all of them, then buffers: a refill holding one
+		// key's counter row while it waited for the next key's lock row
+		// closed a cycle with the slowest reserve path.
+		var mine []holdfast.Key
+		for _, l := range lines {
+			k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+			got, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
+			if err != nil {
+				return err
+			}
+			if got {
+				mine = append(mine, k)
+				continue
+			}
+			if _, err := c.exists(ctx, tx, route, "await_key", k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return err
+			}
+		}
+		for _, k := range mine {
+			if _, err := c.refillKey(ctx, tx, true, route, k, true, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// exists runs a statement and reports whether it returned a row.
+func (c *Client) exists(ctx context.Context, tx *sql.Tx, route, name string, args ...any) (bool, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, c.q(route, name), args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// lockKey takes k's lock row, waiting. False: the key does not exist.
+func (c *Client) lockKey(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (bool, error) {
+	return c.exists(ctx, tx, route, "lock_key", k.ShopID, k.ItemID, k.LocationID)
+}

@@ -1,0 +1,3 @@
+-- ? available, ? now, ? shop, ? item, ? location.
+UPDATE inventory_levels SET available = ?, updated_at = COALESCE(?, UTC_TIMESTAMP(6))
+WHERE shop_id = ? AND inventory_item_id = ? AND location_id = ?

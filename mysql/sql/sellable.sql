@@ -1,0 +1,13 @@
+-- available and held per line, in the lines' order, from one snapshot,
+-- without locks. ? shop, ? lines (JSON).
+SELECT COALESCE(l.available, 0),
+       COALESCE((SELECT SUM(r.quantity) FROM reserved_quantities r
+                 WHERE r.shop_id = s.shop AND r.inventory_item_id = j.item AND r.location_id = j.loc), 0)
+FROM (SELECT ? AS shop) s
+CROSS JOIN JSON_TABLE(?, '$[*]' COLUMNS (
+         n    FOR ORDINALITY,
+         item BIGINT PATH '$.item_id',
+         loc  BIGINT PATH '$.location_id')) j
+LEFT JOIN inventory_levels l
+       ON l.shop_id = s.shop AND l.inventory_item_id = j.item AND l.location_id = j.loc
+ORDER BY j.n

@@ -1,0 +1,424 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/holdfast/holdfast"
+)
+
+// ReasonMaxLen bounds a stock change's reason and reference (the columns'
+// width).
+const ReasonMaxLen = 500
+
+// ChangeIDMaxLen bounds StockChange.ID.
+const ChangeIDMaxLen = 200
+
+// PoolCapMax bounds a key's pool cap.
+const PoolCapMax = 1_000_000
+
+// refillChunk bounds the pool rows one INSERT adds: MySQL's
+// cte_max_recursion_depth defaults to 1,000.
+const refillChunk = 1000
+
+// ChangeStock applies ch: sets a key's available stock to *ch.Set (a
+// stocktake, creating the key when it is new) or moves it by ch.Delta
+// (restock, shrinkage), with an audit entry carrying ch.Reason and
+// ch.Reference.
+//
+// Reducing stock below pooled + held shrinks the key's buffer first. When
+// active holds alone exceed the new stock the change still applies — it is a
+// fact about the warehouse — but the key is over-committed: its buffer stays
+// empty until it is whole again.
+//
+// With ch.ID set the change is idempotent: a retry with the same ID (per
+// shop) answers the first outcome and applies nothing, the same ID with a
+// different change is ErrIdempotencyConflict, and a lost COMMIT is retried
+// inside. Without an ID a lost COMMIT is ErrOutcomeUnknown.
+func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
+	return c.changeStock(ctx, nil, ch)
+}
+
+// ChangeStockTx is ChangeStock inside the caller's transaction (in a
+// savepoint). Begin tx with TxOptions.
+func (c *Client) ChangeStockTx(ctx context.Context, tx *sql.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
+	if tx == nil {
+		return nil, argError("tx", "must not be nil")
+	}
+	return c.changeStock(ctx, tx, ch)
+}
+
+func validateKey(k holdfast.Key) error {
+	switch {
+	case k.ShopID <= 0:
+		return argError("shop_id", "must be a positive integer")
+	case k.ItemID <= 0:
+		return argError("item_id", "must be a positive integer")
+	case k.LocationID <= 0:
+		return argError("location_id", "must be a positive integer")
+	}
+	return nil
+}
+
+// changeRequest is what a stock change's ID stands for: a retry must ask
+// for the same.
+type changeRequest struct {
+	ItemID     int64  `json:"item_id"`
+	LocationID int64  `json:"location_id"`
+	Set        *int   `json:"set,omitempty"`
+	Delta      int    `json:"delta"`
+	Reason     string `json:"reason"`
+	Reference  string `json:"reference"`
+}
+
+func (c *Client) changeStock(ctx context.Context, outer *sql.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
+	start := time.Now()
+	err := validateKey(ch.Key)
+	switch {
+	case err != nil:
+	case ch.Reason == "":
+		err = argError("reason", "required")
+	case len(ch.Reason) > ReasonMaxLen:
+		err = argError("reason", "at most %d bytes", ReasonMaxLen)
+	case len(ch.Reference) > ReasonMaxLen:
+		err = argError("reference", "at most %d bytes", ReasonMaxLen)
+	case len(ch.ID) > ChangeIDMaxLen:
+		err = argError("id", "at most %d bytes", ChangeIDMaxLen)
+	case ch.Set != nil && (*ch.Set < 0 || *ch.Set > holdfast.AvailableMax):
+		err = argError("available", "must be between 0 and %d", holdfast.AvailableMax)
+	case ch.Set == nil && (ch.Delta < -holdfast.AvailableMax || ch.Delta > holdfast.AvailableMax):
+		err = argError("delta", "must be between %d and %d", -holdfast.AvailableMax, holdfast.AvailableMax)
+	}
+	if err != nil {
+		c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	req := changeRequest{ItemID: ch.ItemID, LocationID: ch.LocationID, Set: ch.Set, Reason: ch.Reason, Reference: ch.Reference}
+	if ch.Set == nil {
+		req.Delta = ch.Delta
+	}
+	var lvl *holdfast.Level
+	err = c.run(ctx, outer, holdfast.RouteAdjust, ch.ID != "", func(tx *sql.Tx, _ int) error {
+		var err error
+		lvl, err = c.changeOnce(ctx, tx, outer == nil, ch, req)
+		return err
+	})
+	c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return lvl, nil
+}
+
+func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfast.StockChange, req changeRequest) (*holdfast.Level, error) {
+	const route = holdfast.RouteAdjust
+	k := ch.Key
+	if ch.ID != "" {
+		var rawReq, rawLevel []byte
+		err := tx.QueryRowContext(ctx, c.q(route, "change_find"), k.ShopID, ch.ID).Scan(&rawReq, &rawLevel)
+		switch {
+		case err == nil:
+			var first changeRequest
+			var lvl holdfast.Level
+			if err := json.Unmarshal(rawReq, &first); err != nil {
+				return nil, err
+			}
+			if !reflect.DeepEqual(first, req) {
+				return nil, holdfast.ErrIdempotencyConflict
+			}
+			if err := json.Unmarshal(rawLevel, &lvl); err != nil {
+				return nil, err
+			}
+			return &lvl, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, err
+		}
+	}
+	locked, err := c.lockKey(ctx, tx, route, k)
+	if err != nil {
+		return nil, err
+	}
+	if !locked {
+		_, err := tx.ExecContext(ctx, c.q(route, "lock_create"), k.ShopID, k.ItemID, k.LocationID)
+		if isDup(err) {
+			return nil, errRetry // created meanwhile: lock it on the next run
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	old, exists := 0, true
+	err = tx.QueryRowContext(ctx, c.q(route, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old)
+	if errors.Is(err, sql.ErrNoRows) {
+		exists, err = false, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	next := old + ch.Delta
+	if ch.Set != nil {
+		next = *ch.Set
+	}
+	if next < 0 {
+		return nil, argError("delta", "would take available below zero (available %d, delta %d)", old, ch.Delta)
+	}
+	if next > holdfast.AvailableMax {
+		return nil, argError("delta", "would take available above %d", holdfast.AvailableMax)
+	}
+	if exists {
+		_, err = tx.ExecContext(ctx, c.q(route, "level_update"), next, c.now(), k.ShopID, k.ItemID, k.LocationID)
+	} else {
+		_, err = tx.ExecContext(ctx, c.q(route, "level_insert"), k.ShopID, k.ItemID, k.LocationID, next, c.now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ref any
+	if ch.Reference != "" {
+		ref = ch.Reference
+	}
+	if _, err := tx.ExecContext(ctx, c.q(route, "ledger_insert"), k.ShopID, k.ItemID, k.LocationID, next-old, next, ch.Reason, ref, c.now()); err != nil {
+		return nil, err
+	}
+	if err := c.shrink(ctx, tx, route, k, false); err != nil {
+		return nil, err
+	}
+	if _, err := c.refillKey(ctx, tx, own, route, k, false, 0); err != nil {
+		return nil, err
+	}
+	lvl, err := c.level(ctx, tx, route, k)
+	if err != nil {
+		return nil, err
+	}
+	if ch.ID != "" {
+		rawReq, _ := json.Marshal(req)
+		rawLevel, _ := json.Marshal(lvl)
+		_, err := tx.ExecContext(ctx, c.q(route, "change_record"), k.ShopID, ch.ID, string(rawReq), string(rawLevel), c.now())
+		if isDup(err) {
+			return nil, errRetry // a concurrent retry won: answer its outcome
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return lvl, nil
+}
+
+// shrinkRoundsMax bounds shrink's loop.
+const shrinkRoundsMax = 1000
+
+// shrink removes units from a key's buffers, under the key's lock row,
+// until pooled + held <= available (or the buffers are empty: the key is
+// over-committed). With all set it empties the buffers.
+func (c *Client) shrink(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key, all bool) error {
+	for range shrinkRoundsMax {
+		st, err := c.keyState(ctx, tx, route, k)
+		if err != nil {
+			return err
+		}
+		excess := st.pooled
+		if !all {
+			excess = min(st.pooled, st.pooled+st.held-st.available)
+		}
+		if excess <= 0 {
+			return nil
+		}
+		if st.poolRows > 0 {
+			res, err := tx.ExecContext(ctx, c.q(route, "pool_shrink"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.poolRows))
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			excess -= int(n)
+		}
+		if excess > 0 && st.counterUnits > 0 {
+			if _, err := tx.ExecContext(ctx, c.q(route, "counter_shrink"), min(excess, st.counterUnits), k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.New("holdfast/mysql: shrink did not converge")
+}
+
+// SetStrategy chooses a key's allocation strategy and pool cap (0 means the
+// client's default), moving its buffered units into the new buffer under
+// the key's lock row. StrategySlots is not offered by this engine.
+func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	if !supported(s) {
+		return nil, argError("strategy", "must be counter, batch or pool on MySQL")
+	}
+	if poolCap < 0 || poolCap > PoolCapMax {
+		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapMax)
+	}
+	const route = holdfast.RouteAdjust
+	var lvl *holdfast.Level
+	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		locked, err := c.lockKey(ctx, tx, route, k)
+		if err != nil {
+			return err
+		}
+		if locked {
+			var cp any
+			if poolCap > 0 {
+				cp = poolCap
+			}
+			if _, err := tx.ExecContext(ctx, c.q(route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return err
+			}
+			if err := c.shrink(ctx, tx, route, k, true); err != nil {
+				return err
+			}
+			if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
+				return err
+			}
+		}
+		lvl, err = c.level(ctx, tx, route, k)
+		return err
+	})
+	c.keys.Delete(k)
+	return lvl, err
+}
+
+// Level returns a key's stock: available, held, pooled and sellable.
+func (c *Client) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	var lvl *holdfast.Level
+	err := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
+		var err error
+		lvl, err = c.level(ctx, tx, holdfast.RouteRead, k)
+		return err
+	})
+	return lvl, err
+}
+
+type keyState struct {
+	exists                  bool
+	available, held, pooled int
+	poolRows, counterUnits  int
+	strategy                holdfast.Strategy
+	poolCap                 int
+}
+
+// keyState reads one key's state in one statement: one read view under
+// READ COMMITTED.
+func (c *Client) keyState(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (keyState, error) {
+	var st keyState
+	var strategy string
+	err := tx.QueryRowContext(ctx, c.q(route, "key_state"), string(c.cfg.Strategy), c.cfg.PoolCap, k.ShopID, k.ItemID, k.LocationID).
+		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap)
+	st.pooled = st.poolRows + st.counterUnits
+	st.strategy = holdfast.Strategy(strategy)
+	return st, err
+}
+
+func (c *Client) level(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (*holdfast.Level, error) {
+	st, err := c.keyState(ctx, tx, route, k)
+	if err != nil {
+		return nil, err
+	}
+	return &holdfast.Level{
+		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
+		Sellable: max(0, st.available-st.held), OverCommitted: st.held > st.available,
+		Strategy: st.strategy, PoolCap: st.poolCap,
+	}, nil
+}
+
+// refillKey tops up k's buffer; tx holds k's lock row, so no other refill or
+// adjustment runs on k meanwhile. The amount comes from one statement read
+// after the lock (keyState): least(cap - pooled, available - held -
+// pooled), where held counts every hold whose units are not back, expired
+// and unswept ones included. Whatever commits between that read and the
+// insert is a reserve (pooled to held), a claim (held and available down
+// together) or a release or sweep that did not get the lock (held down):
+// none makes the amount too large. inline counts it as buyer-facing. need
+// lets a pool grow past its cap to serve one line larger than the cap.
+func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route string, k holdfast.Key, inline bool, need int) (int, error) {
+	if !own {
+		if err := c.requireReadCommitted(ctx, tx, route); err != nil {
+			return 0, err
+		}
+	}
+	st, err := c.keyState(ctx, tx, route, k)
+	if err != nil {
+		return 0, err
+	}
+	capacity := math.MaxInt32
+	if st.strategy == holdfast.StrategyPool {
+		capacity = max(st.poolCap, need)
+	}
+	add := max(0, min(capacity-st.pooled, st.available-st.held-st.pooled))
+	if add == 0 {
+		return 0, nil
+	}
+	if st.strategy == holdfast.StrategyPool {
+		for left := add; left > 0; left -= refillChunk {
+			if _, err := tx.ExecContext(ctx, c.q(route, "pool_fill"), min(left, refillChunk), k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return 0, err
+			}
+		}
+	} else {
+		res, err := tx.ExecContext(ctx, c.q(route, "counter_add"), add, k.ShopID, k.ItemID, k.LocationID)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if _, err := tx.ExecContext(ctx, c.q(route, "counter_create"), k.ShopID, k.ItemID, k.LocationID, add); err != nil {
+				return 0, err
+			}
+		}
+	}
+	c.cfg.Observer.Replenished(k, inline, add)
+	return add, nil
+}
+
+// requireReadCommitted refuses to refill inside a caller's transaction that
+// reads from a snapshot (REPEATABLE READ, MySQL's default): the refill's read
+// would come from the transaction's old snapshot, not the state after the
+// lock, and could over-fill the buffer. It bumps a probe row outside the
+// transaction and reads it inside: READ COMMITTED sees the bump.
+func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route string) error {
+	res, err := c.db.ExecContext(ctx, c.q(route, "probe_bump"))
+	if err != nil {
+		return err
+	}
+	bumped, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	var seen int64
+	if err := tx.QueryRowContext(ctx, c.q(route, "probe_read")).Scan(&seen); err != nil {
+		return err
+	}
+	if seen < bumped {
+		return argError("tx", "the caller's transaction reads from a snapshot (REPEATABLE READ?); holdfast's …Tx operations need READ COMMITTED: begin it with mysql.TxOptions()")
+	}
+	return nil
+}
+
+// returnUnits refills the buffers of keys whose holds just ended, for the
+// keys whose lock row is free right now. It never waits: a key being
+// refilled or adjusted by someone else is left to them and the replenisher.
+func (c *Client) returnUnits(ctx context.Context, tx *sql.Tx, own bool, route string, keys []holdfast.Key) error {
+	for _, k := range keys {
+		mine, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
+		if err != nil {
+			return err
+		}
+		if mine {
+			if _, err := c.refillKey(ctx, tx, own, route, k, false, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
