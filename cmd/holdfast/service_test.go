@@ -170,6 +170,7 @@ func TestServeFlagErrors(t *testing.T) {
 	}{
 		{[]string{"serve", "--pprof"}, "--pprof needs --metrics-addr"},
 		{[]string{"serve", "--legacy", "http://admin:sekret@example.com"}, "--legacy must be a Redis URL"},
+		{[]string{"serve", "--legacy", "redis://127.0.0.1:1/0", "--hold-lifetime-max", "1ms"}, "--hold-lifetime-max must be between"},
 		{[]string{"serve", "--per-shop-inflight", "3", "--queue-wait", "1s", "--log-format", "xml"}, "--log-format must be json or text"},
 	} {
 		code, out, errOut := run(t, c.args...)
@@ -185,7 +186,7 @@ func TestServeFlagErrors(t *testing.T) {
 		t.Errorf("no deprecation notice for --per-shop-inflight: %q %q", out, errOut)
 	}
 	_, help, _ := run(t, "serve", "--help")
-	for _, want := range []string{"connection slots", "--pprof", "--log-errors-only", "--legacy", "HOLDFAST_LEGACY"} {
+	for _, want := range []string{"connection slots", "--pprof", "--log-errors-only", "--legacy", "HOLDFAST_LEGACY", "--legacy-key-template", "HOLDFAST_HOLD_LIFETIME_MAX"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("serve --help lacks %q", want)
 		}
