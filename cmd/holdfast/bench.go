@@ -36,6 +36,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.StringVar(&f.svgFile, "svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
 	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
 	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak")
+	f.engine = engineFlag(fs)
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		f.line = strings.Join(os.Args[1:], " ")
@@ -50,9 +51,13 @@ type benchFlags struct {
 	scenarios, strategies, clients, jsonFile, svgFile, replot, line string
 	duration, txWork, soakDuration                                  time.Duration
 	soak                                                            bool
+	engine                                                          *string
 }
 
 func runBench(ctx context.Context, f *benchFlags) error {
+	if done, err := runBenchEngines(ctx, f); done {
+		return err
+	}
 	if f.replot != "" {
 		return replotReport(f.replot, f.svgFile)
 	}
