@@ -38,6 +38,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.StringVar(&f.svgFile, "svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
 	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
 	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak")
+	f.engine = engineFlag(fs)
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
 	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, `holdfast serve` in its own process, and the HTTP ceiling")
 	fs.BoolVar(&f.fairness, "fairness", false, "with --http: also a steady shop's p99 alone and during another shop's flash sale")
@@ -59,9 +60,13 @@ type benchFlags struct {
 	soak, http, fairness, redis                                     bool
 	redisAttempts                                                   int
 	clientsSet, durationSet                                         bool
+	engine                                                          *string
 }
 
 func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
+	if done, err := runBenchEngines(ctx, stdout, f); done {
+		return err
+	}
 	if f.replot != "" {
 		return replotReport(f.replot, f.svgFile)
 	}

@@ -50,6 +50,7 @@ shadow → smallest-first to primary → the kill switch reverts one.`,
 	fs.StringVar(&f.strategy, "strategy", string(holdfast.StrategyBatch), "allocation strategy of the item: "+strategyNames())
 	fs.BoolVar(&f.useHTTP, "http", false, "drive the sale through the HTTP API of an in-process server")
 	fs.StringVar(&f.scenario, "scenario", scenarioSale, "the demo: "+scenarioSale+" or "+scenarioMigration)
+	f.engine = engineFlag(fs)
 	fs.Uint64Var(&f.seed, "seed", 1, "migration: picks the buyers' choices and the crash points")
 	fs.IntVar(&f.crashPercent, "crash-percent", 5, "migration: share of paying buyers' claims that crash between the ledger write and the Redis cleanup, in percent")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -60,9 +61,9 @@ shadow → smallest-first to primary → the kill switch reverts one.`,
 					return usageError("--%s applies to --scenario %s only", n, scenarioMigration)
 				}
 			}
-			return runDemo(cmd.Context(), f)
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), f)
 		case scenarioMigration:
-			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http"} {
+			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http", "engine"} {
 				if cmd.Flags().Changed(n) {
 					return usageError("--%s applies to --scenario %s only", n, scenarioSale)
 				}
@@ -84,6 +85,7 @@ type demoFlags struct {
 	scenario                   string
 	seed                       uint64
 	crashPercent               int
+	engine                     *string
 }
 
 // The demo's scenarios.
@@ -159,7 +161,7 @@ type demoStats struct {
 	latencies                                   []time.Duration
 }
 
-func runDemo(ctx context.Context, f *demoFlags) error {
+func runDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	switch {
 	case f.buyers < 1 || f.buyers > 1_000_000:
 		return usageError("--buyers must be between 1 and 1000000")
@@ -175,6 +177,16 @@ func runDemo(ctx context.Context, f *demoFlags) error {
 		return usageError("--ttl must be between 1s and 1h")
 	}
 
+	engine, err := resolveEngine(*f.engine)
+	if err != nil {
+		return err
+	}
+	if engine == engineMariaDB {
+		if f.useHTTP {
+			return usageError("--http runs on --engine %s only", enginePostgres)
+		}
+		return runMySQLDemo(ctx, w, f)
+	}
 	db, err := openDatabase(ctx, throwaway, "", stderrf)
 	if err != nil {
 		return err
@@ -192,19 +204,10 @@ func runDemo(ctx context.Context, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-
-	// A fresh shop per run, so the demo can run repeatedly on one database.
-	shop := time.Now().UnixNano()%1_000_000_000 + 1
-	key := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
-	if _, err := hc.SetStrategy(ctx, key, holdfast.Strategy(f.strategy), 0); err != nil {
-		return err
-	}
-	if _, err := hc.SetAvailable(ctx, key, f.units, "demo: stock for the flash sale", ""); err != nil {
-		return err
-	}
-
 	var backend demoBackend = hc
 	via := "the Go library"
+	// A fresh shop per run, so the demo can run repeatedly on one database.
+	shop := demoShop()
 	if f.useHTTP {
 		if startHTTPBackend == nil {
 			return errors.New("this build has no HTTP service")
@@ -216,7 +219,27 @@ func runDemo(ctx context.Context, f *demoFlags) error {
 		defer stop()
 		backend, via = b, "the HTTP API"
 	}
-	fmt.Printf("flash sale: %d buyers, %d units, %d at once, strategy %s, via %s\n", f.buyers, f.units, f.concurrency, f.strategy, via)
+	return runSale(ctx, w, hc, backend, shop, via+" on PostgreSQL", f)
+}
+
+// demoShop is a fresh shop id per run, so the demo can run repeatedly on one
+// database.
+func demoShop() int64 { return time.Now().UnixNano()%1_000_000_000 + 1 }
+
+// runSale runs the flash sale for shop on eng (any engine), the buyers
+// calling backend (eng itself, or the HTTP API in front of it), and prints
+// the summary with the invariant check.
+func runSale(ctx context.Context, w io.Writer, eng holdfast.Engine, backend demoBackend, shop int64, via string, f *demoFlags) error {
+	key := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
+	if _, err := eng.SetStrategy(ctx, key, holdfast.Strategy(f.strategy), 0); err != nil {
+		return err
+	}
+	units := f.units
+	if _, err := eng.ChangeStock(ctx, holdfast.StockChange{Key: key, Set: &units, Reason: "demo: stock for the flash sale"}); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "flash sale: %d buyers, %d units, %d at once, strategy %s, via %s\n", f.buyers, f.units, f.concurrency, f.strategy, via)
 
 	st := &demoStats{}
 	var abandoned []uuid.UUID
@@ -272,7 +295,7 @@ feed:
 			return ctx.Err()
 		}
 		for {
-			n, err := hc.SweepOnce(ctx)
+			n, err := eng.SweepOnce(ctx)
 			if err != nil {
 				return err
 			}
@@ -283,11 +306,11 @@ feed:
 		}
 	}
 
-	lvl, err := hc.Level(ctx, key)
+	lvl, err := eng.Level(ctx, key)
 	if err != nil {
 		return err
 	}
-	rep, err := hc.CheckInvariant(ctx)
+	rep, err := eng.CheckInvariant(ctx)
 	if err != nil {
 		return err
 	}
@@ -301,22 +324,22 @@ feed:
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	fmt.Printf("\nsummary (%v)\n", elapsed.Round(time.Millisecond))
-	fmt.Printf("  held           %6d  (reservations granted)\n", st.held.Load())
-	fmt.Printf("  claimed        %6d  (paid: permanently deducted)\n", claimed)
-	fmt.Printf("  released       %6d  (payment failed: units back)\n", st.released.Load())
-	fmt.Printf("  expired        %6d  (abandoned: swept after TTL)\n", expired)
-	fmt.Printf("  out of stock   %6d  (answered sold out)\n", st.outOfStock.Load())
-	fmt.Printf("  errors         %6d\n", st.errors.Load())
-	fmt.Printf("  oversold       %6d\n", oversold)
-	fmt.Printf("  throughput     %6.0f reservations/s\n", float64(len(lat))/elapsed.Seconds())
-	fmt.Printf("  reserve p50    %v, p99 %v\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond))
-	fmt.Printf("  stock now      available %d, held %d, pooled %d, sellable %d\n", lvl.Available, lvl.Held, lvl.Pooled, lvl.Sellable)
+	fmt.Fprintf(w, "\nsummary (%v)\n", elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  held           %6d  (reservations granted)\n", st.held.Load())
+	fmt.Fprintf(w, "  claimed        %6d  (paid: permanently deducted)\n", claimed)
+	fmt.Fprintf(w, "  released       %6d  (payment failed: units back)\n", st.released.Load())
+	fmt.Fprintf(w, "  expired        %6d  (abandoned: swept after TTL)\n", expired)
+	fmt.Fprintf(w, "  out of stock   %6d  (answered sold out)\n", st.outOfStock.Load())
+	fmt.Fprintf(w, "  errors         %6d\n", st.errors.Load())
+	fmt.Fprintf(w, "  oversold       %6d\n", oversold)
+	fmt.Fprintf(w, "  throughput     %6.0f reservations/s\n", float64(len(lat))/elapsed.Seconds())
+	fmt.Fprintf(w, "  reserve p50    %v, p99 %v\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond))
+	fmt.Fprintf(w, "  stock now      available %d, held %d, pooled %d, sellable %d\n", lvl.Available, lvl.Held, lvl.Pooled, lvl.Sellable)
 	if rep.OK() && oversold == 0 && lvl.Available == f.units-int(claimed) {
-		fmt.Printf("  invariant      OK: pooled + held <= available on all %d keys; available = %d - %d claimed\n", rep.Keys, f.units, claimed)
+		fmt.Fprintf(w, "  invariant      OK: pooled + held <= available on all %d keys; available = %d - %d claimed\n", rep.Keys, f.units, claimed)
 		return nil
 	}
-	fmt.Printf("  invariant      BROKEN: %s\n", rep)
+	fmt.Fprintf(w, "  invariant      BROKEN: %s\n", rep)
 	return &exitError{code: 1, msg: "invariant broken"}
 }
 

@@ -29,8 +29,14 @@ is critical, so it can run from cron or CI.`,
 	xactWarn := fs.Duration("transaction", time.Minute, "report transactions and snapshots open for longer (critical at 10×)")
 	strategy := fs.String("strategy", "", "the service's default strategy ("+strategyNames()+"), for pool fill; empty: holdfast's default")
 	poolCap := fs.Int("pool-cap", 0, "the service's default pool cap, for pool fill; 0: holdfast's default")
+	engine := engineFlag(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		if eng, err := resolveEngine(*engine); err != nil {
+			return err
+		} else if eng == engineMariaDB {
+			return runMySQLDoctor(ctx, cmd.OutOrStdout(), *asJSON, *idleWarn, *xactWarn)
+		}
 		st, err := parseStrategy(*strategy)
 		if err != nil {
 			return err

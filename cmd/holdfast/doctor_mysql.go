@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysqlops"
+	"github.com/holdfast/holdfast/ops"
+)
+
+// runMySQLDoctor is doctor on a MySQL/MariaDB database (DATABASE_URL=mysql://…):
+// package mysqlops's checks and the engine's invariant check.
+func runMySQLDoctor(ctx context.Context, out io.Writer, asJSON bool, idleWarn, xactWarn time.Duration) error {
+	db, err := openMySQLDatabase(ctx, false, stderrf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	mc, err := db.client(4, holdfast.Config{})
+	if err != nil {
+		return err
+	}
+	defer mc.DB().Close()
+	rep, err := mysqlops.Doctor(ctx, mc.DB(), mysqlops.DoctorConfig{
+		Engine:                    mc,
+		IdleInTransactionWarn:     idleWarn,
+		IdleInTransactionCritical: 12 * idleWarn,
+		TransactionWarn:           xactWarn,
+		TransactionCritical:       10 * xactWarn,
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(out, rep.Text())
+	}
+	if n := rep.Count(ops.SeverityCritical); n > 0 {
+		return &exitError{code: 2, msg: fmt.Sprintf("%d critical findings", n)}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/spf13/pflag"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/mysql/migrations"
+)
+
+// The engines a command can run on (--engine, HOLDFAST_ENGINE).
+const (
+	enginePostgres = "postgres"
+	engineMariaDB  = "mariadb"
+)
+
+// engineFlag adds --engine to a command's flags.
+func engineFlag(fs *pflag.FlagSet) *string {
+	return fs.String("engine", "", "database engine: "+enginePostgres+" or "+engineMariaDB+" (MySQL/MariaDB); empty: from DATABASE_URL (mysql:// selects "+engineMariaDB+"), else "+enginePostgres)
+}
+
+// isMySQLURL reports whether u names a MySQL or MariaDB server.
+func isMySQLURL(u string) bool {
+	return strings.HasPrefix(u, "mysql://") || strings.HasPrefix(u, "mariadb://")
+}
+
+// resolveEngine turns --engine and DATABASE_URL into the engine to run on.
+// A mysql:// DATABASE_URL selects MariaDB; --engine that contradicts
+// DATABASE_URL is a usage error rather than a surprise.
+func resolveEngine(flag string) (string, error) {
+	u := os.Getenv("DATABASE_URL")
+	switch flag {
+	case "":
+		if isMySQLURL(u) {
+			return engineMariaDB, nil
+		}
+		return enginePostgres, nil
+	case engineMariaDB, "mysql":
+		if u != "" && !isMySQLURL(u) {
+			return "", usageError("--engine %s needs DATABASE_URL unset (a private MariaDB) or a mysql:// URL", flag)
+		}
+		return engineMariaDB, nil
+	case enginePostgres, "postgresql":
+		if isMySQLURL(u) {
+			return "", usageError("--engine %s with a mysql:// DATABASE_URL", flag)
+		}
+		return enginePostgres, nil
+	}
+	return "", usageError("unknown --engine %q (known: %s or %s)", flag, enginePostgres, engineMariaDB)
+}
+
+// mysqlDatabaseName is the database holdfast creates on a private MariaDB.
+const mysqlDatabaseName = "holdfast"
+
+// mysqlDatabase is a MySQL/MariaDB database a command runs on: DATABASE_URL
+// (mysql://…) when set, else a private throwaway MariaDB server from the
+// local binaries (as an unprivileged user when run by root, its data in a
+// temporary directory removed on Close).
+type mysqlDatabase struct {
+	URL     string
+	Cluster *mariadbcluster.Cluster // nil when DATABASE_URL is set
+}
+
+// openMySQLDatabase resolves the MySQL database: DATABASE_URL when it is a
+// mysql:// URL, else (only when throwaway is allowed) a private MariaDB.
+// The schema is migrated. logf reports progress; errors are one line and
+// never carry the password.
+func openMySQLDatabase(ctx context.Context, allowThrowaway bool, logf func(string, ...any)) (*mysqlDatabase, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		d := &mysqlDatabase{URL: u}
+		return d, d.migrate(ctx)
+	}
+	if !allowThrowaway {
+		return nil, errors.New("on MariaDB this command needs DATABASE_URL=mysql://user:password@host:port/database (there is no embedded MariaDB to reuse)")
+	}
+	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Log: logf, Durable: true})
+	if err != nil {
+		return nil, fmt.Errorf("private MariaDB: %w", err)
+	}
+	d := &mysqlDatabase{Cluster: c, URL: c.URL(mysqlDatabaseName)}
+	admin, err := sql.Open("mysql", c.DSN(""))
+	if err == nil {
+		_, err = admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+mysqlDatabaseName)
+		admin.Close()
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("private MariaDB: create database: %w", err)
+	}
+	if err := d.migrate(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// config is the driver configuration of the database, as the engine needs
+// it (mysql.Configure).
+func (d *mysqlDatabase) config() (*mysqldriver.Config, error) {
+	cfg, err := mysql.ParseURL(d.URL)
+	if err != nil {
+		// The driver's errors may quote the DSN, password included.
+		return nil, errors.New("DATABASE_URL is not a valid mysql:// URL (mysql://user:password@host:port/database)")
+	}
+	mysql.Configure(cfg)
+	return cfg, nil
+}
+
+// open opens a pool of maxConns connections.
+func (d *mysqlDatabase) open(maxConns int) (*sql.DB, error) {
+	cfg, err := d.config()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	return db, nil
+}
+
+// migrate brings the schema up to date.
+func (d *mysqlDatabase) migrate(ctx context.Context) error {
+	db, err := d.open(2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := migrations.Up(ctx, db); err != nil {
+		return fmt.Errorf("migrate MySQL schema: %w", err)
+	}
+	return nil
+}
+
+// client opens the MySQL engine on a pool of maxConns connections.
+func (d *mysqlDatabase) client(maxConns int, cfg holdfast.Config) (*mysql.Client, error) {
+	db, err := d.open(maxConns)
+	if err != nil {
+		return nil, err
+	}
+	c, err := mysql.New(db, cfg)
+	if err != nil {
+		db.Close()
+		return nil, usageError("%v", err)
+	}
+	return c, nil
+}
+
+// Close stops the private server, if any, and removes its data.
+func (d *mysqlDatabase) Close() {
+	if d.Cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), mariadbcluster.ReadyTimeout)
+		defer cancel()
+		_ = d.Cluster.Stop(ctx)
+	}
+}

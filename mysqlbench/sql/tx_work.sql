@@ -1,0 +1,1 @@
+/* app='holdfast',route='bench' */ SELECT SLEEP(?)

@@ -1,0 +1,1 @@
+/* app='holdfast',route='ops' */ SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH'
