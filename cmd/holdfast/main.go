@@ -57,13 +57,15 @@ func envName(flag string) string {
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "holdfast",
-		Short: "inventory reservations on PostgreSQL",
-		Long: `holdfast: inventory reservations on PostgreSQL.
+		Short: "inventory reservations on PostgreSQL or MySQL/MariaDB",
+		Long: `holdfast: inventory reservations on PostgreSQL or MySQL/MariaDB.
 
 DATABASE_URL selects the database. Unset, holdfast runs on an embedded private
 PostgreSQL cluster from the local server binaries, kept in --data-dir
 (default ./.holdfast): every command with the same --data-dir uses the same
-database, the running server's when one runs. Every flag can also be set
+database, the running server's when one runs. demo and bench also run on
+MySQL/MariaDB: --engine mariadb (a private throwaway MariaDB) or
+DATABASE_URL=mysql://… . Every flag can also be set
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).`,
 		Version:           versionString(),
 		SilenceUsage:      true,
