@@ -31,6 +31,12 @@ type combiner struct {
 // rows in key order, so they never deadlock each other.
 const CombineRunnersMax = 2
 
+// checkoutKey identifies a checkout: ids are scoped per shop.
+type checkoutKey struct {
+	shop     int64
+	checkout uuid.UUID
+}
+
 type batchReq struct {
 	key  Key
 	req  *reservation
@@ -104,17 +110,18 @@ func (c *Client) execBatch(batch []*batchReq) {
 
 	// A checkout twice in one batch: the first is served here, the rest on
 	// the plain path, where they find its hold.
-	seen := make(map[uuid.UUID]bool, len(batch))
+	seen := make(map[checkoutKey]bool, len(batch))
 	uniq := make([]*batchReq, 0, len(batch))
 	n := len(batch)
 	ids, qtys, ttls := make([]uuid.UUID, 0, n), make([]int32, 0, n), make([]int64, 0, n)
 	shops, items, locs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	for _, r := range batch {
-		if seen[r.req.checkout] {
+		ck := checkoutKey{r.req.shop, r.req.checkout}
+		if seen[ck] {
 			r.done <- batchResult{plain: true}
 			continue
 		}
-		seen[r.req.checkout] = true
+		seen[ck] = true
 		uniq = append(uniq, r)
 		ids = append(ids, r.req.checkout)
 		qtys = append(qtys, int32(r.req.lines[0].Quantity))
@@ -122,7 +129,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 		shops, items, locs = append(shops, r.key.ShopID), append(items, r.key.ItemID), append(locs, r.key.LocationID)
 	}
 
-	var created map[uuid.UUID]*Hold
+	var created map[checkoutKey]*Hold
 	var err error
 	for attempt := 0; ; attempt++ {
 		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
@@ -146,7 +153,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 		}
 	}
 	for _, r := range uniq {
-		switch h, ok := created[r.req.checkout]; {
+		switch h, ok := created[checkoutKey{r.req.shop, r.req.checkout}]; {
 		case err != nil:
 			r.done <- batchResult{err: err}
 		case ok:
@@ -162,7 +169,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 // bounds and the counter locks (batch_lock.sql) in one pipeline; then the
 // holds (batch_reserve.sql) and COMMIT in another, so the counter rows are
 // held for one round trip and the commit.
-func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[uuid.UUID]*Hold, error) {
+func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[checkoutKey]*Hold, error) {
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -214,7 +221,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 			gShops, gItems, gLocs = append(gShops, shops[i]), append(gItems, items[i]), append(gLocs, locs[i])
 		}
 	}
-	created := make(map[uuid.UUID]*Hold, len(gIDs))
+	created := make(map[checkoutKey]*Hold, len(gIDs))
 	if len(gIDs) == 0 {
 		_, err := conn.Exec(ctx, "ROLLBACK")
 		return created, err
@@ -232,11 +239,11 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	}
 	for rows.Next() {
 		h := &Hold{Status: StatusHeld}
-		if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
+		if err := rows.Scan(&h.ShopID, &h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		created[h.CheckoutID] = h
+		created[checkoutKey{h.ShopID, h.CheckoutID}] = h
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

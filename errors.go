@@ -17,8 +17,10 @@ var (
 	// ErrInsufficientStock: Reserve could not hold every line; nothing was
 	// held. The error is an *InsufficientStockError naming every short line.
 	ErrInsufficientStock = errors.New("holdfast: insufficient stock")
-	// ErrIdempotencyConflict: the checkout id is already used with other
-	// lines (or by another shop). Use a new checkout id.
+	// ErrIdempotencyConflict: the shop's checkout id is already used with
+	// other lines (checkout ids are scoped per shop: another shop's use of
+	// the same id is a different checkout), or a stock change id is already
+	// used with another change. Use a new id.
 	ErrIdempotencyConflict = errors.New("holdfast: checkout id already used with other lines")
 	// ErrNotFound: no hold or outcome is known for the checkout (never
 	// reserved, or its outcome record is past the retention window).

@@ -81,7 +81,7 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 			return c.lateClaim(ctx, tx, shop, checkout)
 		}
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout, shop); err != nil {
 		return nil, err
 	}
 	if err := c.deduct(ctx, tx, RouteClaim, shop, checkout, h.Lines, "claim"); err != nil {
@@ -204,7 +204,7 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 			return cur, nil
 		}
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteRelease, "hold_lines_delete"), checkout); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteRelease, "hold_lines_delete"), checkout, shop); err != nil {
 		return nil, err
 	}
 	keys := make([]Key, len(h.Lines))
@@ -320,7 +320,7 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteExtend, "extend_lines"), checkout, h.ExpiresAt); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteExtend, "extend_lines"), checkout, h.ExpiresAt, shop); err != nil {
 		return nil, err
 	}
 	return h, nil

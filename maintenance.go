@@ -58,21 +58,24 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		if err != nil {
+		var shops []int64
+		var strs []string // as text: pgx's exec query mode (PgBouncer) cannot encode []uuid.UUID
+		for rows.Next() {
+			var shop int64
+			var id uuid.UUID
+			if err := rows.Scan(&shop, &id); err != nil {
+				return err
+			}
+			shops, strs = append(shops, shop), append(strs, id.String())
+		}
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		n = len(ids)
+		n = len(strs)
 		if n == 0 {
 			return nil
 		}
-		// As text: pgx's exec query mode (PgBouncer) cannot encode
-		// []uuid.UUID.
-		strs := make([]string, len(ids))
-		for i, id := range ids {
-			strs[i] = id.String()
-		}
-		rows, err = tx.Query(ctx, c.q(ctx, RouteSweep, "sweep_lines"), strs)
+		rows, err = tx.Query(ctx, c.q(ctx, RouteSweep, "sweep_lines"), shops, strs)
 		if err != nil {
 			return err
 		}

@@ -205,7 +205,7 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, error) {
 	items, locs, _ := columns(req.lines)
 	batch := &pgx.Batch{}
-	batch.Queue(c.q(ctx, RouteReserve, "hold_find"), req.checkout)
+	batch.Queue(c.q(ctx, RouteReserve, "hold_get"), req.checkout, req.shop)
 	batch.Queue(c.q(ctx, RouteReserve, "sellable"), req.shop, items, locs)
 	br := c.pool.SendBatch(ctx, batch)
 	defer br.Close()
@@ -280,30 +280,17 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 // A replay returns the hold with errRollback, so that the units this attempt
 // took go back. ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Hold, error) {
-	h := &Hold{CheckoutID: req.checkout}
-	var raw []byte
-	var status string
-	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_find"), req.checkout).
-		Scan(&h.ShopID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+	h, err := c.getHold(ctx, tx, RouteReserve, req.shop, req.checkout)
 	if err != nil {
 		return nil, err
 	}
-	if h.ShopID != req.shop {
-		return nil, ErrIdempotencyConflict
-	}
-	switch h.Status = Status(status); h.Status {
+	switch h.Status {
 	case StatusClaimed:
 		return nil, ErrHoldClaimed
 	case StatusReleased:
 		return nil, ErrHoldReleased
 	case StatusExpired:
 		return nil, ErrHoldExpired
-	}
-	if err := json.Unmarshal(raw, &h.Lines); err != nil {
-		return nil, err
 	}
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, ErrIdempotencyConflict

@@ -1,7 +1,7 @@
 -- Create a checkout's hold and its lines in one statement. Creates nothing
--- (no row returned) when the checkout already has a hold or an outcome; a
--- concurrent create of the same checkout waits here for the other
--- transaction to finish, so two retries never both keep units.
+-- (no row returned) when the shop's checkout already has a hold or an
+-- outcome; a concurrent create of the same checkout waits here for the
+-- other transaction to finish, so two retries never both keep units.
 -- $1 checkout, $2 shop, $3 lines json, $4 ttl µs, $5 lifetime µs,
 -- $6 now (NULL: database clock), $7 items, $8 locations, $9 quantities.
 WITH h AS (
@@ -10,7 +10,7 @@ WITH h AS (
            t.now + $4::bigint * interval '1 microsecond',
            t.now + $5::bigint * interval '1 microsecond'
     FROM (SELECT coalesce($6::timestamptz, clock_timestamp()) AS now) t
-    ON CONFLICT (checkout_id) DO NOTHING
+    ON CONFLICT (shop_id, checkout_id) DO NOTHING
     RETURNING checkout_id, shop_id, created_at, expires_at, deadline
 ), l AS (
     INSERT INTO reserved_quantities
