@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/internal/maint"
@@ -283,12 +284,19 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, ErrHoldExpired), errors.Is(err, ErrLifetimeExceeded),
 		errors.Is(err, ErrOverCommitted):
 		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
+	// A COMMIT that was sent and not acknowledged — the connection failed,
+	// or ctx ended while the server was still committing — may have
+	// committed. This is checked before context errors: "the caller gave
+	// up" must not read as "nothing happened". The cause is kept as text
+	// only, so errors.Is(err, context.Canceled) does not match and no layer
+	// above turns it into a retryable answer.
 	var ce *commitError
-	if own && !idempotent && errors.As(err, &ce) && connectionLost(err) {
-		return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, route, err)
+	if own && errors.As(err, &ce) && !pgconn.SafeToRetry(ce.err) {
+		return fmt.Errorf("%w: %s: commit not acknowledged: %v", ErrOutcomeUnknown, route, ce.err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
 	if connectionLost(err) || retryable(err) || errors.Is(err, errRetry) || SQLState(err) == sqlstateQueryCanceled {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, route, err)

@@ -42,11 +42,17 @@ var (
 	// after a stock reduction. The hold stays; release it and refund.
 	ErrOverCommitted = errors.New("holdfast: key over-committed")
 	// ErrUnavailable: the database could not be reached or kept failing
-	// after bounded retries. Nothing is known to have changed; retry later
-	// with the same checkout id.
+	// after bounded retries, and no COMMIT was left unacknowledged: nothing
+	// changed. Retry later with the same checkout id.
 	ErrUnavailable = errors.New("holdfast: database unavailable")
-	// ErrOutcomeUnknown: a stock adjustment was sent but its commit was not
-	// acknowledged. Read the level and the ledger before retrying.
+	// ErrOutcomeUnknown: the operation's COMMIT was sent but not
+	// acknowledged — the connection failed, or the caller's context ended
+	// while the server was committing — and it could not be retried: it may
+	// or may not have happened. Reservations, claims, releases, extensions
+	// and stock changes sent with an ID are safe to retry with the same
+	// checkout id / change ID, which answers the outcome. A stock change
+	// without an ID: read the level and the ledger before sending it again.
+	// Never the same as ErrUnavailable, which means nothing changed.
 	ErrOutcomeUnknown = errors.New("holdfast: outcome unknown")
 )
 

@@ -91,14 +91,21 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// PurgeOnce deletes one batch of outcome records older than
-// Config.OutcomeRetention and returns how many.
+// PurgeOnce deletes one batch (at most Config.SweepBatch each) of hold
+// outcome records and of stock change records older than
+// Config.OutcomeRetention and returns how many, the larger of the two.
 func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.run(ctx, c.pool, RoutePurge, true, true, func(tx pgx.Tx, _ int) error {
-		tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, "purge_outcomes"), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
-		n = int(tag.RowsAffected())
-		return err
+		n = 0
+		for _, stmt := range []string{"purge_outcomes", "purge_stock_changes"} {
+			tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
+			if err != nil {
+				return err
+			}
+			n = max(n, int(tag.RowsAffected()))
+		}
+		return nil
 	})
 	return n, err
 }

@@ -104,6 +104,9 @@ type Level struct {
 	OverCommitted bool     `json:"over_committed"`
 	Strategy      Strategy `json:"strategy"`
 	PoolCap       int      `json:"pool_cap"`
+	// Replayed is true when ChangeStock found the same change already
+	// applied under its ID and answered the level it answered then.
+	Replayed bool `json:"-"`
 }
 
 // Shortfall is a line that could not be served, with what was asked and what

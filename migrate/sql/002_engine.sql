@@ -22,3 +22,23 @@ BEGIN
 END $$;
 ALTER TABLE reserved_quantities
     ADD CONSTRAINT reserved_quantities_line UNIQUE (shop_id, checkout_id, inventory_item_id, location_id);
+
+-- Idempotent stock changes: a change sent with an id is recorded under
+-- (shop_id, change_id) in the transaction that applies it, with the level
+-- it answered. A retry finds the record and answers the same; another
+-- change under the same id is a conflict. Records are purged after the
+-- outcome retention window, like hold outcomes.
+CREATE TABLE stock_changes (
+    shop_id           bigint      NOT NULL CHECK (shop_id > 0),
+    change_id         text        NOT NULL CHECK (change_id <> ''),
+    inventory_item_id bigint      NOT NULL,
+    location_id       bigint      NOT NULL,
+    set_to            integer,
+    delta             integer,
+    reason            text        NOT NULL,
+    reference         text,
+    outcome           jsonb,
+    created_at        timestamptz NOT NULL,
+    PRIMARY KEY (shop_id, change_id)
+);
+CREATE INDEX stock_changes_created ON stock_changes (created_at);
