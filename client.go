@@ -46,6 +46,8 @@ type Client struct {
 	cfg      Config
 	sql      map[string]string
 	setLocal [3]string
+	// combineLockWait is the lock_timeout of a combined batch.
+	combineLockWait string
 
 	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
 	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
@@ -87,6 +89,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		c.sql[strings.TrimSuffix(e.Name(), ".sql")] = string(b)
 	}
 	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
+	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
 	return c, nil
 }
 

@@ -29,6 +29,8 @@ const (
 	SweepBatchDefault = 500
 	// OutcomeRetentionDefault is how long outcome records are kept.
 	OutcomeRetentionDefault = 24 * time.Hour
+	// CombineLockWaitDefault is a combined batch's lock wait.
+	CombineLockWaitDefault = 100 * time.Millisecond
 )
 
 // Config configures a Client. The zero value of every field means its
@@ -76,6 +78,12 @@ type Config struct {
 	LockTimeout              time.Duration
 	StatementTimeout         time.Duration
 	IdleInTransactionTimeout time.Duration
+	// CombineLockWait bounds how long a combined batch waits for a counter
+	// row another transaction holds (a caller's ReserveTx doing work before
+	// its commit); past it the batch's requests take the plain path, where
+	// only the requests of that key wait. Defaults to CombineLockWaitDefault
+	// and never exceeds LockTimeout.
+	CombineLockWait time.Duration
 	// Now replaces the database clock, for tests. Nil (the default) uses
 	// the database's clock_timestamp(), which is authoritative.
 	Now func() time.Time
@@ -114,6 +122,7 @@ func (c Config) withDefaults() Config {
 	def(&c.LockTimeout, 2*time.Second)
 	def(&c.StatementTimeout, 5*time.Second)
 	def(&c.IdleInTransactionTimeout, 15*time.Second)
+	def(&c.CombineLockWait, CombineLockWaitDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

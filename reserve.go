@@ -129,7 +129,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		}
 	}
 	var h *Hold
-	combined := false
+	combined, doubt := false, false
 	if own && len(req.lines) == 1 {
 		k := Key{req.shop, req.lines[0].ItemID, req.lines[0].LocationID}
 		// A stale or missing cache entry is safe here: a key that is not
@@ -141,7 +141,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 			// contention that decides whether to combine.
 			c.combiner.inflight.Add(1)
 			defer c.combiner.inflight.Add(-1)
-			h, err, combined = c.reserveCombined(ctx, k, req)
+			h, err, combined, doubt = c.reserveCombined(ctx, k, req)
 		}
 	}
 	if !combined {
@@ -165,6 +165,11 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 			h, err = c.reserveOnce(ctx, tx, req, mode)
 			return err
 		})
+		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable)) {
+			// The plain path could not finish the retry of a combined
+			// commit that went unacknowledged: the hold may exist.
+			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", ErrOutcomeUnknown, RouteReserve, err)
+		}
 	}
 	c.cfg.Observer.Op(RouteReserve, outcome(err, h), time.Since(start))
 	var ise *InsufficientStockError
