@@ -203,35 +203,26 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 	return false
 }
 
-// soldOut answers a reservation on a key that recently sold out in one round
-// trip and no transaction: the lines short in one snapshot of available and
-// held, unless the checkout already has a hold or outcome (then the normal
-// path answers it). Empty means: go the normal way.
+// soldOut answers a reservation on a key that recently sold out in one
+// statement — one snapshot — and no transaction: the lines short in that
+// snapshot, unless the checkout already has a hold or outcome in it (then
+// the normal path answers it). Empty means: go the normal way.
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, error) {
 	items, locs, _ := columns(req.lines)
-	batch := &pgx.Batch{}
-	batch.Queue(c.q(ctx, RouteReserve, "hold_get"), req.checkout, req.shop)
-	batch.Queue(c.q(ctx, RouteReserve, "sellable"), req.shop, items, locs)
-	br := c.pool.SendBatch(ctx, batch)
-	defer br.Close()
-	rows, err := br.Query()
+	rows, err := c.pool.Query(ctx, c.q(ctx, RouteReserve, "sold_out"), req.shop, req.checkout, items, locs)
 	if err != nil {
 		return nil, err
 	}
-	exists := rows.Next()
-	rows.Close()
-	if exists || rows.Err() != nil {
-		return nil, rows.Err()
-	}
-	rows, err = br.Query()
-	if err != nil {
-		return nil, err
-	}
+	defer rows.Close()
 	var short []Shortfall
 	for i := 0; rows.Next(); i++ {
+		var known bool
 		var avail, held int
-		if err := rows.Scan(&avail, &held); err != nil {
+		if err := rows.Scan(&known, &avail, &held); err != nil {
 			return nil, err
+		}
+		if known {
+			return nil, nil
 		}
 		if s := max(0, avail-held); s < req.lines[i].Quantity {
 			short = append(short, Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
@@ -240,32 +231,17 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, er
 	return short, rows.Err()
 }
 
-// reserveOnce is one attempt: take every line's units from its key's buffer,
-// then create the hold and its lines in one statement. Units are taken
-// first so that a sold-out answer writes nothing; a concurrent retry of the
-// same checkout waits on the hold's unique key and then rolls its own units
-// back (errRollback), so it never keeps any.
+// reserveOnce is one attempt: create the hold row first — a concurrent
+// retry of the same checkout waits for it there, before touching any
+// buffer, and then finds it — then take every line's units from its key's
+// buffer, then create the hold's lines. A sold-out answer rolls the hold
+// row back with the transaction, so it writes nothing.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*Hold, error) {
-	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, mode)
-	if err != nil {
-		return nil, err
-	}
-	if len(short) > 0 {
-		// A retry of a reservation made before the stock ran out is
-		// answered with its hold, not with sold out.
-		h, err := c.existing(ctx, tx, req)
-		if errors.Is(err, ErrNotFound) {
-			return nil, &InsufficientStockError{Lines: short}
-		}
-		return h, err
-	}
 	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
-	items, locs, qtys := columns(req.lines)
-	err = tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_create"),
+	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_insert"),
 		// The lines go as text: as []byte, pgx's exec and simple protocol
 		// modes (used behind PgBouncer) would send them as bytea.
 		req.checkout, req.shop, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
-		items, locs, qtys,
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		h, err := c.existing(ctx, tx, req)
@@ -278,12 +254,23 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	if err != nil {
 		return nil, err
 	}
+	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, mode)
+	if err != nil {
+		return nil, err
+	}
+	if len(short) > 0 {
+		return nil, &InsufficientStockError{Lines: short}
+	}
+	items, locs, qtys := columns(req.lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteReserve, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
 // existing answers a Reserve whose checkout already has a hold or outcome.
-// A replay returns the hold with errRollback, so that the units this attempt
-// took go back. ErrNotFound means the checkout is new.
+// A replay returns the hold with errRollback (this attempt wrote nothing to
+// keep). ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Hold, error) {
 	h, err := c.getHold(ctx, tx, RouteReserve, req.shop, req.checkout)
 	if err != nil {
