@@ -378,9 +378,12 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 			}
 		}
 		var got int
-		if infos[i].strategy == StrategyPool {
+		switch {
+		case infos[i].strategy == StrategyPool && mode == takeLocked:
+			got, err = c.takePoolWait(ctx, tx, route, k, l.Quantity)
+		case infos[i].strategy == StrategyPool:
 			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
-		} else {
+		default:
 			got, err = c.gather(ctx, tx, route, k, l.Quantity, true)
 		}
 		if err != nil {
@@ -397,6 +400,25 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		}
 	}
 	return short, nil
+}
+
+// takePoolWait takes q units from a pool key under its advisory lock,
+// waiting for rows in-flight reservers hold: rows of a reservation that
+// rolls back are taken, rows of one that commits are gone. At most q rounds,
+// each taking at least one row or ending the loop.
+func (c *Client) takePoolWait(ctx context.Context, tx pgx.Tx, route string, k Key, q int) (int, error) {
+	taken := 0
+	for taken < q {
+		var got int
+		if err := tx.QueryRow(ctx, c.q(ctx, route, "take_pool_wait"), k.ShopID, k.ItemID, k.LocationID, q-taken).Scan(&got); err != nil {
+			return 0, err
+		}
+		if got == 0 {
+			break
+		}
+		taken += got
+	}
+	return taken, nil
 }
 
 // refillKey refills one key's buffer under its advisory lock, which tx
