@@ -218,8 +218,10 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 }
 
 // returnUnits refills the buffers of keys whose holds just ended, for the
-// keys whose advisory lock is free right now. It never waits: a key being
-// refilled or adjusted by someone else is left to them and the replenisher.
+// keys whose advisory lock and counter rows are free right now. It never
+// waits, so it never blocks or fails the release or sweep it follows: a key
+// being refilled, adjusted or reserved by someone else is left to them and
+// the replenisher.
 func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys []Key) error {
 	hashes := make([]int64, len(keys))
 	for i, k := range keys {
@@ -243,7 +245,29 @@ func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys 
 	if len(locked) == 0 {
 		return nil
 	}
-	_, err = c.refill(ctx, tx, route, locked)
+	// The refill writes counter rows; one a caller's open ReserveTx holds
+	// would make it wait, past lock_timeout, and fail the release or
+	// sweep it is only an optional step of. Those keys are skipped.
+	shops, items, locs := make([]int64, len(locked)), make([]int64, len(locked)), make([]int64, len(locked))
+	for i, k := range locked {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	rows, err = tx.Query(ctx, c.q(ctx, route, "counters_trylock"), shops, items, locs)
+	if err != nil {
+		return err
+	}
+	idx, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return err
+	}
+	free := make([]Key, len(idx))
+	for i, n := range idx {
+		free[i] = locked[n-1]
+	}
+	if len(free) == 0 {
+		return nil
+	}
+	_, err = c.refill(ctx, tx, route, free)
 	return err
 }
 
