@@ -70,11 +70,8 @@ type keyInfo struct {
 // `holdfast migrate`) first.
 func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
-	if !cfg.Strategy.Valid() {
-		return nil, argError("Config.Strategy", "unknown strategy %q", cfg.Strategy)
-	}
-	if cfg.HoldTTLDefault < HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
-		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", HoldTTLMin, cfg.HoldLifetimeMax)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	c := &Client{pool: pool, cfg: cfg, sql: map[string]string{}}
 	entries, err := sqlFiles.ReadDir("sql")

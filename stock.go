@@ -276,8 +276,8 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 	if !s.Valid() {
 		return nil, argError("strategy", "must be counter, batch, pool or slots")
 	}
-	if poolCap < 0 || poolCap > 1_000_000 {
-		return nil, argError("pool_cap", "must be between 1 and 1000000 (0 for the default)")
+	if poolCap < 0 || poolCap > PoolCapLimit {
+		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapLimit)
 	}
 	var lvl *Level
 	err := c.run(ctx, c.pool, RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
