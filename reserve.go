@@ -365,14 +365,19 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	if mode == takeFast {
 		return nil, errSlowPath
 	}
+	if mode == takeLocked {
+		// The slowest path takes every key's lock first, in key order,
+		// before it touches any buffer (the documented lock order: key
+		// locks, then buffers), then refills right before each take.
+		for _, l := range lines {
+			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for i, l := range lines {
 		k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 		if mode == takeLocked {
-			// The slowest path: refill right before the take, under the
-			// key's lock.
-			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(k)); err != nil {
-				return nil, err
-			}
 			if err := c.refillKey(ctx, tx, route, k); err != nil {
 				return nil, err
 			}
@@ -515,11 +520,21 @@ func (c *Client) keyInfos(ctx context.Context, tx pgx.Tx, route string, shop int
 		}
 		ki := keyInfo{strategy: Strategy(strategy), cap: cap, at: now}
 		c.keys.Store(Key{shop, item, loc}, ki)
-		// key_info keeps the order of its input.
+		// key_info returns its input's order (ORDER BY); checked, since a
+		// wrong pairing would run the wrong take for a line.
+		if i >= len(lines) || lines[i].ItemID != item || lines[i].LocationID != loc {
+			return nil, fmt.Errorf("holdfast: key_info returned item %d at location %d out of order", item, loc)
+		}
 		out[i] = ki
 		i++
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if i != len(lines) {
+		return nil, fmt.Errorf("holdfast: key_info returned %d keys for %d lines", i, len(lines))
+	}
+	return out, nil
 }
 
 func columns(lines []Line) (items, locs []int64, qtys []int32) {

@@ -152,27 +152,42 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch StockChange)
 			return nil, err
 		}
 	}
+	// Lock order: the key's lock, then its buffers (shrink), then its
+	// level row (level_lock) — never the level row before the buffers, or
+	// a caller's transaction that holds a buffer row (ReserveTx) and then
+	// claims (the level row) would deadlock with this change.
 	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "lock_key"), keyHash(k)); err != nil {
+		return nil, err
+	}
+	st, err := c.keyState(ctx, tx, RouteAdjust, k)
+	if err != nil {
+		return nil, err
+	}
+	next := st.available + ch.Delta
+	if ch.Set != nil {
+		next = *ch.Set
+	}
+	if err := checkNext(st.available, next, ch.Delta); err != nil {
+		return nil, err
+	}
+	// Shrink to the new level before it is written. Claims meanwhile lower
+	// available and held alike, so the buffer is never left too big; at
+	// worst it is smaller than it could be, and a refill tops it up.
+	if err := c.shrink(ctx, tx, RouteAdjust, k, false, next-st.available); err != nil {
 		return nil, err
 	}
 	var old int
 	if err := tx.QueryRow(ctx, c.q(ctx, RouteAdjust, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old); err != nil {
 		return nil, err
 	}
-	next := old + ch.Delta
+	next = old + ch.Delta
 	if ch.Set != nil {
 		next = *ch.Set
 	}
-	if next < 0 {
-		return nil, argError("delta", "would take available below zero (available %d, delta %d)", old, ch.Delta)
-	}
-	if next > AvailableMax {
-		return nil, argError("delta", "would take available above %d", AvailableMax)
-	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "level_set"), k.ShopID, k.ItemID, k.LocationID, next, next-old, ch.Reason, ref); err != nil {
+	if err := checkNext(old, next, ch.Delta); err != nil {
 		return nil, err
 	}
-	if err := c.shrink(ctx, tx, RouteAdjust, k, false); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "level_set"), k.ShopID, k.ItemID, k.LocationID, next, next-old, ch.Reason, ref); err != nil {
 		return nil, err
 	}
 	if _, err := c.refill(ctx, tx, RouteAdjust, []Key{k}); err != nil {
@@ -190,6 +205,16 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch StockChange)
 		return nil, err
 	}
 	return lvl, nil
+}
+
+func checkNext(old, next, delta int) error {
+	if next < 0 {
+		return argError("delta", "would take available below zero (available %d, delta %d)", old, delta)
+	}
+	if next > AvailableMax {
+		return argError("delta", "would take available above %d", AvailableMax)
+	}
+	return nil
 }
 
 // stockChangeReplay answers a stock change whose id is already recorded:
@@ -235,9 +260,10 @@ func (c *Client) stockChangeReplay(ctx context.Context, tx pgx.Tx, ch StockChang
 const shrinkRoundsMax = 1000
 
 // shrink removes units from a key's buffers, under the key's advisory lock,
-// until pooled + held <= available (or the buffers are empty: the key is
-// over-committed). With all set it empties the buffers.
-func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all bool) error {
+// until pooled + held <= available + change (or the buffers are empty: the
+// key is over-committed), change being a change of available about to be
+// written. With all set it empties the buffers.
+func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all bool, change int) error {
 	for range shrinkRoundsMax {
 		st, err := c.keyState(ctx, tx, route, k)
 		if err != nil {
@@ -245,7 +271,7 @@ func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all
 		}
 		excess := st.pooled
 		if !all {
-			excess = min(st.pooled, st.pooled+st.held-st.available)
+			excess = min(st.pooled, st.pooled+st.held-(st.available+change))
 		}
 		if excess <= 0 {
 			return nil
@@ -288,10 +314,11 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 		if poolCap > 0 {
 			cp = poolCap
 		}
-		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
+		// Buffers before the level row (lock order).
+		if err := c.shrink(ctx, tx, RouteAdjust, k, true, 0); err != nil {
 			return err
 		}
-		if err := c.shrink(ctx, tx, RouteAdjust, k, true); err != nil {
+		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
 			return err
 		}
 		if _, err := c.refill(ctx, tx, RouteAdjust, []Key{k}); err != nil {
