@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/internal/maint"
+	"github.com/holdfast/holdfast/migrate"
 )
 
 //go:embed sql/*.sql
@@ -66,12 +67,33 @@ type keyInfo struct {
 	at       time.Time
 }
 
-// New returns a Client on pool. It does not migrate: call migrate.Up (or run
-// `holdfast migrate`) first.
+// SchemaVersion is the schema version (package migrate) this engine needs
+// at least. A newer schema is accepted: during a rolling upgrade the new
+// binary migrates while old ones still run.
+const SchemaVersion = 2
+
+// schemaCheckTimeout bounds New's schema check.
+const schemaCheckTimeout = 30 * time.Second
+
+// New returns a Client on pool. It does not migrate: it checks the schema
+// version and answers ErrSchemaMissing or ErrSchemaOutdated when the
+// database needs `holdfast migrate` (migrate.Up) first, ErrUnavailable when
+// it cannot be asked, and an *ArgumentError naming the field for a Config
+// outside its bounds.
 func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
+	defer cancel()
+	switch v, err := migrate.Version(ctx, pool); {
+	case err != nil:
+		return nil, fmt.Errorf("%w: checking the schema version: %w", ErrUnavailable, err)
+	case v == 0:
+		return nil, ErrSchemaMissing
+	case v < SchemaVersion:
+		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", ErrSchemaOutdated, v, SchemaVersion)
 	}
 	c := &Client{pool: pool, cfg: cfg, sql: map[string]string{}}
 	entries, err := sqlFiles.ReadDir("sql")

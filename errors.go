@@ -34,6 +34,12 @@ var (
 	// ErrHoldExpired: the hold expired and its units went back. From Claim it
 	// is an *ExpiredError with the lines that could not be taken afresh:
 	// refund the buyer. From Reserve or Extend: use a new checkout id.
+	// Release never returns it: releasing an expired hold answers the hold
+	// with Status expired (nothing left to give back) — also a hold past its
+	// expiry that was not swept yet, which the release ends as expired and
+	// whose units it gives back. Before the sweep such a hold reads as
+	// Status expired with Claimable set (Hold, a Reserve retry): a Claim
+	// still succeeds.
 	ErrHoldExpired = errors.New("holdfast: hold expired")
 	// ErrLifetimeExceeded: Extend would move the expiry past the hold's
 	// deadline (Config.HoldLifetimeMax after it was created).
@@ -54,6 +60,16 @@ var (
 	// without an ID: read the level and the ledger before sending it again.
 	// Never the same as ErrUnavailable, which means nothing changed.
 	ErrOutcomeUnknown = errors.New("holdfast: outcome unknown")
+)
+
+// Errors of New about the database schema.
+var (
+	// ErrSchemaMissing: the database has no holdfast schema. Run
+	// `holdfast migrate` (or migrate.Up) first.
+	ErrSchemaMissing = errors.New("holdfast: database has no holdfast schema; run `holdfast migrate`")
+	// ErrSchemaOutdated: the database's schema is older than this engine
+	// needs (SchemaVersion). Run `holdfast migrate` (or migrate.Up) first.
+	ErrSchemaOutdated = errors.New("holdfast: database schema is outdated; run `holdfast migrate`")
 )
 
 // ArgumentError is a rejected argument. It matches ErrInvalidArgument.

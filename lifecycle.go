@@ -65,13 +65,13 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 		if err != nil {
 			return nil, err
 		}
-		switch cur.Status {
-		case StatusClaimed:
+		switch {
+		case cur.Status == StatusClaimed:
 			cur.Replayed = true
 			return cur, nil
-		case StatusReleased:
+		case cur.Status == StatusReleased:
 			return nil, ErrHoldReleased
-		case StatusHeld:
+		case cur.Claimable:
 			// The hold's reservation committed after our UPDATE's
 			// snapshot; we hold its row now, so this one sees it.
 			if h, err = c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusHeld, StatusClaimed); err != nil || h == nil {
@@ -152,7 +152,9 @@ func (c *Client) deduct(ctx context.Context, tx pgx.Tx, route string, shop int64
 // into the key's buffer (otherwise the replenisher or the next short
 // reservation refills it). Releasing twice returns the released hold with
 // Replayed set; releasing a hold that expired returns it with status
-// expired. Releasing a claimed checkout is ErrHoldClaimed.
+// expired — also one past its expiry not swept yet, which the release ends
+// as expired (its units go back). Releasing a claimed checkout is
+// ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
 	return c.release(ctx, c.pool, true, shopID, checkoutID)
 }
@@ -191,10 +193,10 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 		if err != nil {
 			return nil, err
 		}
-		switch cur.Status {
-		case StatusClaimed:
+		switch {
+		case cur.Status == StatusClaimed:
 			return nil, ErrHoldClaimed
-		case StatusHeld:
+		case cur.Claimable:
 			// Committed after our UPDATE's snapshot; locked now.
 			if h, err = c.endHold(ctx, tx, RouteRelease, shop, checkout, StatusHeld, StatusReleased); err != nil || h == nil {
 				return nil, cmp.Or(err, errRetry)
@@ -309,7 +311,7 @@ func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, c
 }
 
 func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*Hold, error) {
-	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: StatusHeld}
+	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: StatusHeld, Claimable: true}
 	var raw []byte
 	err := tx.QueryRow(ctx, c.q(ctx, RouteExtend, "extend_hold"), checkout, shop, ttl.Microseconds(), c.now()).
 		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline)
@@ -350,8 +352,10 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	return h, nil
 }
 
-// Hold returns a checkout's hold or outcome. An expired hold not yet swept
-// reports StatusHeld with ExpiresAt in the past: it is still claimable.
+// Hold returns a checkout's hold or outcome. A hold past its expiry that
+// the sweeper has not taken yet reports StatusExpired with Claimable set:
+// a claim still succeeds (its units never went back), an Extend still
+// revives it, a Release ends it as expired.
 func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
 	if err := validateCheckout(shopID, checkoutID); err != nil {
 		return nil, err
@@ -379,8 +383,9 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 	h := &Hold{CheckoutID: checkout, ShopID: shop}
 	var raw []byte
 	var status string
-	err := q.QueryRow(ctx, c.q(ctx, route, stmt), checkout, shop).
-		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
+	var lapsed bool
+	err := q.QueryRow(ctx, c.q(ctx, route, stmt), checkout, shop, c.now()).
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -388,6 +393,12 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 		return nil, err
 	}
 	h.Status = Status(status)
+	h.Claimable = h.Status == StatusHeld
+	if lapsed {
+		// Past its expiry, not swept yet: expired, and still claimable
+		// (its units never went back).
+		h.Status = StatusExpired
+	}
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
@@ -397,17 +408,19 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 // endHold moves a hold from one status to another; nil when it was not in
 // the expected status.
 func (c *Client) endHold(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, from, to Status) (*Hold, error) {
-	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: to}
+	h := &Hold{CheckoutID: checkout, ShopID: shop}
 	var raw []byte
 	var ended time.Time
+	var status string
 	err := tx.QueryRow(ctx, c.q(ctx, route, "end_hold"), checkout, shop, string(from), string(to), c.now()).
-		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	h.Status = Status(status)
 	h.EndedAt = &ended
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err

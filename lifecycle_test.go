@@ -116,9 +116,9 @@ func TestExpiryAndLateClaim(t *testing.T) {
 			if _, err := e.c.Reserve(ctx, p); err != nil {
 				t.Fatal(err)
 			}
-			// Expired but not swept: still claimable.
+			// Expired but not swept: reads expired, still claimable.
 			e.clock.Advance(2 * time.Minute)
-			if h, err := e.c.Hold(ctx, 1, p.CheckoutID); err != nil || h.Status != holdfast.StatusHeld || h.ExpiresAt.After(e.clock.Now()) {
+			if h, err := e.c.Hold(ctx, 1, p.CheckoutID); err != nil || h.Status != holdfast.StatusExpired || !h.Claimable || h.ExpiresAt.After(e.clock.Now()) {
 				t.Fatalf("unswept hold: %+v %v", h, err)
 			}
 			if _, err := e.c.Claim(ctx, 1, p.CheckoutID); err != nil {

@@ -237,7 +237,7 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, er
 // buffer, then create the hold's lines. A sold-out answer rolls the hold
 // row back with the transaction, so it writes nothing.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*Hold, error) {
-	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
+	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Claimable: true, Lines: req.lines}
 	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_insert"),
 		// The lines go as text: as []byte, pgx's exec and simple protocol
 		// modes (used behind PgBouncer) would send them as bytea.
@@ -276,12 +276,12 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Ho
 	if err != nil {
 		return nil, err
 	}
-	switch h.Status {
-	case StatusClaimed:
+	switch {
+	case h.Status == StatusClaimed:
 		return nil, ErrHoldClaimed
-	case StatusReleased:
+	case h.Status == StatusReleased:
 		return nil, ErrHoldReleased
-	case StatusExpired:
+	case h.Status == StatusExpired && !h.Claimable:
 		return nil, ErrHoldExpired
 	}
 	if !slices.Equal(h.Lines, req.lines) {
