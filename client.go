@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +55,18 @@ type Client struct {
 	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
 	combiner  combiner // contended reservations on batch keys
 	texts     sync.Map // textKey -> tagged statement text
-	workers   []*maint.Worker
+
+	// Maintenance: its own small pool (see Config.MaintenancePool), the
+	// workers, the keys this process reserved on since the replenisher's
+	// last pass, and the sweeper's view of the nearest expiry.
+	maintMu     sync.Mutex
+	maintPool   *pgxpool.Pool
+	maintOwned  bool
+	workers     []*maint.Worker
+	sweeper     atomic.Pointer[maint.Worker]
+	dirty       sync.Map // Key -> struct{}
+	dirtyN      atomic.Int64
+	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
 }
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's
@@ -276,7 +288,11 @@ func (c *Client) backoff(ctx context.Context, attempt int) error {
 
 func (c *Client) once(ctx context.Context, b beginner, route string, own bool, fn func(tx pgx.Tx) error) error {
 	if own {
-		b = ownBeginner{c: c, route: route}
+		pool := c.pool
+		if p, ok := b.(*pgxpool.Pool); ok {
+			pool = p
+		}
+		b = ownBeginner{c: c, pool: pool, route: route}
 	} else if outer, ok := b.(pgx.Tx); ok {
 		b = savepointBeginner{c: c, outer: outer, route: route}
 	}

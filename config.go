@@ -3,6 +3,8 @@ package holdfast
 import (
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Bounds and defaults. Each bound is enforced on every call; see Config for
@@ -42,6 +44,14 @@ const (
 	SweepBatchLimit = 100_000
 	// RetryLimit is the largest Config.RetryMax accepted.
 	RetryLimit = 100
+	// MaintenanceConnsDefault and MaintenanceConnsLimit size the
+	// maintenance pool Start creates.
+	MaintenanceConnsDefault = 2
+	MaintenanceConnsLimit   = 32
+	// ExpiryNoticeMin is the shortest wait between two sweeps that the
+	// nearest expiry schedules: the bound on the sweeper's cost when holds
+	// come due one after another.
+	ExpiryNoticeMin = 100 * time.Millisecond
 	// CombineLockWaitDefault is a combined batch's lock wait.
 	CombineLockWaitDefault = 100 * time.Millisecond
 )
@@ -92,6 +102,16 @@ type Config struct {
 	LockTimeout              time.Duration
 	StatementTimeout         time.Duration
 	IdleInTransactionTimeout time.Duration
+	// MaintenancePool, when set, is the pool the sweeper, purger and
+	// replenisher use; the client never closes it. Nil (the default): Start
+	// creates one from the client pool's configuration with
+	// MaintenanceConns connections, and Stop closes it. Either way
+	// maintenance never competes with checkout for the client pool's
+	// connections (seed 000).
+	MaintenancePool *pgxpool.Pool
+	// MaintenanceConns bounds the maintenance pool Start creates. Defaults
+	// to 2; at most MaintenanceConnsLimit.
+	MaintenanceConns int
 	// CombineLockWait bounds how long a combined batch waits for a counter
 	// row another transaction holds (a caller's ReserveTx doing work before
 	// its commit); past it the batch's requests take the plain path, where
@@ -138,6 +158,7 @@ func (c Config) validate() error {
 		intIn("LowWaterPercent", c.LowWaterPercent, 1, 100),
 		intIn("SweepBatch", c.SweepBatch, 1, SweepBatchLimit),
 		intIn("RetryMax", c.RetryMax, -1, RetryLimit),
+		intIn("MaintenanceConns", c.MaintenanceConns, 1, MaintenanceConnsLimit),
 		positive("OutcomeRetention", c.OutcomeRetention),
 		positive("SweepInterval", c.SweepInterval),
 		positive("ReplenishInterval", c.ReplenishInterval),
@@ -183,6 +204,7 @@ func (c Config) withDefaults() Config {
 	def(&c.StatementTimeout, 5*time.Second)
 	def(&c.IdleInTransactionTimeout, 15*time.Second)
 	def(&c.CombineLockWait, CombineLockWaitDefault)
+	defInt(&c.MaintenanceConns, MaintenanceConnsDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -224,7 +224,7 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 // waits, so it never blocks or fails the release or sweep it follows: a key
 // being refilled, adjusted or reserved by someone else is left to them and
 // the replenisher.
-func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys []Key) error {
+func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys []Key) (err error) {
 	hashes := make([]int64, len(keys))
 	for i, k := range keys {
 		hashes[i] = keyHash(k)
@@ -234,16 +234,31 @@ func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys 
 		return err
 	}
 	var locked []Key
+	got := make(map[int]bool, len(keys))
 	for rows.Next() {
 		var n int
 		if err := rows.Scan(&n); err != nil {
 			return err
 		}
+		got[n-1] = true
 		locked = append(locked, keys[n-1])
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	var skipped []Key
+	for i, k := range keys {
+		if !got[i] {
+			skipped = append(skipped, k)
+		}
+	}
+	defer func() {
+		// Keys left to the replenisher are queued for it, in this
+		// transaction: its pass works on changed keys only.
+		if err == nil && len(skipped) > 0 {
+			err = c.queueKeys(ctx, tx, route, skipped)
+		}
+	}()
 	if len(locked) == 0 {
 		return nil
 	}
@@ -263,13 +278,30 @@ func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys 
 		return err
 	}
 	free := make([]Key, len(idx))
+	gotFree := make(map[int]bool, len(idx))
 	for i, n := range idx {
 		free[i] = locked[n-1]
+		gotFree[n-1] = true
+	}
+	for i, k := range locked {
+		if !gotFree[i] {
+			skipped = append(skipped, k)
+		}
 	}
 	if len(free) == 0 {
 		return nil
 	}
 	_, err = c.refill(ctx, tx, route, free)
+	return err
+}
+
+// queueKeys queues keys for the replenisher.
+func (c *Client) queueKeys(ctx context.Context, tx pgx.Tx, route string, keys []Key) error {
+	shops, items, locs := make([]int64, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	_, err := tx.Exec(ctx, c.q(ctx, route, "queue_keys"), shops, items, locs)
 	return err
 }
 

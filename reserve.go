@@ -182,6 +182,10 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		for _, l := range req.lines {
 			c.soldOutAt.Delete(Key{req.shop, l.ItemID, l.LocationID})
 		}
+		if own && !h.Replayed {
+			c.noteReserved(req.shop, req.lines)
+			c.noteHold(h)
+		}
 	}
 	if err != nil {
 		return nil, err

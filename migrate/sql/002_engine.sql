@@ -42,3 +42,15 @@ CREATE TABLE stock_changes (
     PRIMARY KEY (shop_id, change_id)
 );
 CREATE INDEX stock_changes_created ON stock_changes (created_at);
+
+-- Keys whose buffers may want a refill that a release or sweep could not
+-- do at once (the key's lock or counter rows were busy): the replenisher
+-- works through this queue, and the keys its own process reserved on,
+-- instead of scanning every key.
+CREATE TABLE replenish_queue (
+    shop_id           bigint      NOT NULL,
+    inventory_item_id bigint      NOT NULL,
+    location_id       bigint      NOT NULL,
+    queued_at         timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (shop_id, inventory_item_id, location_id)
+);
