@@ -329,9 +329,8 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 	// up" must not read as "nothing happened". The cause is kept as text
 	// only, so errors.Is(err, context.Canceled) does not match and no layer
 	// above turns it into a retryable answer.
-	var ce *commitError
-	if own && errors.As(err, &ce) && !pgconn.SafeToRetry(ce.err) {
-		return fmt.Errorf("%w: %s: commit not acknowledged: %v", ErrOutcomeUnknown, route, ce.err)
+	if own && commitUnacknowledged(err) {
+		return fmt.Errorf("%w: %s: commit not acknowledged: %v", ErrOutcomeUnknown, route, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("holdfast: %s: %w", route, err)
@@ -340,6 +339,20 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, route, err)
 	}
 	return fmt.Errorf("holdfast: %s: %w", route, err)
+}
+
+// commitUnacknowledged reports a COMMIT that was sent and not answered by
+// the server: it may have committed. A server's own error answer (the
+// backend was terminated before committing, say) means it did not; one from
+// PgBouncer in class 08 (its server connection died under the COMMIT) does
+// not tell.
+func commitUnacknowledged(err error) bool {
+	var ce *commitError
+	if !errors.As(err, &ce) || pgconn.SafeToRetry(ce.err) {
+		return false
+	}
+	state := SQLState(ce.err)
+	return state == "" || strings.HasPrefix(state, "08")
 }
 
 func isNetErr(err error) bool {

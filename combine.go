@@ -2,14 +2,12 @@ package holdfast
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // CombineBatchMax bounds the reservations one combined transaction serves.
@@ -183,8 +181,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 	doubt := false
 	for attempt := 0; ; attempt++ {
 		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
-		var ce *commitError
-		doubt = doubt || (errors.As(err, &ce) && !pgconn.SafeToRetry(ce.err))
+		doubt = doubt || commitUnacknowledged(err)
 		// A counter row held past the batch's short lock wait (a caller's
 		// ReserveTx doing work before its commit) is not waited for here:
 		// the requests go to the plain path, where only those of that
