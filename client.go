@@ -64,6 +64,7 @@ type Client struct {
 	maintOwned  bool
 	workers     []*maint.Worker
 	sweeper     atomic.Pointer[maint.Worker]
+	replenisher atomic.Pointer[maint.Worker]
 	dirty       sync.Map // Key -> struct{}
 	dirtyN      atomic.Int64
 	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned

@@ -46,10 +46,9 @@ func (c *Client) Start(ctx context.Context) {
 	if c.workers == nil {
 		sweeper := &maint.Worker{Name: "sweeper", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sweepStep, Next: c.untilNextExpiry}
 		c.sweeper.Store(sweeper)
-		c.workers = []*maint.Worker{
-			sweeper,
-			{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep},
-		}
+		replenisher := &maint.Worker{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep}
+		c.replenisher.Store(replenisher)
+		c.workers = []*maint.Worker{sweeper, replenisher}
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -223,7 +222,13 @@ func (c *Client) noteReserved(shop int64, lines []Line) {
 			return
 		}
 		if _, loaded := c.dirty.LoadOrStore(Key{shop, l.ItemID, l.LocationID}, struct{}{}); !loaded {
-			c.dirtyN.Add(1)
+			// A full batch of changed keys is worth a pass now rather
+			// than at the next interval.
+			if c.dirtyN.Add(1) == ReplenishBatch {
+				if w := c.replenisher.Load(); w != nil {
+					w.Kick()
+				}
+			}
 		}
 	}
 }
