@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/internal/maint"
@@ -342,14 +341,16 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 	return fmt.Errorf("holdfast: %s: %w", route, err)
 }
 
-// commitUnacknowledged reports a COMMIT that was sent and not answered by
-// the server: it may have committed. A server's own error answer (the
-// backend was terminated before committing, say) means it did not; one from
-// PgBouncer in class 08 (its server connection died under the COMMIT) does
-// not tell.
+// commitUnacknowledged reports a COMMIT that the server did not answer: it
+// may have committed. A server's own error answer (the backend was
+// terminated before committing, say) means it did not; one from PgBouncer
+// in class 08 (its server connection died under the COMMIT) does not tell.
+// Any other failure counts as unanswered, even one pgx calls safe to retry:
+// a connection the fault proxy cut right after forwarding COMMIT surfaces
+// as "conn closed", yet the COMMIT had reached the server.
 func commitUnacknowledged(err error) bool {
 	var ce *commitError
-	if !errors.As(err, &ce) || pgconn.SafeToRetry(ce.err) {
+	if !errors.As(err, &ce) || errors.Is(ce.err, pgx.ErrTxCommitRollback) || errors.Is(ce.err, pgx.ErrTxClosed) {
 		return false
 	}
 	state := SQLState(ce.err)
