@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/internal/maint"
@@ -345,12 +346,18 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 // may have committed. A server's own error answer (the backend was
 // terminated before committing, say) means it did not; one from PgBouncer
 // in class 08 (its server connection died under the COMMIT) does not tell.
-// Any other failure counts as unanswered, even one pgx calls safe to retry:
-// a connection the fault proxy cut right after forwarding COMMIT surfaces
-// as "conn closed", yet the COMMIT had reached the server.
+// A context that was done before COMMIT was written means it was never
+// sent. Any other failure counts as unanswered, even one pgx calls safe to
+// retry: a connection the fault proxy cut right after forwarding COMMIT
+// surfaces as "conn closed", yet the COMMIT had reached the server.
 func commitUnacknowledged(err error) bool {
 	var ce *commitError
 	if !errors.As(err, &ce) || errors.Is(ce.err, pgx.ErrTxCommitRollback) || errors.Is(ce.err, pgx.ErrTxClosed) {
+		return false
+	}
+	if pgconn.SafeToRetry(ce.err) && (errors.Is(ce.err, context.Canceled) || errors.Is(ce.err, context.DeadlineExceeded)) {
+		// The context was done before COMMIT was written ("context
+		// already done"): never sent, the transaction rolls back.
 		return false
 	}
 	state := SQLState(ce.err)
