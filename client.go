@@ -11,12 +11,15 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/internal/maint"
+	"github.com/holdfast/holdfast/migrate"
 )
 
 //go:embed sql/*.sql
@@ -45,12 +48,26 @@ type Client struct {
 	cfg      Config
 	sql      map[string]string
 	setLocal [3]string
+	// combineLockWait is the lock_timeout of a combined batch.
+	combineLockWait string
 
 	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
 	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
 	combiner  combiner // contended reservations on batch keys
 	texts     sync.Map // textKey -> tagged statement text
-	workers   []*maint.Worker
+
+	// Maintenance: its own small pool (see Config.MaintenancePool), the
+	// workers, the keys this process reserved on since the replenisher's
+	// last pass, and the sweeper's view of the nearest expiry.
+	maintMu     sync.Mutex
+	maintPool   *pgxpool.Pool
+	maintOwned  bool
+	workers     []*maint.Worker
+	sweeper     atomic.Pointer[maint.Worker]
+	replenisher atomic.Pointer[maint.Worker]
+	dirty       sync.Map // Key -> struct{}
+	dirtyN      atomic.Int64
+	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
 }
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's
@@ -63,15 +80,33 @@ type keyInfo struct {
 	at       time.Time
 }
 
-// New returns a Client on pool. It does not migrate: call migrate.Up (or run
-// `holdfast migrate`) first.
+// SchemaVersion is the schema version (package migrate) this engine needs
+// at least. A newer schema is accepted: during a rolling upgrade the new
+// binary migrates while old ones still run.
+const SchemaVersion = 2
+
+// schemaCheckTimeout bounds New's schema check.
+const schemaCheckTimeout = 30 * time.Second
+
+// New returns a Client on pool. It does not migrate: it checks the schema
+// version and answers ErrSchemaMissing or ErrSchemaOutdated when the
+// database needs `holdfast migrate` (migrate.Up) first, ErrUnavailable when
+// it cannot be asked, and an *ArgumentError naming the field for a Config
+// outside its bounds.
 func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
-	if !cfg.Strategy.Valid() {
-		return nil, argError("Config.Strategy", "unknown strategy %q", cfg.Strategy)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.HoldTTLDefault < HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
-		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", HoldTTLMin, cfg.HoldLifetimeMax)
+	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
+	defer cancel()
+	switch v, err := migrate.Version(ctx, pool); {
+	case err != nil:
+		return nil, fmt.Errorf("%w: checking the schema version: %w", ErrUnavailable, err)
+	case v == 0:
+		return nil, ErrSchemaMissing
+	case v < SchemaVersion:
+		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", ErrSchemaOutdated, v, SchemaVersion)
 	}
 	c := &Client{pool: pool, cfg: cfg, sql: map[string]string{}}
 	entries, err := sqlFiles.ReadDir("sql")
@@ -86,6 +121,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		c.sql[strings.TrimSuffix(e.Name(), ".sql")] = string(b)
 	}
 	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
+	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
 	return c, nil
 }
 
@@ -253,7 +289,11 @@ func (c *Client) backoff(ctx context.Context, attempt int) error {
 
 func (c *Client) once(ctx context.Context, b beginner, route string, own bool, fn func(tx pgx.Tx) error) error {
 	if own {
-		b = ownBeginner{c: c, route: route}
+		pool := c.pool
+		if p, ok := b.(*pgxpool.Pool); ok {
+			pool = p
+		}
+		b = ownBeginner{c: c, pool: pool, route: route}
 	} else if outer, ok := b.(pgx.Tx); ok {
 		b = savepointBeginner{c: c, outer: outer, route: route}
 	}
@@ -283,17 +323,45 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, ErrHoldExpired), errors.Is(err, ErrLifetimeExceeded),
 		errors.Is(err, ErrOverCommitted):
 		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
-	var ce *commitError
-	if own && !idempotent && errors.As(err, &ce) && connectionLost(err) {
-		return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, route, err)
+	// A COMMIT that was sent and not acknowledged — the connection failed,
+	// or ctx ended while the server was still committing — may have
+	// committed. This is checked before context errors: "the caller gave
+	// up" must not read as "nothing happened". The cause is kept as text
+	// only, so errors.Is(err, context.Canceled) does not match and no layer
+	// above turns it into a retryable answer.
+	if own && commitUnacknowledged(err) {
+		return fmt.Errorf("%w: %s: commit not acknowledged: %v", ErrOutcomeUnknown, route, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
 	if connectionLost(err) || retryable(err) || errors.Is(err, errRetry) || SQLState(err) == sqlstateQueryCanceled {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, route, err)
 	}
 	return fmt.Errorf("holdfast: %s: %w", route, err)
+}
+
+// commitUnacknowledged reports a COMMIT that the server did not answer: it
+// may have committed. A server's own error answer (the backend was
+// terminated before committing, say) means it did not; one from PgBouncer
+// in class 08 (its server connection died under the COMMIT) does not tell.
+// A context that was done before COMMIT was written means it was never
+// sent. Any other failure counts as unanswered, even one pgx calls safe to
+// retry: a connection the fault proxy cut right after forwarding COMMIT
+// surfaces as "conn closed", yet the COMMIT had reached the server.
+func commitUnacknowledged(err error) bool {
+	var ce *commitError
+	if !errors.As(err, &ce) || errors.Is(ce.err, pgx.ErrTxCommitRollback) || errors.Is(ce.err, pgx.ErrTxClosed) {
+		return false
+	}
+	if pgconn.SafeToRetry(ce.err) && (errors.Is(ce.err, context.Canceled) || errors.Is(ce.err, context.DeadlineExceeded)) {
+		// The context was done before COMMIT was written ("context
+		// already done"): never sent, the transaction rolls back.
+		return false
+	}
+	state := SQLState(ce.err)
+	return state == "" || strings.HasPrefix(state, "08")
 }
 
 func isNetErr(err error) bool {

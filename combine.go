@@ -2,6 +2,7 @@ package holdfast
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -31,31 +32,54 @@ type combiner struct {
 // rows in key order, so they never deadlock each other.
 const CombineRunnersMax = 2
 
-type batchReq struct {
-	key  Key
-	req  *reservation
-	done chan batchResult // buffered: the batch never blocks on a caller
+// checkoutKey identifies a checkout: ids are scoped per shop.
+type checkoutKey struct {
+	shop     int64
+	checkout uuid.UUID
 }
 
+type batchReq struct {
+	key   Key
+	req   *reservation
+	done  chan batchResult // buffered: the batch never blocks on a caller
+	state atomic.Int32     // reqQueued, then reqTaken (by a batch) or reqAbandoned (by its caller)
+}
+
+// A request's state: it is either taken by a batch or abandoned by its
+// caller, never both, so a caller that leaves before its batch starts is
+// truthfully told nothing happened, and one that leaves after is told the
+// outcome is unknown.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
 type batchResult struct {
-	h   *Hold
-	err error
+	h *Hold
 	// plain asks the caller to resolve the request on the plain path: short
-	// of units, a checkout that already has a hold or outcome, or a
-	// duplicate within the batch.
+	// of units, a checkout that already has a hold or outcome, a duplicate
+	// within the batch, or a batch that failed (one request's failure is
+	// then its own, on the plain path, never the others').
 	plain bool
+	// doubt: a COMMIT of this batch went unacknowledged, so the request's
+	// hold may exist although the batch does not report it. The plain path
+	// is then a retry that finds it; a caller that cannot run it any more
+	// must answer ErrOutcomeUnknown.
+	doubt bool
 }
 
 // reserveCombined serves req through the combiner when another combinable
 // reservation is in flight in this process (the caller counts itself in
 // combiner.inflight for as long as it is). ok is false when the caller
-// should take the plain path.
-func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (h *Hold, err error, ok bool) {
+// should take the plain path; doubt is then set when a batch may have
+// created the hold already (see batchResult.doubt).
+func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (h *Hold, err error, ok, doubt bool) {
 	cb := &c.combiner
 	cb.mu.Lock()
 	if cb.inflight.Load() <= 1 && cb.running == 0 {
 		cb.mu.Unlock()
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
 	cb.pending = append(cb.pending, r)
@@ -64,16 +88,31 @@ func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (
 		go c.runBatches()
 	}
 	cb.mu.Unlock()
+	answer := func(res batchResult) (*Hold, error, bool, bool) {
+		switch {
+		case !res.plain:
+			return res.h, nil, true, false
+		case res.doubt && ctx.Err() != nil:
+			return nil, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", ErrOutcomeUnknown, RouteReserve, ctx.Err()), true, true
+		}
+		return nil, nil, false, res.doubt
+	}
 	select {
 	case res := <-r.done:
-		if res.plain {
-			return nil, nil, false
-		}
-		return res.h, res.err, true
+		return answer(res)
 	case <-ctx.Done():
-		// The batch may still create the hold: like a lost reply, a
-		// retry with the same checkout id finds it.
-		return nil, c.mapErr(RouteReserve, ctx.Err(), true, true), true
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			// No batch took it, and none will: nothing happened.
+			return nil, c.mapErr(RouteReserve, ctx.Err(), true, true), true, false
+		}
+		select {
+		case res := <-r.done:
+			return answer(res)
+		default:
+		}
+		// Its batch is running and may commit the hold: a retry with the
+		// same checkout id finds it (or finds nothing, and reserves).
+		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", ErrOutcomeUnknown, RouteReserve, ctx.Err()), true, false
 	}
 }
 
@@ -88,10 +127,24 @@ func (c *Client) runBatches() {
 			cb.mu.Unlock()
 			return
 		}
-		batch := cb.pending[:min(len(cb.pending), CombineBatchMax)]
-		cb.pending = cb.pending[len(batch):]
+		// Requests whose callers left are dropped here, before their
+		// batch starts.
+		batch := make([]*batchReq, 0, min(len(cb.pending), CombineBatchMax))
+		n := 0
+		for _, r := range cb.pending {
+			if len(batch) == CombineBatchMax {
+				break
+			}
+			n++
+			if r.state.CompareAndSwap(reqQueued, reqTaken) {
+				batch = append(batch, r)
+			}
+		}
+		cb.pending = cb.pending[n:]
 		cb.mu.Unlock()
-		c.execBatch(batch)
+		if len(batch) > 0 {
+			c.execBatch(batch)
+		}
 	}
 }
 
@@ -104,17 +157,18 @@ func (c *Client) execBatch(batch []*batchReq) {
 
 	// A checkout twice in one batch: the first is served here, the rest on
 	// the plain path, where they find its hold.
-	seen := make(map[uuid.UUID]bool, len(batch))
+	seen := make(map[checkoutKey]bool, len(batch))
 	uniq := make([]*batchReq, 0, len(batch))
 	n := len(batch)
 	ids, qtys, ttls := make([]uuid.UUID, 0, n), make([]int32, 0, n), make([]int64, 0, n)
 	shops, items, locs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	for _, r := range batch {
-		if seen[r.req.checkout] {
+		ck := checkoutKey{r.req.shop, r.req.checkout}
+		if seen[ck] {
 			r.done <- batchResult{plain: true}
 			continue
 		}
-		seen[r.req.checkout] = true
+		seen[ck] = true
 		uniq = append(uniq, r)
 		ids = append(ids, r.req.checkout)
 		qtys = append(qtys, int32(r.req.lines[0].Quantity))
@@ -122,14 +176,18 @@ func (c *Client) execBatch(batch []*batchReq) {
 		shops, items, locs = append(shops, r.key.ShopID), append(items, r.key.ItemID), append(locs, r.key.LocationID)
 	}
 
-	var created map[uuid.UUID]*Hold
+	var created map[checkoutKey]*Hold
 	var err error
+	doubt := false
 	for attempt := 0; ; attempt++ {
 		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
-		if err == nil || !(retryable(err) || connectionLost(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			if err != nil {
-				err = c.mapErr(RouteReserve, err, true, true)
-			}
+		doubt = doubt || commitUnacknowledged(err)
+		// A counter row held past the batch's short lock wait (a caller's
+		// ReserveTx doing work before its commit) is not waited for here:
+		// the requests go to the plain path, where only those of that
+		// key wait, each under its caller's own deadline.
+		if err == nil || SQLState(err) == sqlstateLockNotAvailable ||
+			!(retryable(err) || connectionLost(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
 			break
 		}
 		// Re-running is safe even when a COMMIT's answer was lost: the
@@ -141,19 +199,21 @@ func (c *Client) execBatch(batch []*batchReq) {
 		}
 		c.cfg.Observer.Retry(RouteReserve, state)
 		if c.backoff(ctx, attempt+1) != nil {
-			err = c.mapErr(RouteReserve, ctx.Err(), true, true)
 			break
 		}
 	}
+	if err != nil {
+		c.cfg.Logger.Debug("combined batch failed; its requests take the plain path", "requests", len(uniq), "err", err)
+	}
 	for _, r := range uniq {
-		switch h, ok := created[r.req.checkout]; {
-		case err != nil:
-			r.done <- batchResult{err: err}
-		case ok:
+		// A failed batch fails no one: every request is answered on its
+		// own on the plain path, where a request that caused the failure
+		// fails alone.
+		if h, ok := created[checkoutKey{r.req.shop, r.req.checkout}]; ok && err == nil {
 			h.ShopID, h.Lines = r.req.shop, r.req.lines
 			r.done <- batchResult{h: h}
-		default:
-			r.done <- batchResult{plain: true}
+		} else {
+			r.done <- batchResult{plain: true, doubt: doubt}
 		}
 	}
 }
@@ -162,7 +222,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 // bounds and the counter locks (batch_lock.sql) in one pipeline; then the
 // holds (batch_reserve.sql) and COMMIT in another, so the counter rows are
 // held for one round trip and the commit.
-func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[uuid.UUID]*Hold, error) {
+func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[checkoutKey]*Hold, error) {
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -173,7 +233,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 
 	b := &pgx.Batch{}
 	b.Queue(c.comment(ctx, RouteReserve) + "BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue(c.q(ctx, RouteReserve, "set_local"), c.setLocal[0], c.setLocal[1], c.setLocal[2])
+	b.Queue(c.q(ctx, RouteReserve, "set_local"), c.combineLockWait, c.setLocal[1], c.setLocal[2])
 	b.Queue(c.q(ctx, RouteReserve, "batch_lock"), shops, items, locs)
 	br := conn.SendBatch(ctx, b)
 	units := map[Key]int{}
@@ -214,7 +274,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 			gShops, gItems, gLocs = append(gShops, shops[i]), append(gItems, items[i]), append(gLocs, locs[i])
 		}
 	}
-	created := make(map[uuid.UUID]*Hold, len(gIDs))
+	created := make(map[checkoutKey]*Hold, len(gIDs))
 	if len(gIDs) == 0 {
 		_, err := conn.Exec(ctx, "ROLLBACK")
 		return created, err
@@ -231,12 +291,12 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 		return nil, err
 	}
 	for rows.Next() {
-		h := &Hold{Status: StatusHeld}
-		if err := rows.Scan(&h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
+		h := &Hold{Status: StatusHeld, Claimable: true}
+		if err := rows.Scan(&h.ShopID, &h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		created[h.CheckoutID] = h
+		created[checkoutKey{h.ShopID, h.CheckoutID}] = h
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -3,6 +3,8 @@ package holdfast
 import (
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Bounds and defaults. Each bound is enforced on every call; see Config for
@@ -29,6 +31,29 @@ const (
 	SweepBatchDefault = 500
 	// OutcomeRetentionDefault is how long outcome records are kept.
 	OutcomeRetentionDefault = 24 * time.Hour
+	// LinesPerCartLimit is the largest Config.LinesPerCartMax accepted.
+	LinesPerCartLimit = 10_000
+	// QuantityLimit is the largest Config.QuantityMax accepted: a line's
+	// quantity is stored (and combined) as a 32-bit integer.
+	QuantityLimit = AvailableMax
+	// PoolCapLimit is the largest pool cap, in Config and per key.
+	PoolCapLimit = 1_000_000
+	// SlotsLimit is the largest Config.Slots accepted.
+	SlotsLimit = 1024
+	// SweepBatchLimit is the largest Config.SweepBatch accepted.
+	SweepBatchLimit = 100_000
+	// RetryLimit is the largest Config.RetryMax accepted.
+	RetryLimit = 100
+	// MaintenanceConnsDefault and MaintenanceConnsLimit size the
+	// maintenance pool Start creates.
+	MaintenanceConnsDefault = 2
+	MaintenanceConnsLimit   = 32
+	// ExpiryNoticeMin is the shortest wait between two sweeps that the
+	// nearest expiry schedules: the bound on the sweeper's cost when holds
+	// come due one after another.
+	ExpiryNoticeMin = 100 * time.Millisecond
+	// CombineLockWaitDefault is a combined batch's lock wait.
+	CombineLockWaitDefault = 100 * time.Millisecond
 )
 
 // Config configures a Client. The zero value of every field means its
@@ -42,7 +67,8 @@ type Config struct {
 	HoldLifetimeMax time.Duration
 	// LinesPerCartMax bounds the lines of a reservation. Defaults to 100.
 	LinesPerCartMax int
-	// QuantityMax bounds one line's quantity. Defaults to 10,000.
+	// QuantityMax bounds one line's quantity. Defaults to 10,000; at most
+	// QuantityLimit.
 	QuantityMax int
 	// Strategy is the allocation strategy of keys without an override.
 	// Defaults to StrategyBatch: the single counter row, combined under
@@ -68,7 +94,7 @@ type Config struct {
 	ReplenishInterval time.Duration
 	// RetryMax bounds how often one operation re-runs its transaction after
 	// a deadlock, serialization failure, lock timeout or lost connection.
-	// Defaults to 8.
+	// Defaults to 8; at most RetryLimit; -1 means no retries.
 	RetryMax int
 	// LockTimeout, StatementTimeout and IdleInTransactionTimeout are set
 	// (SET LOCAL) in every transaction the client opens itself. Default to
@@ -76,6 +102,22 @@ type Config struct {
 	LockTimeout              time.Duration
 	StatementTimeout         time.Duration
 	IdleInTransactionTimeout time.Duration
+	// MaintenancePool, when set, is the pool the sweeper, purger and
+	// replenisher use; the client never closes it. Nil (the default): Start
+	// creates one from the client pool's configuration with
+	// MaintenanceConns connections, and Stop closes it. Either way
+	// maintenance never competes with checkout for the client pool's
+	// connections (seed 000).
+	MaintenancePool *pgxpool.Pool
+	// MaintenanceConns bounds the maintenance pool Start creates. Defaults
+	// to 2; at most MaintenanceConnsLimit.
+	MaintenanceConns int
+	// CombineLockWait bounds how long a combined batch waits for a counter
+	// row another transaction holds (a caller's ReserveTx doing work before
+	// its commit); past it the batch's requests take the plain path, where
+	// only the requests of that key wait. Defaults to CombineLockWaitDefault
+	// and never exceeds LockTimeout.
+	CombineLockWait time.Duration
 	// Now replaces the database clock, for tests. Nil (the default) uses
 	// the database's clock_timestamp(), which is authoritative.
 	Now func() time.Time
@@ -83,6 +125,53 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives engine events for metrics. Nil is none.
 	Observer Observer
+}
+
+// validate checks every bound of a Config with defaults filled in; New
+// refuses a Config that fails it, with an *ArgumentError naming the field.
+func (c Config) validate() error {
+	intIn := func(field string, v, lo, hi int) error {
+		if v < lo || v > hi {
+			return argError("Config."+field, "must be between %d and %d, got %d", lo, hi, v)
+		}
+		return nil
+	}
+	positive := func(field string, d time.Duration) error {
+		if d <= 0 {
+			return argError("Config."+field, "must be positive, got %v", d)
+		}
+		return nil
+	}
+	switch {
+	case !c.Strategy.Valid():
+		return argError("Config.Strategy", "unknown strategy %q", c.Strategy)
+	case c.HoldLifetimeMax < HoldTTLMin:
+		return argError("Config.HoldLifetimeMax", "must be at least %v", HoldTTLMin)
+	case c.HoldTTLDefault < HoldTTLMin || c.HoldTTLDefault > c.HoldLifetimeMax:
+		return argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", HoldTTLMin, c.HoldLifetimeMax)
+	}
+	for _, err := range []error{
+		intIn("LinesPerCartMax", c.LinesPerCartMax, 1, LinesPerCartLimit),
+		intIn("QuantityMax", c.QuantityMax, 1, QuantityLimit),
+		intIn("PoolCap", c.PoolCap, 1, PoolCapLimit),
+		intIn("Slots", c.Slots, 1, SlotsLimit),
+		intIn("LowWaterPercent", c.LowWaterPercent, 1, 100),
+		intIn("SweepBatch", c.SweepBatch, 1, SweepBatchLimit),
+		intIn("RetryMax", c.RetryMax, -1, RetryLimit),
+		intIn("MaintenanceConns", c.MaintenanceConns, 1, MaintenanceConnsLimit),
+		positive("OutcomeRetention", c.OutcomeRetention),
+		positive("SweepInterval", c.SweepInterval),
+		positive("ReplenishInterval", c.ReplenishInterval),
+		positive("LockTimeout", c.LockTimeout),
+		positive("StatementTimeout", c.StatementTimeout),
+		positive("IdleInTransactionTimeout", c.IdleInTransactionTimeout),
+		positive("CombineLockWait", c.CombineLockWait),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +203,8 @@ func (c Config) withDefaults() Config {
 	def(&c.LockTimeout, 2*time.Second)
 	def(&c.StatementTimeout, 5*time.Second)
 	def(&c.IdleInTransactionTimeout, 15*time.Second)
+	def(&c.CombineLockWait, CombineLockWaitDefault)
+	defInt(&c.MaintenanceConns, MaintenanceConnsDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -17,8 +17,10 @@ var (
 	// ErrInsufficientStock: Reserve could not hold every line; nothing was
 	// held. The error is an *InsufficientStockError naming every short line.
 	ErrInsufficientStock = errors.New("holdfast: insufficient stock")
-	// ErrIdempotencyConflict: the checkout id is already used with other
-	// lines (or by another shop). Use a new checkout id.
+	// ErrIdempotencyConflict: the shop's checkout id is already used with
+	// other lines (checkout ids are scoped per shop: another shop's use of
+	// the same id is a different checkout), or a stock change id is already
+	// used with another change. Use a new id.
 	ErrIdempotencyConflict = errors.New("holdfast: checkout id already used with other lines")
 	// ErrNotFound: no hold or outcome is known for the checkout (never
 	// reserved, or its outcome record is past the retention window).
@@ -32,6 +34,12 @@ var (
 	// ErrHoldExpired: the hold expired and its units went back. From Claim it
 	// is an *ExpiredError with the lines that could not be taken afresh:
 	// refund the buyer. From Reserve or Extend: use a new checkout id.
+	// Release never returns it: releasing an expired hold answers the hold
+	// with Status expired (nothing left to give back) — also a hold past its
+	// expiry that was not swept yet, which the release ends as expired and
+	// whose units it gives back. Before the sweep such a hold reads as
+	// Status expired with Claimable set (Hold, a Reserve retry): a Claim
+	// still succeeds.
 	ErrHoldExpired = errors.New("holdfast: hold expired")
 	// ErrLifetimeExceeded: Extend would move the expiry past the hold's
 	// deadline (Config.HoldLifetimeMax after it was created).
@@ -40,12 +48,28 @@ var (
 	// after a stock reduction. The hold stays; release it and refund.
 	ErrOverCommitted = errors.New("holdfast: key over-committed")
 	// ErrUnavailable: the database could not be reached or kept failing
-	// after bounded retries. Nothing is known to have changed; retry later
-	// with the same checkout id.
+	// after bounded retries, and no COMMIT was left unacknowledged: nothing
+	// changed. Retry later with the same checkout id.
 	ErrUnavailable = errors.New("holdfast: database unavailable")
-	// ErrOutcomeUnknown: a stock adjustment was sent but its commit was not
-	// acknowledged. Read the level and the ledger before retrying.
+	// ErrOutcomeUnknown: the operation's COMMIT was sent but not
+	// acknowledged — the connection failed, or the caller's context ended
+	// while the server was committing — and it could not be retried: it may
+	// or may not have happened. Reservations, claims, releases, extensions
+	// and stock changes sent with an ID are safe to retry with the same
+	// checkout id / change ID, which answers the outcome. A stock change
+	// without an ID: read the level and the ledger before sending it again.
+	// Never the same as ErrUnavailable, which means nothing changed.
 	ErrOutcomeUnknown = errors.New("holdfast: outcome unknown")
+)
+
+// Errors of New about the database schema.
+var (
+	// ErrSchemaMissing: the database has no holdfast schema. Run
+	// `holdfast migrate` (or migrate.Up) first.
+	ErrSchemaMissing = errors.New("holdfast: database has no holdfast schema; run `holdfast migrate`")
+	// ErrSchemaOutdated: the database's schema is older than this engine
+	// needs (SchemaVersion). Run `holdfast migrate` (or migrate.Up) first.
+	ErrSchemaOutdated = errors.New("holdfast: database schema is outdated; run `holdfast migrate`")
 )
 
 // ArgumentError is a rejected argument. It matches ErrInvalidArgument.

@@ -65,13 +65,13 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 		if err != nil {
 			return nil, err
 		}
-		switch cur.Status {
-		case StatusClaimed:
+		switch {
+		case cur.Status == StatusClaimed:
 			cur.Replayed = true
 			return cur, nil
-		case StatusReleased:
+		case cur.Status == StatusReleased:
 			return nil, ErrHoldReleased
-		case StatusHeld:
+		case cur.Claimable:
 			// The hold's reservation committed after our UPDATE's
 			// snapshot; we hold its row now, so this one sees it.
 			if h, err = c.endHold(ctx, tx, RouteClaim, shop, checkout, StatusHeld, StatusClaimed); err != nil || h == nil {
@@ -81,7 +81,7 @@ func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 			return c.lateClaim(ctx, tx, shop, checkout)
 		}
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteClaim, "hold_lines_delete"), checkout, shop); err != nil {
 		return nil, err
 	}
 	if err := c.deduct(ctx, tx, RouteClaim, shop, checkout, h.Lines, "claim"); err != nil {
@@ -152,7 +152,9 @@ func (c *Client) deduct(ctx context.Context, tx pgx.Tx, route string, shop int64
 // into the key's buffer (otherwise the replenisher or the next short
 // reservation refills it). Releasing twice returns the released hold with
 // Replayed set; releasing a hold that expired returns it with status
-// expired. Releasing a claimed checkout is ErrHoldClaimed.
+// expired — also one past its expiry not swept yet, which the release ends
+// as expired (its units go back). Releasing a claimed checkout is
+// ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
 	return c.release(ctx, c.pool, true, shopID, checkoutID)
 }
@@ -191,10 +193,10 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 		if err != nil {
 			return nil, err
 		}
-		switch cur.Status {
-		case StatusClaimed:
+		switch {
+		case cur.Status == StatusClaimed:
 			return nil, ErrHoldClaimed
-		case StatusHeld:
+		case cur.Claimable:
 			// Committed after our UPDATE's snapshot; locked now.
 			if h, err = c.endHold(ctx, tx, RouteRelease, shop, checkout, StatusHeld, StatusReleased); err != nil || h == nil {
 				return nil, cmp.Or(err, errRetry)
@@ -204,7 +206,7 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 			return cur, nil
 		}
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteRelease, "hold_lines_delete"), checkout); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteRelease, "hold_lines_delete"), checkout, shop); err != nil {
 		return nil, err
 	}
 	keys := make([]Key, len(h.Lines))
@@ -218,9 +220,11 @@ func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkou
 }
 
 // returnUnits refills the buffers of keys whose holds just ended, for the
-// keys whose advisory lock is free right now. It never waits: a key being
-// refilled or adjusted by someone else is left to them and the replenisher.
-func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys []Key) error {
+// keys whose advisory lock and counter rows are free right now. It never
+// waits, so it never blocks or fails the release or sweep it follows: a key
+// being refilled, adjusted or reserved by someone else is left to them and
+// the replenisher.
+func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys []Key) (err error) {
 	hashes := make([]int64, len(keys))
 	for i, k := range keys {
 		hashes[i] = keyHash(k)
@@ -230,20 +234,74 @@ func (c *Client) returnUnits(ctx context.Context, tx pgx.Tx, route string, keys 
 		return err
 	}
 	var locked []Key
+	got := make(map[int]bool, len(keys))
 	for rows.Next() {
 		var n int
 		if err := rows.Scan(&n); err != nil {
 			return err
 		}
+		got[n-1] = true
 		locked = append(locked, keys[n-1])
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	var skipped []Key
+	for i, k := range keys {
+		if !got[i] {
+			skipped = append(skipped, k)
+		}
+	}
+	defer func() {
+		// Keys left to the replenisher are queued for it, in this
+		// transaction: its pass works on changed keys only.
+		if err == nil && len(skipped) > 0 {
+			err = c.queueKeys(ctx, tx, route, skipped)
+		}
+	}()
 	if len(locked) == 0 {
 		return nil
 	}
-	_, err = c.refill(ctx, tx, route, locked)
+	// The refill writes counter rows; one a caller's open ReserveTx holds
+	// would make it wait, past lock_timeout, and fail the release or
+	// sweep it is only an optional step of. Those keys are skipped.
+	shops, items, locs := make([]int64, len(locked)), make([]int64, len(locked)), make([]int64, len(locked))
+	for i, k := range locked {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	rows, err = tx.Query(ctx, c.q(ctx, route, "counters_trylock"), shops, items, locs)
+	if err != nil {
+		return err
+	}
+	idx, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return err
+	}
+	free := make([]Key, len(idx))
+	gotFree := make(map[int]bool, len(idx))
+	for i, n := range idx {
+		free[i] = locked[n-1]
+		gotFree[n-1] = true
+	}
+	for i, k := range locked {
+		if !gotFree[i] {
+			skipped = append(skipped, k)
+		}
+	}
+	if len(free) == 0 {
+		return nil
+	}
+	_, err = c.refill(ctx, tx, route, free)
+	return err
+}
+
+// queueKeys queues keys for the replenisher.
+func (c *Client) queueKeys(ctx context.Context, tx pgx.Tx, route string, keys []Key) error {
+	shops, items, locs := make([]int64, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	_, err := tx.Exec(ctx, c.q(ctx, route, "queue_keys"), shops, items, locs)
 	return err
 }
 
@@ -285,7 +343,7 @@ func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, c
 }
 
 func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*Hold, error) {
-	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: StatusHeld}
+	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: StatusHeld, Claimable: true}
 	var raw []byte
 	err := tx.QueryRow(ctx, c.q(ctx, RouteExtend, "extend_hold"), checkout, shop, ttl.Microseconds(), c.now()).
 		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline)
@@ -320,14 +378,16 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteExtend, "extend_lines"), checkout, h.ExpiresAt); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteExtend, "extend_lines"), checkout, h.ExpiresAt, shop); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
-// Hold returns a checkout's hold or outcome. An expired hold not yet swept
-// reports StatusHeld with ExpiresAt in the past: it is still claimable.
+// Hold returns a checkout's hold or outcome. A hold past its expiry that
+// the sweeper has not taken yet reports StatusExpired with Claimable set:
+// a claim still succeeds (its units never went back), an Extend still
+// revives it, a Release ends it as expired.
 func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
 	if err := validateCheckout(shopID, checkoutID); err != nil {
 		return nil, err
@@ -355,8 +415,9 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 	h := &Hold{CheckoutID: checkout, ShopID: shop}
 	var raw []byte
 	var status string
-	err := q.QueryRow(ctx, c.q(ctx, route, stmt), checkout, shop).
-		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
+	var lapsed bool
+	err := q.QueryRow(ctx, c.q(ctx, route, stmt), checkout, shop, c.now()).
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -364,6 +425,12 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 		return nil, err
 	}
 	h.Status = Status(status)
+	h.Claimable = h.Status == StatusHeld
+	if lapsed {
+		// Past its expiry, not swept yet: expired, and still claimable
+		// (its units never went back).
+		h.Status = StatusExpired
+	}
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
@@ -373,17 +440,19 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 // endHold moves a hold from one status to another; nil when it was not in
 // the expected status.
 func (c *Client) endHold(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, from, to Status) (*Hold, error) {
-	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: to}
+	h := &Hold{CheckoutID: checkout, ShopID: shop}
 	var raw []byte
 	var ended time.Time
+	var status string
 	err := tx.QueryRow(ctx, c.q(ctx, route, "end_hold"), checkout, shop, string(from), string(to), c.now()).
-		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	h.Status = Status(status)
 	h.EndedAt = &ended
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err

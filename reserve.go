@@ -129,7 +129,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		}
 	}
 	var h *Hold
-	combined := false
+	combined, doubt := false, false
 	if own && len(req.lines) == 1 {
 		k := Key{req.shop, req.lines[0].ItemID, req.lines[0].LocationID}
 		// A stale or missing cache entry is safe here: a key that is not
@@ -141,7 +141,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 			// contention that decides whether to combine.
 			c.combiner.inflight.Add(1)
 			defer c.combiner.inflight.Add(-1)
-			h, err, combined = c.reserveCombined(ctx, k, req)
+			h, err, combined, doubt = c.reserveCombined(ctx, k, req)
 		}
 	}
 	if !combined {
@@ -165,6 +165,11 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 			h, err = c.reserveOnce(ctx, tx, req, mode)
 			return err
 		})
+		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable)) {
+			// The plain path could not finish the retry of a combined
+			// commit that went unacknowledged: the hold may exist.
+			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", ErrOutcomeUnknown, RouteReserve, err)
+		}
 	}
 	c.cfg.Observer.Op(RouteReserve, outcome(err, h), time.Since(start))
 	var ise *InsufficientStockError
@@ -176,6 +181,10 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 	case err == nil:
 		for _, l := range req.lines {
 			c.soldOutAt.Delete(Key{req.shop, l.ItemID, l.LocationID})
+		}
+		if own && !h.Replayed {
+			c.noteReserved(req.shop, req.lines)
+			c.noteHold(h)
 		}
 	}
 	if err != nil {
@@ -198,35 +207,26 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 	return false
 }
 
-// soldOut answers a reservation on a key that recently sold out in one round
-// trip and no transaction: the lines short in one snapshot of available and
-// held, unless the checkout already has a hold or outcome (then the normal
-// path answers it). Empty means: go the normal way.
+// soldOut answers a reservation on a key that recently sold out in one
+// statement — one snapshot — and no transaction: the lines short in that
+// snapshot, unless the checkout already has a hold or outcome in it (then
+// the normal path answers it). Empty means: go the normal way.
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, error) {
 	items, locs, _ := columns(req.lines)
-	batch := &pgx.Batch{}
-	batch.Queue(c.q(ctx, RouteReserve, "hold_find"), req.checkout)
-	batch.Queue(c.q(ctx, RouteReserve, "sellable"), req.shop, items, locs)
-	br := c.pool.SendBatch(ctx, batch)
-	defer br.Close()
-	rows, err := br.Query()
+	rows, err := c.pool.Query(ctx, c.q(ctx, RouteReserve, "sold_out"), req.shop, req.checkout, items, locs)
 	if err != nil {
 		return nil, err
 	}
-	exists := rows.Next()
-	rows.Close()
-	if exists || rows.Err() != nil {
-		return nil, rows.Err()
-	}
-	rows, err = br.Query()
-	if err != nil {
-		return nil, err
-	}
+	defer rows.Close()
 	var short []Shortfall
 	for i := 0; rows.Next(); i++ {
+		var known bool
 		var avail, held int
-		if err := rows.Scan(&avail, &held); err != nil {
+		if err := rows.Scan(&known, &avail, &held); err != nil {
 			return nil, err
+		}
+		if known {
+			return nil, nil
 		}
 		if s := max(0, avail-held); s < req.lines[i].Quantity {
 			short = append(short, Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
@@ -235,32 +235,17 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, er
 	return short, rows.Err()
 }
 
-// reserveOnce is one attempt: take every line's units from its key's buffer,
-// then create the hold and its lines in one statement. Units are taken
-// first so that a sold-out answer writes nothing; a concurrent retry of the
-// same checkout waits on the hold's unique key and then rolls its own units
-// back (errRollback), so it never keeps any.
+// reserveOnce is one attempt: create the hold row first — a concurrent
+// retry of the same checkout waits for it there, before touching any
+// buffer, and then finds it — then take every line's units from its key's
+// buffer, then create the hold's lines. A sold-out answer rolls the hold
+// row back with the transaction, so it writes nothing.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*Hold, error) {
-	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, mode)
-	if err != nil {
-		return nil, err
-	}
-	if len(short) > 0 {
-		// A retry of a reservation made before the stock ran out is
-		// answered with its hold, not with sold out.
-		h, err := c.existing(ctx, tx, req)
-		if errors.Is(err, ErrNotFound) {
-			return nil, &InsufficientStockError{Lines: short}
-		}
-		return h, err
-	}
-	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Lines: req.lines}
-	items, locs, qtys := columns(req.lines)
-	err = tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_create"),
+	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Claimable: true, Lines: req.lines}
+	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_insert"),
 		// The lines go as text: as []byte, pgx's exec and simple protocol
 		// modes (used behind PgBouncer) would send them as bytea.
 		req.checkout, req.shop, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
-		items, locs, qtys,
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		h, err := c.existing(ctx, tx, req)
@@ -273,37 +258,35 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	if err != nil {
 		return nil, err
 	}
+	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, mode)
+	if err != nil {
+		return nil, err
+	}
+	if len(short) > 0 {
+		return nil, &InsufficientStockError{Lines: short}
+	}
+	items, locs, qtys := columns(req.lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteReserve, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
 // existing answers a Reserve whose checkout already has a hold or outcome.
-// A replay returns the hold with errRollback, so that the units this attempt
-// took go back. ErrNotFound means the checkout is new.
+// A replay returns the hold with errRollback (this attempt wrote nothing to
+// keep). ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*Hold, error) {
-	h := &Hold{CheckoutID: req.checkout}
-	var raw []byte
-	var status string
-	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_find"), req.checkout).
-		Scan(&h.ShopID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+	h, err := c.getHold(ctx, tx, RouteReserve, req.shop, req.checkout)
 	if err != nil {
 		return nil, err
 	}
-	if h.ShopID != req.shop {
-		return nil, ErrIdempotencyConflict
-	}
-	switch h.Status = Status(status); h.Status {
-	case StatusClaimed:
+	switch {
+	case h.Status == StatusClaimed:
 		return nil, ErrHoldClaimed
-	case StatusReleased:
+	case h.Status == StatusReleased:
 		return nil, ErrHoldReleased
-	case StatusExpired:
+	case h.Status == StatusExpired && !h.Claimable:
 		return nil, ErrHoldExpired
-	}
-	if err := json.Unmarshal(raw, &h.Lines); err != nil {
-		return nil, err
 	}
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, ErrIdempotencyConflict
@@ -386,22 +369,30 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	if mode == takeFast {
 		return nil, errSlowPath
 	}
+	if mode == takeLocked {
+		// The slowest path takes every key's lock first, in key order,
+		// before it touches any buffer (the documented lock order: key
+		// locks, then buffers), then refills right before each take.
+		for _, l := range lines {
+			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for i, l := range lines {
 		k := Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 		if mode == takeLocked {
-			// The slowest path: refill right before the take, under the
-			// key's lock.
-			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(k)); err != nil {
-				return nil, err
-			}
 			if err := c.refillKey(ctx, tx, route, k); err != nil {
 				return nil, err
 			}
 		}
 		var got int
-		if infos[i].strategy == StrategyPool {
+		switch {
+		case infos[i].strategy == StrategyPool && mode == takeLocked:
+			got, err = c.takePoolWait(ctx, tx, route, k, l.Quantity)
+		case infos[i].strategy == StrategyPool:
 			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
-		} else {
+		default:
 			got, err = c.gather(ctx, tx, route, k, l.Quantity, true)
 		}
 		if err != nil {
@@ -418,6 +409,25 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		}
 	}
 	return short, nil
+}
+
+// takePoolWait takes q units from a pool key under its advisory lock,
+// waiting for rows in-flight reservers hold: rows of a reservation that
+// rolls back are taken, rows of one that commits are gone. At most q rounds,
+// each taking at least one row or ending the loop.
+func (c *Client) takePoolWait(ctx context.Context, tx pgx.Tx, route string, k Key, q int) (int, error) {
+	taken := 0
+	for taken < q {
+		var got int
+		if err := tx.QueryRow(ctx, c.q(ctx, route, "take_pool_wait"), k.ShopID, k.ItemID, k.LocationID, q-taken).Scan(&got); err != nil {
+			return 0, err
+		}
+		if got == 0 {
+			break
+		}
+		taken += got
+	}
+	return taken, nil
 }
 
 // refillKey refills one key's buffer under its advisory lock, which tx
@@ -514,11 +524,21 @@ func (c *Client) keyInfos(ctx context.Context, tx pgx.Tx, route string, shop int
 		}
 		ki := keyInfo{strategy: Strategy(strategy), cap: cap, at: now}
 		c.keys.Store(Key{shop, item, loc}, ki)
-		// key_info keeps the order of its input.
+		// key_info returns its input's order (ORDER BY); checked, since a
+		// wrong pairing would run the wrong take for a line.
+		if i >= len(lines) || lines[i].ItemID != item || lines[i].LocationID != loc {
+			return nil, fmt.Errorf("holdfast: key_info returned item %d at location %d out of order", item, loc)
+		}
 		out[i] = ki
 		i++
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if i != len(lines) {
+		return nil, fmt.Errorf("holdfast: key_info returned %d keys for %d lines", i, len(lines))
+	}
+	return out, nil
 }
 
 func columns(lines []Line) (items, locs []int64, qtys []int32) {

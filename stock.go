@@ -2,43 +2,78 @@ package holdfast
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // Adjust changes a key's available stock by delta (restock, shrinkage) and
-// records reason and reference in the audit trail. See SetAvailable.
+// records reason and reference in the audit trail: ChangeStock without an
+// id. See SetAvailable.
 func (c *Client) Adjust(ctx context.Context, k Key, delta int, reason, reference string) (*Level, error) {
-	return c.adjust(ctx, c.pool, true, k, &delta, nil, reason, reference)
+	return c.changeStock(ctx, c.pool, true, StockChange{Key: k, Delta: delta, Reason: reason, Reference: reference})
 }
 
 // AdjustTx is Adjust inside the caller's transaction (in a savepoint).
 func (c *Client) AdjustTx(ctx context.Context, tx pgx.Tx, k Key, delta int, reason, reference string) (*Level, error) {
-	return c.adjust(ctx, tx, false, k, &delta, nil, reason, reference)
+	return c.changeStock(ctx, tx, false, StockChange{Key: k, Delta: delta, Reason: reason, Reference: reference})
 }
 
 // SetAvailable sets a key's available stock (a stocktake), creating the key
-// when it is new, and records the difference in the audit trail.
+// when it is new, and records the difference in the audit trail:
+// ChangeStock without an id. See ChangeStock.
+func (c *Client) SetAvailable(ctx context.Context, k Key, available int, reason, reference string) (*Level, error) {
+	return c.changeStock(ctx, c.pool, true, StockChange{Key: k, Set: &available, Reason: reason, Reference: reference})
+}
+
+// SetAvailableTx is SetAvailable inside the caller's transaction.
+func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k Key, available int, reason, reference string) (*Level, error) {
+	return c.changeStock(ctx, tx, false, StockChange{Key: k, Set: &available, Reason: reason, Reference: reference})
+}
+
+// ChangeStock applies ch: sets the key's available stock to *ch.Set when it
+// is non-nil (a stocktake), else moves it by ch.Delta (restock, shrinkage),
+// creating the key when it is new, and records the difference with
+// ch.Reason and ch.Reference in the audit trail.
 //
 // Reducing stock below pooled + held shrinks the key's buffer first. When
 // active holds alone exceed the new stock the change still applies — it is
 // a fact about the warehouse — but the key is over-committed: its buffer
 // stays empty and nothing more is reserved on it until it is whole again.
-// A commit whose acknowledgement is lost is ErrOutcomeUnknown, never retried
-// blindly.
-func (c *Client) SetAvailable(ctx context.Context, k Key, available int, reason, reference string) (*Level, error) {
-	return c.adjust(ctx, c.pool, true, k, nil, &available, reason, reference)
+//
+// With ch.ID set the change is idempotent: it is recorded under (shop, ID)
+// with the level it answered, for Config.OutcomeRetention; a retry with the
+// same ID and the same change answers that level (Level.Replayed set) and
+// applies nothing, also when the retry races the first attempt; the same ID
+// with another change is ErrIdempotencyConflict. A lost commit of an
+// identified change is retried like any other lost transaction.
+//
+// Without an ID, a commit whose acknowledgement is lost or late (the
+// connection failed, or ctx ended, after COMMIT was sent) is
+// ErrOutcomeUnknown and never retried blindly: read the level and the
+// ledger before sending it again — or send changes with an ID.
+func (c *Client) ChangeStock(ctx context.Context, ch StockChange) (*Level, error) {
+	return c.changeStock(ctx, c.pool, true, ch)
 }
 
-// SetAvailableTx is SetAvailable inside the caller's transaction.
-func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k Key, available int, reason, reference string) (*Level, error) {
-	return c.adjust(ctx, tx, false, k, nil, &available, reason, reference)
+// ChangeStockTx is ChangeStock inside the caller's transaction (in a
+// savepoint): the change and its id record commit with the caller's
+// transaction.
+func (c *Client) ChangeStockTx(ctx context.Context, tx pgx.Tx, ch StockChange) (*Level, error) {
+	return c.changeStock(ctx, tx, false, ch)
 }
 
 // ReasonMaxLen bounds an adjustment's reason and reference.
 const ReasonMaxLen = 500
+
+// StockChangeIDMaxLen bounds a stock change's idempotency id, in bytes.
+const StockChangeIDMaxLen = 128
 
 func validateKey(k Key) error {
 	switch {
@@ -52,70 +87,172 @@ func validateKey(k Key) error {
 	return nil
 }
 
-func (c *Client) adjust(ctx context.Context, b beginner, own bool, k Key, delta, set *int, reason, reference string) (*Level, error) {
-	start := time.Now()
-	err := validateKey(k)
+func validateStockChange(ch StockChange) error {
+	err := validateKey(ch.Key)
 	switch {
 	case err != nil:
-	case reason == "":
-		err = argError("reason", "required")
-	case len(reason) > ReasonMaxLen:
-		err = argError("reason", "at most %d bytes", ReasonMaxLen)
-	case len(reference) > ReasonMaxLen:
-		err = argError("reference", "at most %d bytes", ReasonMaxLen)
-	case set != nil && (*set < 0 || *set > AvailableMax):
-		err = argError("available", "must be between 0 and %d", AvailableMax)
-	case delta != nil && (*delta < -AvailableMax || *delta > AvailableMax):
-		err = argError("delta", "must be between %d and %d", -AvailableMax, AvailableMax)
+		return err
+	case ch.Reason == "":
+		return argError("reason", "required")
+	case len(ch.Reason) > ReasonMaxLen:
+		return argError("reason", "at most %d bytes", ReasonMaxLen)
+	case len(ch.Reference) > ReasonMaxLen:
+		return argError("reference", "at most %d bytes", ReasonMaxLen)
+	case ch.Set != nil && (*ch.Set < 0 || *ch.Set > AvailableMax):
+		return argError("available", "must be between 0 and %d", AvailableMax)
+	case ch.Set == nil && (ch.Delta < -AvailableMax || ch.Delta > AvailableMax):
+		return argError("delta", "must be between %d and %d", -AvailableMax, AvailableMax)
+	case len(ch.ID) > StockChangeIDMaxLen:
+		return argError("id", "at most %d bytes", StockChangeIDMaxLen)
+	case !utf8.ValidString(ch.ID) || strings.ContainsFunc(ch.ID, unicode.IsControl):
+		return argError("id", "must be UTF-8 text without control characters")
 	}
-	if err != nil {
+	return nil
+}
+
+func (c *Client) changeStock(ctx context.Context, b beginner, own bool, ch StockChange) (*Level, error) {
+	start := time.Now()
+	if err := validateStockChange(ch); err != nil {
 		c.cfg.Observer.Op(RouteAdjust, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var lvl *Level
-	err = c.run(ctx, b, RouteAdjust, own, false, func(tx pgx.Tx, _ int) error {
+	err := c.run(ctx, b, RouteAdjust, own, ch.ID != "", func(tx pgx.Tx, _ int) error {
 		var err error
-		lvl, err = c.adjustOnce(ctx, tx, k, delta, set, reason, reference)
+		lvl, err = c.changeStockOnce(ctx, tx, ch)
 		return err
 	})
 	c.cfg.Observer.Op(RouteAdjust, outcome(err, nil), time.Since(start))
 	return lvl, err
 }
 
-func (c *Client) adjustOnce(ctx context.Context, tx pgx.Tx, k Key, delta, set *int, reason, reference string) (*Level, error) {
+// changeStockOnce is one attempt. An identified change records its id
+// first — before the key's lock, as a reservation creates its hold row
+// before anything else it locks is touched by a concurrent retry — and its
+// outcome last.
+func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch StockChange) (*Level, error) {
+	k := ch.Key
+	var set, delta any
+	if ch.Set != nil {
+		set = *ch.Set
+	} else {
+		delta = ch.Delta
+	}
+	var ref any
+	if ch.Reference != "" {
+		ref = ch.Reference
+	}
+	if ch.ID != "" {
+		var fresh bool
+		err := tx.QueryRow(ctx, c.q(ctx, RouteAdjust, "stock_change_record"), k.ShopID, ch.ID, k.ItemID, k.LocationID, set, delta, ch.Reason, ref, c.now()).Scan(&fresh)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return c.stockChangeReplay(ctx, tx, ch)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Lock order: the key's lock, then its buffers (shrink), then its
+	// level row (level_lock) — never the level row before the buffers, or
+	// a caller's transaction that holds a buffer row (ReserveTx) and then
+	// claims (the level row) would deadlock with this change.
 	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "lock_key"), keyHash(k)); err != nil {
+		return nil, err
+	}
+	st, err := c.keyState(ctx, tx, RouteAdjust, k)
+	if err != nil {
+		return nil, err
+	}
+	next := st.available + ch.Delta
+	if ch.Set != nil {
+		next = *ch.Set
+	}
+	if err := checkNext(st.available, next, ch.Delta); err != nil {
+		return nil, err
+	}
+	// Shrink to the new level before it is written. Claims meanwhile lower
+	// available and held alike, so the buffer is never left too big; at
+	// worst it is smaller than it could be, and a refill tops it up.
+	if err := c.shrink(ctx, tx, RouteAdjust, k, false, next-st.available); err != nil {
 		return nil, err
 	}
 	var old int
 	if err := tx.QueryRow(ctx, c.q(ctx, RouteAdjust, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old); err != nil {
 		return nil, err
 	}
-	next := old
-	if set != nil {
-		next = *set
-	} else {
-		next = old + *delta
+	next = old + ch.Delta
+	if ch.Set != nil {
+		next = *ch.Set
 	}
-	if next < 0 {
-		return nil, argError("delta", "would take available below zero (available %d, delta %d)", old, *delta)
-	}
-	if next > AvailableMax {
-		return nil, argError("delta", "would take available above %d", AvailableMax)
-	}
-	var ref any
-	if reference != "" {
-		ref = reference
-	}
-	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "level_set"), k.ShopID, k.ItemID, k.LocationID, next, next-old, reason, ref); err != nil {
+	if err := checkNext(old, next, ch.Delta); err != nil {
 		return nil, err
 	}
-	if err := c.shrink(ctx, tx, RouteAdjust, k, false); err != nil {
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "level_set"), k.ShopID, k.ItemID, k.LocationID, next, next-old, ch.Reason, ref); err != nil {
 		return nil, err
 	}
 	if _, err := c.refill(ctx, tx, RouteAdjust, []Key{k}); err != nil {
 		return nil, err
 	}
-	return c.level(ctx, tx, RouteAdjust, k)
+	lvl, err := c.level(ctx, tx, RouteAdjust, k)
+	if err != nil || ch.ID == "" {
+		return lvl, err
+	}
+	raw, err := json.Marshal(lvl)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "stock_change_done"), k.ShopID, ch.ID, string(raw)); err != nil {
+		return nil, err
+	}
+	return lvl, nil
+}
+
+func checkNext(old, next, delta int) error {
+	if next < 0 {
+		return argError("delta", "would take available below zero (available %d, delta %d)", old, delta)
+	}
+	if next > AvailableMax {
+		return argError("delta", "would take available above %d", AvailableMax)
+	}
+	return nil
+}
+
+// stockChangeReplay answers a stock change whose id is already recorded:
+// the recorded level when it is the same change, else
+// ErrIdempotencyConflict.
+func (c *Client) stockChangeReplay(ctx context.Context, tx pgx.Tx, ch StockChange) (*Level, error) {
+	var item, loc int64
+	var set, delta *int
+	var reason, ref string
+	var raw []byte
+	err := tx.QueryRow(ctx, c.q(ctx, RouteAdjust, "stock_change_get"), ch.ShopID, ch.ID).Scan(&item, &loc, &set, &delta, &reason, &ref, &raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Purged between the insert and this read: run again.
+		return nil, errRetry
+	}
+	if err != nil {
+		return nil, err
+	}
+	same := item == ch.ItemID && loc == ch.LocationID && reason == ch.Reason && ref == ch.Reference
+	if ch.Set != nil {
+		same = same && set != nil && *set == *ch.Set
+	} else {
+		same = same && set == nil && delta != nil && *delta == ch.Delta
+	}
+	if !same {
+		return nil, fmt.Errorf("%w: stock change id %q was used for another change", ErrIdempotencyConflict, ch.ID)
+	}
+	if raw == nil {
+		// Recorded but not finished: only possible inside the caller's
+		// own transaction, which already applied it.
+		return nil, fmt.Errorf("%w: stock change id %q used twice in one transaction", ErrIdempotencyConflict, ch.ID)
+	}
+	lvl := &Level{}
+	if err := json.Unmarshal(raw, lvl); err != nil {
+		return nil, err
+	}
+	lvl.Replayed = true
+	return lvl, nil
 }
 
 // shrinkRoundsMax bounds shrink's loop; each round can only be cut short by
@@ -123,9 +260,10 @@ func (c *Client) adjustOnce(ctx context.Context, tx pgx.Tx, k Key, delta, set *i
 const shrinkRoundsMax = 1000
 
 // shrink removes units from a key's buffers, under the key's advisory lock,
-// until pooled + held <= available (or the buffers are empty: the key is
-// over-committed). With all set it empties the buffers.
-func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all bool) error {
+// until pooled + held <= available + change (or the buffers are empty: the
+// key is over-committed), change being a change of available about to be
+// written. With all set it empties the buffers.
+func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all bool, change int) error {
 	for range shrinkRoundsMax {
 		st, err := c.keyState(ctx, tx, route, k)
 		if err != nil {
@@ -133,7 +271,7 @@ func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all
 		}
 		excess := st.pooled
 		if !all {
-			excess = min(st.pooled, st.pooled+st.held-st.available)
+			excess = min(st.pooled, st.pooled+st.held-(st.available+change))
 		}
 		if excess <= 0 {
 			return nil
@@ -164,8 +302,8 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 	if !s.Valid() {
 		return nil, argError("strategy", "must be counter, batch, pool or slots")
 	}
-	if poolCap < 0 || poolCap > 1_000_000 {
-		return nil, argError("pool_cap", "must be between 1 and 1000000 (0 for the default)")
+	if poolCap < 0 || poolCap > PoolCapLimit {
+		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapLimit)
 	}
 	var lvl *Level
 	err := c.run(ctx, c.pool, RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
@@ -176,10 +314,11 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 		if poolCap > 0 {
 			cp = poolCap
 		}
-		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
+		// Buffers before the level row (lock order).
+		if err := c.shrink(ctx, tx, RouteAdjust, k, true, 0); err != nil {
 			return err
 		}
-		if err := c.shrink(ctx, tx, RouteAdjust, k, true); err != nil {
+		if _, err := tx.Exec(ctx, c.q(ctx, RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
 			return err
 		}
 		if _, err := c.refill(ctx, tx, RouteAdjust, []Key{k}); err != nil {
@@ -299,17 +438,4 @@ func (c *Client) gather(ctx context.Context, tx pgx.Tx, route string, k Key, q i
 	}
 	_, err = tx.Exec(ctx, c.q(ctx, route, "slots_take"), k.ShopID, k.ItemID, k.LocationID, slots, takes)
 	return taken, err
-}
-
-// ChangeStock applies ch: SetAvailable when ch.Set is non-nil, else Adjust
-// by ch.Delta.
-func (c *Client) ChangeStock(ctx context.Context, ch StockChange) (*Level, error) {
-	if ch.ID != "" {
-		// TODO(#10): idempotent stock changes.
-		return nil, argError("id", "idempotent stock changes are not supported yet")
-	}
-	if ch.Set != nil {
-		return c.SetAvailable(ctx, ch.Key, *ch.Set, ch.Reason, ch.Reference)
-	}
-	return c.Adjust(ctx, ch.Key, ch.Delta, ch.Reason, ch.Reference)
 }

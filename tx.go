@@ -18,11 +18,12 @@ import (
 // maintenance scan crosses jit_above_cost.
 type ownBeginner struct {
 	c     *Client
+	pool  *pgxpool.Pool // the client's pool, or its maintenance pool
 	route string
 }
 
 func (b ownBeginner) Begin(ctx context.Context) (pgx.Tx, error) {
-	conn, err := b.c.pool.Acquire(ctx)
+	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,8 @@ type Line struct {
 }
 
 // Status is where a hold is in its lifecycle: held, then exactly one of
-// claimed, released or expired.
+// claimed, released or expired. A hold past its expiry that the sweeper has
+// not taken yet reads as expired with Hold.Claimable set.
 type Status string
 
 const (
@@ -44,6 +45,11 @@ type Hold struct {
 	// Deadline is the latest ExpiresAt that Extend can reach.
 	Deadline time.Time  `json:"deadline"`
 	EndedAt  *time.Time `json:"ended_at,omitempty"`
+	// Claimable is true while a Claim of the checkout would succeed without
+	// taking stock afresh: the hold is held, or past its expiry (Status
+	// expired) but not swept yet, so its units are still its own. False
+	// once the hold ended (claimed, released, expired and swept).
+	Claimable bool `json:"claimable"`
 	// Replayed is true when the call found the outcome it asked for already
 	// in place: a retried Reserve of the same lines, a repeated Claim or
 	// Release. Callers treat it as success.
@@ -104,6 +110,9 @@ type Level struct {
 	OverCommitted bool     `json:"over_committed"`
 	Strategy      Strategy `json:"strategy"`
 	PoolCap       int      `json:"pool_cap"`
+	// Replayed is true when ChangeStock found the same change already
+	// applied under its ID and answered the level it answered then.
+	Replayed bool `json:"-"`
 }
 
 // Shortfall is a line that could not be served, with what was asked and what

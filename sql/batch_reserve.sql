@@ -1,6 +1,6 @@
 -- Create the holds a combined batch granted and take their units from the
 -- counter rows the batch holds locked (sql/batch_lock.sql). Holds are created
--- in checkout order, skipping checkouts that already have a hold or an
+-- in (shop, checkout) order, skipping checkouts that already have a hold or an
 -- outcome; each counter gives exactly the units of the holds created.
 -- Returns the holds created.
 -- $1 checkouts, $2 quantities, $3 ttls µs, $4 shops, $5 items, $6 locations,
@@ -15,8 +15,8 @@ WITH g AS (
            jsonb_build_array(jsonb_build_object('item_id', g.item, 'location_id', g.location, 'quantity', g.qty)),
            t.now, t.now + g.ttl_us * interval '1 microsecond', t.now + $7::bigint * interval '1 microsecond'
     FROM g, (SELECT coalesce($8::timestamptz, clock_timestamp()) AS now) t
-    ORDER BY g.checkout_id
-    ON CONFLICT (checkout_id) DO NOTHING
+    ORDER BY g.shop_id, g.checkout_id
+    ON CONFLICT (shop_id, checkout_id) DO NOTHING
     RETURNING checkout_id, shop_id, created_at, expires_at, deadline,
               (lines -> 0 ->> 'item_id')::bigint AS item,
               (lines -> 0 ->> 'location_id')::bigint AS location,
@@ -34,4 +34,4 @@ WITH g AS (
       AND ic.location_id = s.location AND ic.slot = 0
     RETURNING 1
 )
-SELECT checkout_id, created_at, expires_at, deadline FROM h
+SELECT shop_id, checkout_id, created_at, expires_at, deadline FROM h

@@ -3,7 +3,7 @@
 -- claim, release or extend is deciding right now.
 -- $1 now, $2 batch size.
 WITH batch AS (
-    SELECT checkout_id
+    SELECT shop_id, checkout_id
     FROM holds
     WHERE status = 'held' AND expires_at < coalesce($1::timestamptz, clock_timestamp())
     ORDER BY expires_at
@@ -13,5 +13,5 @@ WITH batch AS (
 UPDATE holds h
 SET status = 'expired', ended_at = coalesce($1::timestamptz, clock_timestamp())
 FROM batch b
-WHERE h.checkout_id = b.checkout_id
-RETURNING h.checkout_id
+WHERE h.shop_id = b.shop_id AND h.checkout_id = b.checkout_id
+RETURNING h.shop_id, h.checkout_id

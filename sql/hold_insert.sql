@@ -1,0 +1,16 @@
+-- Create a checkout's hold row — the first thing a reservation writes, so
+-- that a concurrent retry of the same checkout waits here, on the hold's
+-- key, before it touches any buffer (lock order: holds first). Creates
+-- nothing (no row returned) when the shop's checkout already has a hold or
+-- an outcome; after waiting for an uncommitted one, it sees what it became.
+-- The lines follow (hold_lines_create.sql) once the units are taken; a
+-- sold-out answer rolls the row back.
+-- $1 checkout, $2 shop, $3 lines json, $4 ttl µs, $5 lifetime µs,
+-- $6 now (NULL: database clock).
+INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
+SELECT $1::uuid, $2::bigint, 'held', $3::jsonb, t.now,
+       t.now + $4::bigint * interval '1 microsecond',
+       t.now + $5::bigint * interval '1 microsecond'
+FROM (SELECT coalesce($6::timestamptz, clock_timestamp()) AS now) t
+ON CONFLICT (shop_id, checkout_id) DO NOTHING
+RETURNING created_at, expires_at, deadline

@@ -1,0 +1,14 @@
+-- The sold-out hint in one statement, so one snapshot: whether the shop's
+-- checkout has a hold or outcome, and available and held per line. A retry
+-- whose first attempt's hold is visible here sees it (and takes the normal
+-- path to it); one whose hold is not visible does not count its units as
+-- held either. $1 shop, $2 checkout, $3 items, $4 locations.
+SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid),
+       coalesce(l.available, 0)::int,
+       (SELECT coalesce(sum(r.quantity), 0)
+        FROM reserved_quantities r
+        WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int
+FROM unnest($3::bigint[], $4::bigint[]) WITH ORDINALITY AS k(item, location, n)
+LEFT JOIN inventory_levels l
+       ON l.shop_id = $1::bigint AND l.inventory_item_id = k.item AND l.location_id = k.location
+ORDER BY k.n

@@ -1,0 +1,21 @@
+-- Take units from the row-per-unit pool, waiting for rows other reservers
+-- hold instead of skipping them: used under the key's advisory lock, where
+-- a reservation that locked rows and then rolls back must not make this
+-- take come up short. A row a reserver deletes meanwhile is skipped, not
+-- counted (the caller takes again for the rest). Returns how many were
+-- taken. $1 shop, $2 item, $3 location, $4 quantity.
+WITH picked AS (
+    SELECT id
+    FROM reservation_units
+    WHERE shop_id = $1::bigint AND inventory_item_id = $2::bigint AND location_id = $3::bigint
+    ORDER BY id
+    LIMIT $4::int
+    FOR UPDATE
+), consumed AS (
+    DELETE FROM reservation_units u
+    USING picked p
+    WHERE u.shop_id = $1::bigint AND u.inventory_item_id = $2::bigint
+      AND u.location_id = $3::bigint AND u.id = p.id
+    RETURNING 1
+)
+SELECT count(*)::int FROM consumed
