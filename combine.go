@@ -311,3 +311,19 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	}
 	return created, br.Close()
 }
+
+// Combinable reports whether a Reserve of p would be served by the
+// combiner when others are in flight: a one-line reservation on a batch
+// key, as this client last saw the key's strategy (its default for keys it
+// has not seen). The HTTP service admits such requests without a
+// connection slot of their own: they wait in the combiner.
+func (c *Client) Combinable(p ReserveParams) bool {
+	if len(p.Lines) != 1 {
+		return false
+	}
+	k := Key{p.ShopID, p.Lines[0].ItemID, p.Lines[0].LocationID}
+	if ki, ok := c.keys.Load(k); ok {
+		return ki.(keyInfo).strategy == StrategyBatch
+	}
+	return c.cfg.Strategy == StrategyBatch
+}

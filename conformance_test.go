@@ -18,10 +18,6 @@ func TestConformance(t *testing.T) {
 		Strategies: []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyBatch, holdfast.StrategyPool, holdfast.StrategySlots},
 		Combining:  []holdfast.Strategy{holdfast.StrategyBatch},
 		New:        newConformanceEngine,
-		Skip: map[string]string{
-			"CheckoutIDsPerShop":     "checkout ids are global on PostgreSQL until #10 item 8 lands",
-			"IdempotentStockChanges": "StockChange.ID is refused on PostgreSQL until #10 lands idempotent stock changes",
-		},
 	})
 }
 

@@ -64,8 +64,13 @@ func TestAuth(t *testing.T) {
 	e.expect(req{method: "GET", path: "/v1/shops/2/reservations/" + id.String(), key: "shop2"}, 404, "not_found")
 	e.expect(req{method: "GET", path: "/v1/shops/2/reservations/" + id.String(), key: "admin"}, 404, "not_found")
 	e.expect(req{method: "POST", path: "/v1/shops/2/reservations/" + id.String() + "/claim", key: "admin"}, 404, "not_found")
-	// Nor can shop 2 take over its id.
-	e.expect(req{method: "POST", path: "/v1/shops/2/reservations", key: "shop2", body: reserveBody(id, line(7, 1), "")}, 409, "idempotency_conflict")
+	// Checkout ids are per shop: shop 2 using the same id is simply another
+	// checkout (no oracle of shop 1's ids), and shop 1's hold is untouched.
+	e.expect(req{method: "POST", path: "/v1/shops/2/reservations", key: "shop2", body: reserveBody(id, line(7, 1), "")}, 201, "")
+	if r := e.expect(req{method: "GET", path: res1 + "/" + id.String(), key: "shop1"}, 200, ""); r.json["status"] != "held" {
+		t.Fatalf("shop 1's hold changed: %s", r.body)
+	}
+	e.expect(req{method: "POST", path: "/v1/shops/2/reservations/" + id.String() + "/release", key: "shop2"}, 200, "")
 
 	// The admin key reaches every shop.
 	for _, shop := range []int64{1, 2, 3} {

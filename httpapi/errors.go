@@ -154,7 +154,7 @@ func toAPIError(route string, err error) *apiError {
 		e.Status, e.Code, e.Message = http.StatusNotFound, CodeNotFound, "no hold or outcome is known for this checkout"
 	case errors.Is(err, holdfast.ErrOutcomeUnknown):
 		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeOutcomeUnknown,
-			"the database did not acknowledge the change: it may or may not have applied; retry with the same adjustment_id (Idempotency-Key), or read the level before changing it again"
+			"the database did not acknowledge the change: it may or may not have applied; retry with the same checkout id (reservations, claims, releases) or adjustment_id (stock changes), or read the state before changing it again"
 	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled), dbUnreachable(err):
 		e.Status, e.Code, e.Message, e.RetryAfter = http.StatusServiceUnavailable, CodeUnavailable,

@@ -224,6 +224,9 @@ func appendHold(b []byte, h *holdJSON) []byte {
 		b = append(b, `,"ended_at":`...)
 		b = appendTime(b, *h.EndedAt)
 	}
+	if h.Claimable {
+		b = append(b, `,"claimable":true`...)
+	}
 	return append(b, "}\n"...)
 }
 

@@ -79,6 +79,9 @@ type holdJSON struct {
 	ExpiresAt  time.Time  `json:"expires_at"`
 	Deadline   time.Time  `json:"deadline"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	// Claimable is true on a hold past its expiry that the sweeper has not
+	// processed yet (status expired): a claim still succeeds.
+	Claimable bool `json:"claimable,omitempty"`
 }
 
 type lineJSON struct {
@@ -91,6 +94,7 @@ func toHoldJSON(h *holdfast.Hold) holdJSON {
 	out := holdJSON{
 		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: string(h.Status), Lines: make([]lineJSON, len(h.Lines)),
 		CreatedAt: h.CreatedAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), Deadline: h.Deadline.UTC(),
+		Claimable: h.Claimable,
 	}
 	for i, l := range h.Lines {
 		out.Lines[i] = lineJSON(l)
