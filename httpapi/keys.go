@@ -352,6 +352,12 @@ type authenticator struct {
 	lookups      chan struct{}
 	lookupsQueue atomic.Int64
 	touching     chan struct{}
+	// touches are the background last-used writes; stop waits for them
+	// (cancelling those past its deadline), so none outlives the server.
+	touches     sync.WaitGroup
+	touchCtx    context.Context
+	stopTouches context.CancelFunc
+	stopping    bool // under mu: no new touches
 
 	mu      sync.Mutex
 	cache   map[[32]byte]cachedKey
@@ -372,8 +378,9 @@ type flight struct {
 }
 
 func newAuthenticator(pool *pgxpool.Pool, ttl time.Duration) *authenticator {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &authenticator{
-		pool: pool, ttl: ttl,
+		pool: pool, ttl: ttl, touchCtx: ctx, stopTouches: cancel,
 		lookups:  make(chan struct{}, KeyLookupsMax),
 		touching: make(chan struct{}, 2),
 		cache:    map[[32]byte]cachedKey{},
@@ -534,10 +541,35 @@ func (a *authenticator) touch(id int64, now time.Time) {
 		a.mu.Unlock()
 		return
 	}
+	a.mu.Lock()
+	if a.stopping { // Add after Wait is not allowed
+		a.mu.Unlock()
+		<-a.touching
+		return
+	}
+	a.touches.Add(1)
+	a.mu.Unlock()
 	go func() {
+		defer a.touches.Done()
 		defer func() { <-a.touching }()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(a.touchCtx, 5*time.Second)
 		defer cancel()
 		_, _ = a.pool.Exec(ctx, sqlKeyTouch, id)
 	}()
+}
+
+// stop lets the last-used writes in flight finish while ctx allows, then
+// cancels the rest and waits for them; later touches are skipped.
+func (a *authenticator) stop(ctx context.Context) {
+	a.mu.Lock()
+	a.stopping = true
+	stopped := make(chan struct{})
+	go func() { a.touches.Wait(); close(stopped) }()
+	a.mu.Unlock()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+	}
+	a.stopTouches()
+	<-stopped
 }
