@@ -67,6 +67,10 @@ const (
 	KeyLookupQueueMax = 64
 	// KeyTouchInterval is how often a server records a key's last use.
 	KeyTouchInterval = time.Minute
+	// KeyLookupTimeout bounds one key lookup. It runs apart from the
+	// request that started it: the requests sharing it wait on their own
+	// deadlines, so one caller giving up fails nobody else.
+	KeyLookupTimeout = 5 * time.Second
 )
 
 // Scope is what a key may do within its shop.
@@ -352,8 +356,9 @@ type authenticator struct {
 	lookups      chan struct{}
 	lookupsQueue atomic.Int64
 	touching     chan struct{}
-	// touches are the background last-used writes; stop waits for them
-	// (cancelling those past its deadline), so none outlives the server.
+	// touches are the background work (last-used writes, key lookups);
+	// stop waits for it (cancelling what runs past its deadline), so none
+	// outlives the server.
 	touches     sync.WaitGroup
 	touchCtx    context.Context
 	stopTouches context.CancelFunc
@@ -372,9 +377,10 @@ type cachedKey struct {
 }
 
 type flight struct {
-	done chan struct{}
-	p    principal
-	err  error
+	done    chan struct{}
+	p       principal
+	err     error
+	waiters int // requests that joined it, under authenticator.mu (tests)
 }
 
 func newAuthenticator(pool *pgxpool.Pool, ttl time.Duration) *authenticator {
@@ -426,25 +432,45 @@ func (a *authenticator) authenticate(ctx context.Context, key string) (principal
 		return principal{}, errBadKey
 	}
 	f, joined := a.flights[hash]
-	if !joined {
+	inline := false
+	if joined {
+		f.waiters++
+	} else {
 		f = &flight{done: make(chan struct{})}
 		a.flights[hash] = f
-	}
-	a.mu.Unlock()
-	if joined {
-		select {
-		case <-f.done:
-			return f.p, f.err
-		case <-ctx.Done():
-			return principal{}, ctx.Err()
+		if inline = a.stopping; !inline {
+			a.touches.Add(1)
 		}
 	}
-	f.p, f.err = a.lookup(ctx, hash, known)
-	a.mu.Lock()
-	delete(a.flights, hash)
 	a.mu.Unlock()
-	close(f.done)
-	if f.err == nil {
+	if !joined {
+		run := func(ctx context.Context) {
+			f.p, f.err = a.lookup(ctx, hash, known)
+			a.mu.Lock()
+			delete(a.flights, hash)
+			a.mu.Unlock()
+			close(f.done)
+		}
+		if inline {
+			run(ctx)
+		} else {
+			// Apart from this request: if it gives up, the requests that
+			// joined the lookup still get its answer.
+			go func() {
+				defer a.touches.Done()
+				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), KeyLookupTimeout)
+				defer cancel()
+				defer context.AfterFunc(a.touchCtx, cancel)()
+				run(lctx)
+			}()
+		}
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return principal{}, ctx.Err()
+	}
+	if f.err == nil && !joined {
 		a.touch(f.p.keyID, now)
 	}
 	return f.p, f.err

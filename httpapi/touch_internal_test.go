@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -74,5 +75,62 @@ func TestServeOutlivesNoKeyTouch(t *testing.T) {
 	}
 	if n := len(srv.auth.touching); n != 0 {
 		t.Fatalf("Serve returned with %d last-used write(s) still running", n)
+	}
+}
+
+// TestKeyLookupOutlivesItsCaller: requests sharing one key's lookup get its
+// answer even when the request that started it gives up; it used to hand
+// them that request's context error (a 503 for a shop whose key is fine).
+func TestKeyLookupOutlivesItsCaller(t *testing.T) {
+	db := pgtest.DB(t, 4)
+	ctx := context.Background()
+	key, k, err := CreateKey(ctx, db.Pool, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAuthenticator(db.Pool, time.Hour)
+	defer a.stop(ctx)
+	// Take every lookup slot, so the lookup waits where it can be seen.
+	for range KeyLookupsMax {
+		a.lookups <- struct{}{}
+	}
+	type result struct {
+		p   principal
+		err error
+	}
+	leaderCtx, giveUp := context.WithCancel(ctx)
+	leader, follower := make(chan result, 1), make(chan result, 1)
+	go func() { p, err := a.authenticate(leaderCtx, key); leader <- result{p, err} }()
+	poll(t, "the lookup to queue", func() bool { return a.lookupsQueue.Load() == 1 })
+	go func() { p, err := a.authenticate(ctx, key); follower <- result{p, err} }()
+	poll(t, "the second request to join the lookup", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, f := range a.flights {
+			if f.waiters == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	giveUp()
+	if r := <-leader; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the request that gave up: %+v", r)
+	}
+	for range KeyLookupsMax {
+		<-a.lookups
+	}
+	if r := <-follower; r.err != nil || r.p.keyID != k.ID {
+		t.Fatalf("the request that joined: %+v, want key %d", r, k.ID)
+	}
+}
+
+// poll waits for cond, checking every millisecond, for at most a minute.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
