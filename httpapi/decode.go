@@ -113,6 +113,11 @@ func parseObject(raw json.RawMessage, prefix string, allowed ...string) (*object
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, badRequest(CodeMalformedJSON, where, "invalid JSON object: %s", err.Error())
 	}
+	if name, dup := duplicateMember(raw); dup {
+		// encoding/json keeps the last; a proxy or log reader may take the
+		// first. An ambiguous request is refused, not guessed at.
+		return nil, badRequest(CodeMalformedJSON, prefix+name, "member %q appears more than once; send it once", name)
+	}
 	var unknown []string
 	for k := range m {
 		if !slices.Contains(allowed, k) {
@@ -127,6 +132,32 @@ func parseObject(raw json.RawMessage, prefix string, allowed ...string) (*object
 		return nil, badRequest(CodeUnknownField, prefix+unknown[0], "unknown member %q; allowed: %s", unknown[0], strings.Join(allowed, ", "))
 	}
 	return &object{prefix: prefix, members: m}, nil
+}
+
+// duplicateMember reports the first member name that appears twice in the
+// JSON object raw (already known to be valid), compared after unescaping.
+func duplicateMember(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return "", false
+	}
+	seen := map[string]struct{}{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		name, _ := t.(string)
+		if _, ok := seen[name]; ok {
+			return name, true
+		}
+		seen[name] = struct{}{}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 func (o *object) raw(name string, required bool) (json.RawMessage, *apiError) {
@@ -343,6 +374,10 @@ func decodeStock(body []byte, name, idemKey string) (holdfast.StockChange, *apiE
 	}
 	if c.ID, err = o.string("adjustment_id", false, AdjustmentIDMaxLen); err != nil {
 		return c, err
+	}
+	if _, sent := o.members["adjustment_id"]; sent && c.ID == "" {
+		// Taken as "no id", a retry would apply the change twice.
+		return c, invalid("adjustment_id", "must not be empty; leave it out for a change without an id")
 	}
 	switch {
 	case len(idemKey) > AdjustmentIDMaxLen:

@@ -67,6 +67,10 @@ const (
 	KeyLookupQueueMax = 64
 	// KeyTouchInterval is how often a server records a key's last use.
 	KeyTouchInterval = time.Minute
+	// KeyLookupTimeout bounds one key lookup. It runs apart from the
+	// request that started it: the requests sharing it wait on their own
+	// deadlines, so one caller giving up fails nobody else.
+	KeyLookupTimeout = 5 * time.Second
 )
 
 // Scope is what a key may do within its shop.
@@ -352,6 +356,13 @@ type authenticator struct {
 	lookups      chan struct{}
 	lookupsQueue atomic.Int64
 	touching     chan struct{}
+	// touches are the background work (last-used writes, key lookups);
+	// stop waits for it (cancelling what runs past its deadline), so none
+	// outlives the server.
+	touches     sync.WaitGroup
+	touchCtx    context.Context
+	stopTouches context.CancelFunc
+	stopping    bool // under mu: no new touches
 
 	mu      sync.Mutex
 	cache   map[[32]byte]cachedKey
@@ -366,14 +377,16 @@ type cachedKey struct {
 }
 
 type flight struct {
-	done chan struct{}
-	p    principal
-	err  error
+	done    chan struct{}
+	p       principal
+	err     error
+	waiters int // requests that joined it, under authenticator.mu (tests)
 }
 
 func newAuthenticator(pool *pgxpool.Pool, ttl time.Duration) *authenticator {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &authenticator{
-		pool: pool, ttl: ttl,
+		pool: pool, ttl: ttl, touchCtx: ctx, stopTouches: cancel,
 		lookups:  make(chan struct{}, KeyLookupsMax),
 		touching: make(chan struct{}, 2),
 		cache:    map[[32]byte]cachedKey{},
@@ -419,25 +432,45 @@ func (a *authenticator) authenticate(ctx context.Context, key string) (principal
 		return principal{}, errBadKey
 	}
 	f, joined := a.flights[hash]
-	if !joined {
+	inline := false
+	if joined {
+		f.waiters++
+	} else {
 		f = &flight{done: make(chan struct{})}
 		a.flights[hash] = f
-	}
-	a.mu.Unlock()
-	if joined {
-		select {
-		case <-f.done:
-			return f.p, f.err
-		case <-ctx.Done():
-			return principal{}, ctx.Err()
+		if inline = a.stopping; !inline {
+			a.touches.Add(1)
 		}
 	}
-	f.p, f.err = a.lookup(ctx, hash, known)
-	a.mu.Lock()
-	delete(a.flights, hash)
 	a.mu.Unlock()
-	close(f.done)
-	if f.err == nil {
+	if !joined {
+		run := func(ctx context.Context) {
+			f.p, f.err = a.lookup(ctx, hash, known)
+			a.mu.Lock()
+			delete(a.flights, hash)
+			a.mu.Unlock()
+			close(f.done)
+		}
+		if inline {
+			run(ctx)
+		} else {
+			// Apart from this request: if it gives up, the requests that
+			// joined the lookup still get its answer.
+			go func() {
+				defer a.touches.Done()
+				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), KeyLookupTimeout)
+				defer cancel()
+				defer context.AfterFunc(a.touchCtx, cancel)()
+				run(lctx)
+			}()
+		}
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return principal{}, ctx.Err()
+	}
+	if f.err == nil && !joined {
 		a.touch(f.p.keyID, now)
 	}
 	return f.p, f.err
@@ -534,10 +567,35 @@ func (a *authenticator) touch(id int64, now time.Time) {
 		a.mu.Unlock()
 		return
 	}
+	a.mu.Lock()
+	if a.stopping { // Add after Wait is not allowed
+		a.mu.Unlock()
+		<-a.touching
+		return
+	}
+	a.touches.Add(1)
+	a.mu.Unlock()
 	go func() {
+		defer a.touches.Done()
 		defer func() { <-a.touching }()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(a.touchCtx, 5*time.Second)
 		defer cancel()
 		_, _ = a.pool.Exec(ctx, sqlKeyTouch, id)
 	}()
+}
+
+// stop lets the last-used writes in flight finish while ctx allows, then
+// cancels the rest and waits for them; later touches are skipped.
+func (a *authenticator) stop(ctx context.Context) {
+	a.mu.Lock()
+	a.stopping = true
+	stopped := make(chan struct{})
+	go func() { a.touches.Wait(); close(stopped) }()
+	a.mu.Unlock()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+	}
+	a.stopTouches()
+	<-stopped
 }

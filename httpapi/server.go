@@ -313,6 +313,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	for i := len(s.cfg.Workers) - 1; i >= 0; i-- {
 		err = errors.Join(err, s.cfg.Workers[i].Stop(dctx))
 	}
+	s.auth.stop(dctx) // no key's last-used write outlives Serve (the caller closes the pool next)
 	s.log.Info("shut down")
 	return errors.Join(serveErr, err)
 }

@@ -386,7 +386,9 @@ type checkoutReq struct {
 // ChangeStock implements holdfast.Engine: the change goes to holdfast in
 // every mode (so holdfast has the stock when the shop starts shadowing) and
 // to the legacy in every mode but holdfast. The answer is holdfast's level;
-// a legacy failure is returned as the error with holdfast's level.
+// a legacy failure is returned as the error (wrapping
+// holdfast.ErrOutcomeUnknown: the change is half applied) with holdfast's
+// level.
 func (e *Engine) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
 	b := e.bind(ch.ShopID)
 	lvl, err := e.hf.ChangeStock(ctx, ch)
@@ -394,7 +396,9 @@ func (e *Engine) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*hol
 		return lvl, err
 	}
 	if _, err := e.old.ChangeStock(ctx, ch); err != nil {
-		return lvl, fmt.Errorf("shadow: holdfast changed, legacy did not (reconcile the key): %w", err)
+		// Half applied: never the retryable "unavailable" a bare connection
+		// error means to callers, since a blind retry changes holdfast twice.
+		return lvl, fmt.Errorf("shadow: holdfast changed, the legacy did not or may not have (reconcile the key): %w: %w", holdfast.ErrOutcomeUnknown, err)
 	}
 	return lvl, nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -447,5 +450,36 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	if changes != 1 {
 		t.Fatalf("%d mode changes recorded, want 1 (the legitimate one)", changes)
+	}
+}
+
+// lostStockStore is the Redis legacy whose stock changes fail as a lost
+// connection does, after holdfast has applied them.
+type lostStockStore struct {
+	*lredis.Store
+}
+
+func (s lostStockStore) ChangeStock(ctx context.Context, ch holdfast.StockChange) (legacy.Count, error) {
+	return legacy.Count{}, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+// TestStockChangeHalfApplied: a stock change holdfast applied and the
+// legacy failed (its connection lost) is an unknown outcome, never the
+// retryable "unavailable" a bare connection error means to the API: a
+// blind retry would apply it to holdfast twice.
+func TestStockChangeHalfApplied(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(s *lredis.Store) shadowStore { return lostStockStore{s} })
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: 4, ItemID: 1, LocationID: 1}
+	if err := r.sh.Enroll(ctx, k.ShopID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.sh.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: 5, Reason: "receive"})
+	if !errors.Is(err, holdfast.ErrOutcomeUnknown) {
+		t.Fatalf("half-applied stock change answered %v, want ErrOutcomeUnknown", err)
+	}
+	if lvl, lerr := r.hf.Level(ctx, k); lerr != nil || lvl.Available != 5 {
+		t.Fatalf("holdfast's level: %+v %v, want the change applied", lvl, lerr)
 	}
 }

@@ -56,6 +56,10 @@ printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail
 		if len(spec.Name) > httpapi.KeyNameMaxLen {
 			return usageError("--name has at most %d bytes", httpapi.KeyNameMaxLen)
 		}
+		if cmd.Flags().Changed("scopes") && strings.Trim(*scopes, ", \t") == "" {
+			// A script's empty variable must not grant every scope.
+			return usageError("--scopes is empty: name storefront, inventory or all, or leave the flag out for every scope")
+		}
 		var err error
 		if spec.Scopes, err = httpapi.ParseScopes(*scopes); err != nil {
 			return usageError("--scopes: %s", strings.TrimPrefix(err.Error(), "httpapi: "))

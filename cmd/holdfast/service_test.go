@@ -111,6 +111,9 @@ func TestKeysCreateRotateList(t *testing.T) {
 		want string
 	}{
 		{[]string{"keys", "create", "--shop", "5", "--scopes", "checkout"}, `unknown scope "checkout"`},
+		// An empty list (a script's unset variable) must not mean "every scope".
+		{[]string{"keys", "create", "--shop", "5", "--scopes", ""}, "--scopes is empty"},
+		{[]string{"keys", "create", "--shop", "5", "--scopes", " , "}, "--scopes is empty"},
 		{[]string{"keys", "create", "--shop", "5", "--expires-in", "-1h"}, "--expires-in must be positive"},
 		{[]string{"keys", "create", "--shop", "5", "--expires-in", "0s"}, "--expires-in must be positive"},
 		{[]string{"keys", "create", "--shop", "5", "--name", strings.Repeat("n", httpapi.KeyNameMaxLen+1)}, "--name has at most"},

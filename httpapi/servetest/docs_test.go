@@ -97,6 +97,64 @@ func TestDocsAPI(t *testing.T) {
 	if len(blocks) < 8 {
 		t.Fatalf("docs/API.md has %d runnable blocks; the walkthrough is missing", len(blocks))
 	}
+	runDocBlocks(t, "docs/API.md", blocks)
+}
+
+// TestDocsREADME runs the shell blocks of README.md's section "The service"
+// (the quick start of the service) in order, as written, the same way.
+func TestDocsREADME(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	path := filepath.Join("..", "..", "README.md")
+	from, to := sectionLines(t, path, "## The service")
+	var blocks []docBlock
+	for _, b := range docBlocks(t, path) {
+		if b.line > from && b.line < to {
+			blocks = append(blocks, b)
+		}
+	}
+	if len(blocks) < 2 || blocks[len(blocks)-1].want == "" {
+		t.Fatalf("README.md's service quick start has %d runnable blocks, the last without its answer", len(blocks))
+	}
+	runDocBlocks(t, "README.md", blocks)
+}
+
+// sectionLines returns the line of heading in path and the line of the
+// next heading of the same level (or the end).
+func sectionLines(t *testing.T, path, heading string) (from, to int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := heading[:strings.Index(heading, " ")+1]
+	inBlock := false
+	for i, line := range strings.Split(string(b), "\n") {
+		n := i + 1
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock
+		}
+		switch {
+		case inBlock:
+		case line == heading:
+			from = n
+		case from > 0 && strings.HasPrefix(line, level):
+			return from, n
+		}
+	}
+	if from == 0 {
+		t.Fatalf("%s has no heading %q", path, heading)
+	}
+	return from, 1 << 30
+}
+
+// runDocBlocks runs blocks of doc in order in one shell, against the built
+// binary (on PATH) and a private database (DATABASE_URL), and compares each
+// documented answer with the real one. The only rewrite is the address:
+// 127.0.0.1:8080 becomes a free port.
+func runDocBlocks(t *testing.T, doc string, blocks []docBlock) {
 	db := pgtest.DB(t, 4)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -165,7 +223,7 @@ func TestDocsAPI(t *testing.T) {
 			continue
 		}
 		if normalise(got) != normalise(b.want) {
-			t.Errorf("docs/API.md block at line %d answered\n%s\nthe docs say\n%s", b.line, strings.TrimSpace(got), b.want)
+			t.Errorf("%s block at line %d answered\n%s\nthe docs say\n%s", doc, b.line, strings.TrimSpace(got), b.want)
 		}
 	}
 	if t.Failed() {
