@@ -290,12 +290,12 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 	if err != nil {
 		return nil, err
 	}
-	switch h.Status {
-	case holdfast.StatusClaimed:
+	switch {
+	case h.Status == holdfast.StatusClaimed:
 		return nil, holdfast.ErrHoldClaimed
-	case holdfast.StatusReleased:
+	case h.Status == holdfast.StatusReleased:
 		return nil, holdfast.ErrHoldReleased
-	case holdfast.StatusExpired:
+	case h.Status == holdfast.StatusExpired && !h.Claimable:
 		return nil, holdfast.ErrHoldExpired
 	}
 	if !slices.Equal(h.Lines, req.lines) {
