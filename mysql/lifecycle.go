@@ -85,7 +85,7 @@ func (c *Client) claimOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64
 			return c.lateClaim(ctx, tx, own, shop, checkout)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_delete"), shop, checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_delete"), shop, checkout[:]); err != nil {
 		return nil, err
 	}
 	if err := c.deduct(ctx, tx, route, shop, checkout, h.Lines, "claim"); err != nil {
@@ -140,7 +140,7 @@ func (c *Client) lateClaim(ctx context.Context, tx *sql.Tx, own bool, shop int64
 // by available >= q, then writes the lines' audit entries in one statement.
 func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line, reason string) error {
 	for _, l := range lines {
-		res, err := tx.ExecContext(ctx, c.q(route, "claim_line"), l.Quantity, c.now(), shop, l.ItemID, l.LocationID, l.Quantity)
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "claim_line"), l.Quantity, c.now(), shop, l.ItemID, l.LocationID, l.Quantity)
 		if err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 			return err
 		} else if n == 0 {
 			var avail int
-			err := tx.QueryRowContext(ctx, c.q(route, "level_lock"), shop, l.ItemID, l.LocationID).Scan(&avail)
+			err := tx.QueryRowContext(ctx, c.q(ctx, route, "level_lock"), shop, l.ItemID, l.LocationID).Scan(&avail)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errors.New("holdfast/mysql: claimed line has no inventory level")
 			}
@@ -159,7 +159,7 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 		}
 	}
 	raw, _ := json.Marshal(lines)
-	_, err := tx.ExecContext(ctx, c.q(route, "ledger_lines"), reason, checkout.String(), c.now(), string(raw), shop)
+	_, err := tx.ExecContext(ctx, c.q(ctx, route, "ledger_lines"), reason, checkout.String(), c.now(), string(raw), shop)
 	return err
 }
 
@@ -224,7 +224,7 @@ func (c *Client) releaseOnce(ctx context.Context, tx *sql.Tx, own bool, shop int
 			return cur, nil
 		}
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_delete"), shop, checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_delete"), shop, checkout[:]); err != nil {
 		return nil, err
 	}
 	keys := make([]holdfast.Key, len(h.Lines))
@@ -280,7 +280,7 @@ func (c *Client) extend(ctx context.Context, outer *sql.Tx, shop int64, checkout
 func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
 	const route = holdfast.RouteExtend
 	now, us := c.now(), ttl.Microseconds()
-	res, err := tx.ExecContext(ctx, c.q(route, "extend_hold"), now, us, shop, checkout[:], now, us)
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "extend_hold"), now, us, shop, checkout[:], now, us)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkou
 		// expiry (MySQL counts changed rows, not matched ones).
 		var status string
 		var fits bool
-		err := tx.QueryRowContext(ctx, c.q(route, "extend_check"), now, us, shop, checkout[:]).Scan(&status, &fits)
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "extend_check"), now, us, shop, checkout[:]).Scan(&status, &fits)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil, holdfast.ErrNotFound
@@ -316,7 +316,7 @@ func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkou
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "extend_lines"), h.ExpiresAt, shop, checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "extend_lines"), h.ExpiresAt, shop, checkout[:]); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -345,7 +345,7 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 	var status string
 	var ended sql.NullTime
 	var lapsed bool
-	err := tx.QueryRowContext(ctx, c.q(route, stmt), c.now(), shop, checkout[:]).
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, stmt), c.now(), shop, checkout[:]).
 		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &lapsed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, holdfast.ErrNotFound
@@ -377,7 +377,7 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 // reservation of the same checkout in flight and sees what it committed.
 func (c *Client) endHold(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, from, to holdfast.Status) (*holdfast.Hold, error) {
 	now := c.now()
-	res, err := tx.ExecContext(ctx, c.q(route, "end_hold"), string(to), now, string(to), now, shop, checkout[:], string(from))
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "end_hold"), string(to), now, string(to), now, shop, checkout[:], string(from))
 	if err != nil {
 		return nil, err
 	}
