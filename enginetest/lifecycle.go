@@ -137,11 +137,11 @@ func testExpiryAndLateClaim(t *testing.T, h *Harness) {
 		k := key(1, 7)
 		e.stock(k, 5)
 
-		// Expired but not swept: still held, its units still owned, and
+		// Expired but not swept: reads expired, its units still owned, and
 		// still claimable.
 		id1 := e.mustReserve(1, one(7, 2), time.Minute)
 		e.Clock.Advance(2 * time.Minute)
-		if got := e.hold(1, id1); got.Status != holdfast.StatusHeld || got.ExpiresAt.After(e.Clock.Now()) {
+		if got := e.hold(1, id1); got.Status != holdfast.StatusExpired || !got.Claimable || got.EndedAt != nil || got.ExpiresAt.After(e.Clock.Now()) {
 			t.Fatalf("unswept hold: %+v", got)
 		}
 		if l := e.level(k); l.Held != 2 || l.Sellable != 3 {
@@ -401,14 +401,16 @@ func testMaintenance(t *testing.T, h *Harness) {
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	giveUp := time.After(maintenanceWaitMax)
-	for e.hold(1, id).Status == holdfast.StatusHeld {
+	// Past its expiry the hold reads expired at once; it stays claimable
+	// until the sweeper has taken it.
+	for e.hold(1, id).Claimable {
 		select {
 		case <-poll.C:
 		case <-giveUp:
 			t.Fatalf("the started sweeper did not expire a hold past its TTL within %v", maintenanceWaitMax)
 		}
 	}
-	if got := e.hold(1, id); got.Status != holdfast.StatusExpired {
+	if got := e.hold(1, id); got.Status != holdfast.StatusExpired || got.EndedAt == nil {
 		t.Fatalf("after the sweeper: %+v", got)
 	}
 	if l := e.level(k); l.Held != 0 || l.Sellable != 3 {
