@@ -100,7 +100,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
 	defer cancel()
-	switch v, err := migrate.Version(ctx, pool); {
+	// A pooled connection that a server restart closed fails once; the
+	// next attempt gets a fresh one.
+	v, err := migrate.Version(ctx, pool)
+	for attempt := 0; err != nil && attempt < 3 && ctx.Err() == nil && (connectionLost(err) || retryable(err)); attempt++ {
+		v, err = migrate.Version(ctx, pool)
+	}
+	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: checking the schema version: %w", ErrUnavailable, err)
 	case v == 0:

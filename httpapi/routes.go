@@ -79,8 +79,9 @@ type holdJSON struct {
 	ExpiresAt  time.Time  `json:"expires_at"`
 	Deadline   time.Time  `json:"deadline"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
-	// Claimable is true on a hold past its expiry that the sweeper has not
-	// processed yet (status expired): a claim still succeeds.
+	// Claimable is present (true) only on a hold past its expiry that the
+	// sweeper has not processed yet (status expired): a claim still
+	// succeeds. A held hold is claimable by its status alone.
 	Claimable bool `json:"claimable,omitempty"`
 }
 
@@ -94,7 +95,7 @@ func toHoldJSON(h *holdfast.Hold) holdJSON {
 	out := holdJSON{
 		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: string(h.Status), Lines: make([]lineJSON, len(h.Lines)),
 		CreatedAt: h.CreatedAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), Deadline: h.Deadline.UTC(),
-		Claimable: h.Claimable,
+		Claimable: h.Claimable && h.Status == holdfast.StatusExpired,
 	}
 	for i, l := range h.Lines {
 		out.Lines[i] = lineJSON(l)
