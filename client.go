@@ -159,6 +159,14 @@ func WithTag(ctx context.Context, tag string) context.Context {
 	return context.WithValue(ctx, tagKey{}, b.String())
 }
 
+// Tag returns the tag WithTag put into ctx, as WithTag kept it (only
+// letters, digits, '_', '-', '.' and ':', at most 64), or "" when ctx has
+// none. Other engines (package mysql) read it to tag their statements.
+func Tag(ctx context.Context) string {
+	tag, _ := ctx.Value(tagKey{}).(string)
+	return tag
+}
+
 type textKey struct{ route, name, tag string }
 
 // q returns the named statement prefixed with its sqlcommenter comment. The

@@ -28,6 +28,7 @@
 // each step; idempotent retries, concurrent ones included, and claims
 // racing releases; carts (all or nothing, duplicate lines rejected,
 // opposite-order carts concurrently); expiry, the sweep and late claims;
+// holds past their expiry but not swept (expired and claimable);
 // stock changes and over-commitment; bad input rejected with an
 // *ArgumentError that names the field and writes nothing; configured
 // bounds; canceled calls; background maintenance; checkout ids scoped per

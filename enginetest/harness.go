@@ -88,6 +88,7 @@ var tests = []struct {
 }{
 	{"Lifecycle", testLifecycle},
 	{"ExpiryAndLateClaim", testExpiryAndLateClaim},
+	{"LapsedHold", testLapsedHold},
 	{"ExtendLifetimeCap", testExtendLifetimeCap},
 	{"Carts", testCarts},
 	{"CanceledContext", testCanceledContext},

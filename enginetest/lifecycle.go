@@ -137,11 +137,11 @@ func testExpiryAndLateClaim(t *testing.T, h *Harness) {
 		k := key(1, 7)
 		e.stock(k, 5)
 
-		// Expired but not swept: still held, its units still owned, and
+		// Expired but not swept: reads expired, its units still owned, and
 		// still claimable.
 		id1 := e.mustReserve(1, one(7, 2), time.Minute)
 		e.Clock.Advance(2 * time.Minute)
-		if got := e.hold(1, id1); got.Status != holdfast.StatusHeld || got.ExpiresAt.After(e.Clock.Now()) {
+		if got := e.hold(1, id1); got.Status != holdfast.StatusExpired || !got.Claimable || got.EndedAt != nil || got.ExpiresAt.After(e.Clock.Now()) {
 			t.Fatalf("unswept hold: %+v", got)
 		}
 		if l := e.level(k); l.Held != 2 || l.Sellable != 3 {
@@ -401,14 +401,16 @@ func testMaintenance(t *testing.T, h *Harness) {
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	giveUp := time.After(maintenanceWaitMax)
-	for e.hold(1, id).Status == holdfast.StatusHeld {
+	// Past its expiry the hold reads expired at once; it stays claimable
+	// until the sweeper has taken it.
+	for e.hold(1, id).Claimable {
 		select {
 		case <-poll.C:
 		case <-giveUp:
 			t.Fatalf("the started sweeper did not expire a hold past its TTL within %v", maintenanceWaitMax)
 		}
 	}
-	if got := e.hold(1, id); got.Status != holdfast.StatusExpired {
+	if got := e.hold(1, id); got.Status != holdfast.StatusExpired || got.EndedAt == nil {
 		t.Fatalf("after the sweeper: %+v", got)
 	}
 	if l := e.level(k); l.Held != 0 || l.Sellable != 3 {
@@ -423,3 +425,98 @@ func testMaintenance(t *testing.T, h *Harness) {
 // maintenanceWaitMax bounds how long the suite waits for background
 // maintenance: generous, because CI machines are slow and busy.
 const maintenanceWaitMax = time.Minute
+
+// testLapsedHold: a hold past its expiry that no sweep has taken yet reads
+// as expired and claimable (Hold and a Reserve retry), its units still its
+// own: a claim succeeds as a plain claim, an Extend revives it, a Release
+// ends it as expired without an error and gives its units back. A hold is
+// valid up to and including its expiry instant.
+func testLapsedHold(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		ctx := ctxb()
+		k := key(1, 11)
+		e.stock(k, 10)
+		toClaim := holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(11, 2), TTL: time.Minute}
+		first, err := e.e.Reserve(ctx, toClaim)
+		if err != nil || first.Status != holdfast.StatusHeld || !first.Claimable {
+			t.Fatalf("reserve: %+v %v", first, err)
+		}
+		toRelease := e.mustReserve(1, one(11, 3), time.Minute)
+		toExtend := e.mustReserve(1, one(11, 1), time.Minute)
+		toSweep := e.mustReserve(1, one(11, 1), time.Minute)
+
+		// At its expiry instant a hold is still held.
+		e.Clock.Advance(time.Minute)
+		if got := e.hold(1, toClaim.CheckoutID); got.Status != holdfast.StatusHeld || !got.Claimable || got.EndedAt != nil {
+			t.Fatalf("at its expiry instant: %+v", got)
+		}
+		// Past it, not swept: expired and claimable, units still held.
+		e.Clock.Advance(time.Second)
+		for _, id := range []uuid.UUID{toClaim.CheckoutID, toRelease, toExtend, toSweep} {
+			if got := e.hold(1, id); got.Status != holdfast.StatusExpired || !got.Claimable || got.EndedAt != nil {
+				t.Fatalf("lapsed hold %s reads %+v, want expired and claimable", id, got)
+			}
+		}
+		if l := e.level(k); l.Held != 7 || l.Available != 10 || l.Sellable != 3 {
+			t.Fatalf("lapsed holds gave units back before a sweep or release: %+v", l)
+		}
+		// A Reserve retry answers the lapsed hold, not ErrHoldExpired; other
+		// lines under its checkout are still a conflict.
+		again, err := e.e.Reserve(ctx, toClaim)
+		if err != nil || again.Status != holdfast.StatusExpired || !again.Claimable || !again.Replayed ||
+			len(again.Lines) != 1 || again.Lines[0] != toClaim.Lines[0] {
+			t.Fatalf("reserve retry of a lapsed hold: %+v %v", again, err)
+		}
+		if _, err := e.reserve(1, toClaim.CheckoutID, one(11, 1)); !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+			t.Fatalf("other lines under a lapsed checkout: %v, want ErrIdempotencyConflict", err)
+		}
+		if l := e.level(k); l.Held != 7 {
+			t.Fatalf("retries of a lapsed hold changed the holds: %+v", l)
+		}
+
+		// Claim: a plain claim of the hold's own units.
+		claimed, err := e.e.Claim(ctx, 1, toClaim.CheckoutID)
+		if err != nil || claimed.Status != holdfast.StatusClaimed || claimed.Replayed || claimed.Claimable {
+			t.Fatalf("claim of a lapsed hold: %+v %v", claimed, err)
+		}
+		// Release: ended as expired, no error, units back.
+		rel, err := e.e.Release(ctx, 1, toRelease)
+		if err != nil || rel.Status != holdfast.StatusExpired || rel.Claimable || rel.Replayed || rel.EndedAt == nil {
+			t.Fatalf("release of a lapsed hold: %+v %v", rel, err)
+		}
+		if got := e.hold(1, toRelease); got.Status != holdfast.StatusExpired || got.Claimable {
+			t.Fatalf("after its release: %+v", got)
+		}
+		if got, err := e.e.Release(ctx, 1, toRelease); err != nil || got.Status != holdfast.StatusExpired || !got.Replayed {
+			t.Fatalf("release again: %+v %v", got, err)
+		}
+		if _, err := e.reserve(1, toRelease, one(11, 3)); !errors.Is(err, holdfast.ErrHoldExpired) {
+			t.Fatalf("reserve retry after the release ended it: %v, want ErrHoldExpired", err)
+		}
+		// Extend: held again, from now.
+		ext, err := e.e.Extend(ctx, 1, toExtend, 5*time.Minute)
+		if err != nil || ext.Status != holdfast.StatusHeld || !ext.ExpiresAt.Equal(e.Clock.Now().Add(5*time.Minute)) {
+			t.Fatalf("extend of a lapsed hold: %+v %v", ext, err)
+		}
+		if got := e.hold(1, toExtend); got.Status != holdfast.StatusHeld || !got.Claimable {
+			t.Fatalf("after its extension: %+v", got)
+		}
+		// The sweep takes only the one left lapsed; after it the hold is
+		// expired and no longer claimable.
+		if n := e.sweep(0); n != 1 {
+			t.Fatalf("sweep expired %d holds, want 1", n)
+		}
+		if got := e.hold(1, toSweep); got.Status != holdfast.StatusExpired || got.Claimable || got.EndedAt == nil {
+			t.Fatalf("after the sweep: %+v", got)
+		}
+		if _, err := e.reserve(1, toSweep, one(11, 1)); !errors.Is(err, holdfast.ErrHoldExpired) {
+			t.Fatalf("reserve retry of a swept hold: %v, want ErrHoldExpired", err)
+		}
+		// 10 - 2 claimed; the extended hold's 1 still held.
+		if l := e.level(k); l.Available != 8 || l.Held != 1 {
+			t.Fatalf("end: %+v", l)
+		}
+		e.assertSellable(k, 7)
+	})
+}

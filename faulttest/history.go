@@ -178,7 +178,7 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 		}
 	case OpRelease:
 		if exists && h.status == holdfast.StatusHeld {
-			h.status = holdfast.StatusReleased
+			h.status = releasedAs(h, in)
 			return s.with(in.CO, h), true
 		}
 	case OpExtend:
@@ -201,6 +201,17 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 		return n, true
 	}
 	return s, false
+}
+
+// releasedAs is the status a release leaves a held hold in: released, or
+// expired when the hold is past its expiry (valid up to and including its
+// expiry instant) and not swept yet — the release ends it as the sweeper
+// would have.
+func releasedAs(h mhold, in Input) holdfast.Status {
+	if in.Now > h.exp {
+		return holdfast.StatusExpired
+	}
+	return holdfast.StatusReleased
 }
 
 // step returns the states the key can be in after in returned out, none if
@@ -323,7 +334,7 @@ func step(s keyModel, in Input, out Output) []keyModel {
 				return yes(s)
 			}
 		case h.status == holdfast.StatusHeld:
-			if out.Result == ResOK && out.Status == holdfast.StatusReleased {
+			if out.Result == ResOK && out.Status == releasedAs(h, in) {
 				n, _ := apply(s, in)
 				return yes(n)
 			}

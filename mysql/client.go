@@ -230,14 +230,15 @@ func (nopObserver) Replenished(holdfast.Key, bool, int) {}
 func (nopObserver) Expired(int)                         {}
 func (nopObserver) Claimed(time.Duration)               {}
 
-type textKey struct{ route, name string }
+type textKey struct{ route, name, tag string }
 
-// q returns the named statement prefixed with the comment tag that
-// attributes it to its route (seed 003's per-caller connection attribution:
-// visible in the process list and the slow log). The tag is the only text
-// ever added to the embedded SQL.
-func (c *Client) q(route, name string) string {
-	k := textKey{route, name}
+// q returns the named statement prefixed with the comment that attributes
+// it to its route and to the caller's holdfast.WithTag tag (seed 003's
+// per-caller connection attribution: visible in the process list and the
+// slow log). The comment is the only text ever added to the embedded SQL.
+// Texts are cached per route, statement and tag.
+func (c *Client) q(ctx context.Context, route, name string) string {
+	k := textKey{route, name, holdfast.Tag(ctx)}
 	if s, ok := c.texts.Load(k); ok {
 		return s.(string)
 	}
@@ -245,13 +246,21 @@ func (c *Client) q(route, name string) string {
 	if !ok {
 		panic("holdfast/mysql: no statement " + name)
 	}
-	s := comment(route) + body
+	s := comment(ctx, route) + body
 	c.texts.Store(k, s)
 	return s
 }
 
-func comment(route string) string {
-	return "/* app='holdfast',route='" + route + "' */ "
+// comment is the comment that attributes a statement to its route and the
+// caller's tag, with a trailing space: /* app='holdfast',route='reserve',
+// tag='checkout' */. holdfast.WithTag keeps only characters that cannot end
+// the comment or the quoted value.
+func comment(ctx context.Context, route string) string {
+	s := "/* app='holdfast',route='" + route + "'"
+	if tag := holdfast.Tag(ctx); tag != "" {
+		s += ",tag='" + tag + "'"
+	}
+	return s + " */ "
 }
 
 // takePoolText is the pool take for n pool lines: n copies of the embedded
@@ -259,8 +268,8 @@ func comment(route string) string {
 // one round trip (seed decision 4). Only the embedded text is repeated;
 // every value is a bound argument. Cached per n, which LinesPerCartMax
 // bounds.
-func (c *Client) takePoolText(route string, n int) string {
-	k := textKey{route, fmt.Sprintf("take_pool_line*%d", n)}
+func (c *Client) takePoolText(ctx context.Context, route string, n int) string {
+	k := textKey{route, fmt.Sprintf("take_pool_line*%d", n), holdfast.Tag(ctx)}
 	if s, ok := c.texts.Load(k); ok {
 		return s.(string)
 	}
@@ -269,7 +278,7 @@ func (c *Client) takePoolText(route string, n int) string {
 	for i := range parts {
 		parts[i] = frag
 	}
-	s := comment(route) + strings.Join(parts, "\nUNION ALL\n")
+	s := comment(ctx, route) + strings.Join(parts, "\nUNION ALL\n")
 	c.texts.Store(k, s)
 	return s
 }
@@ -376,7 +385,7 @@ func backoff(ctx context.Context, attempt int) error {
 
 func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(tx *sql.Tx) error) error {
 	if outer != nil {
-		tag := comment(route)
+		tag := comment(ctx, route)
 		if _, err := outer.ExecContext(ctx, tag+"SAVEPOINT holdfast"); err != nil {
 			return err
 		}

@@ -55,6 +55,31 @@ type batchResult struct {
 	plain bool
 }
 
+// Combinable reports whether a Reserve of p would be served by the
+// combiner when others are in flight: a one-line reservation on a batch
+// key, as this client last saw the key's strategy (its default for keys it
+// has not seen). The HTTP service admits such requests without a
+// connection slot of their own: they wait in the combiner. As the
+// PostgreSQL engine's Client.Combinable.
+func (c *Client) Combinable(p holdfast.ReserveParams) bool {
+	if len(p.Lines) != 1 {
+		return false
+	}
+	return c.batchKey(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})
+}
+
+// batchKey reports whether k is a batch key as this client last saw its
+// strategy, or by the client's default for a key it has not seen. A stale
+// or missing cache entry is safe: a key that is not (or no longer) a batch
+// key has no units in its counter row, the batch sends it to the plain
+// path, and that path caches its strategy.
+func (c *Client) batchKey(k holdfast.Key) bool {
+	if ki, ok := c.keys.Load(k); ok {
+		return ki.(keyInfo).strategy == holdfast.StrategyBatch
+	}
+	return c.cfg.Strategy == holdfast.StrategyBatch
+}
+
 // reserveCombined serves req through the combiner when another combinable
 // reservation is in flight in this process (the caller counts itself in
 // combiner.inflight while it is). ok false: take the plain path.
@@ -166,7 +191,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	units := make(map[holdfast.Key]int, len(keys))
 	for _, k := range keys {
 		var n int
-		err := tx.QueryRowContext(ctx, c.q(route, "batch_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&n)
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "batch_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&n)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -177,7 +202,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		all[i] = [2]any{r.req.shop, hex.EncodeToString(r.req.checkout[:])}
 	}
 	raw, _ := json.Marshal(all)
-	rows, err := tx.QueryContext(ctx, c.q(route, "batch_existing"), string(raw))
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), string(raw))
 	if err != nil {
 		return nil, err
 	}
@@ -217,14 +242,14 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	}()
 	rawGranted, _ := json.Marshal(granted)
 	rawIDs, _ := json.Marshal(grantedIDs)
-	_, err = tx.ExecContext(ctx, c.q(route, "batch_holds"), c.cfg.HoldLifetimeMax.Microseconds(), string(rawGranted), c.now())
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "batch_holds"), c.cfg.HoldLifetimeMax.Microseconds(), string(rawGranted), c.now())
 	if isDup(err) {
 		return nil, errBatchDuplicate
 	}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "batch_lines"), string(rawIDs)); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_lines"), string(rawIDs)); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -232,7 +257,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		if q == 0 {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, c.q(route, "take_counter"), q, k.ShopID, k.ItemID, k.LocationID, q)
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "take_counter"), q, k.ShopID, k.ItemID, k.LocationID, q)
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +265,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 			return nil, errors.Join(err, errors.New("holdfast/mysql: combined take found the locked counter short"))
 		}
 	}
-	rows, err = tx.QueryContext(ctx, c.q(route, "batch_times"), string(rawIDs))
+	rows, err = tx.QueryContext(ctx, c.q(ctx, route, "batch_times"), string(rawIDs))
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +277,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	out = make(map[checkoutKey]*holdfast.Hold, len(granted))
 	for rows.Next() {
 		var ck checkoutKey
-		h := &holdfast.Hold{Status: holdfast.StatusHeld}
+		h := &holdfast.Hold{Status: holdfast.StatusHeld, Claimable: true}
 		if err := rows.Scan(&ck.id, &ck.shop, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			return nil, err
 		}

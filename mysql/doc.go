@@ -13,6 +13,10 @@
 // prefixed with a comment tag (/* app='holdfast',route='reserve' */) that
 // attributes the connection to its business process in the process list,
 // the slow log and a proxy (seed 003's per-caller connection attribution).
+// A context made with holdfast.WithTag adds the caller's tag
+// (/* app='holdfast',route='reserve',tag='checkout' */), as on PostgreSQL;
+// combined reservations (StrategyBatch) serve many callers in one
+// transaction and carry no caller's tag. TestStatementsCarryTag.
 //
 // # The seed's four decisions, and the tests that prove them
 //

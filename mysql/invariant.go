@@ -33,7 +33,7 @@ func (c *Client) checkInvariant(ctx context.Context) (*holdfast.InvariantReport,
 	}
 	defer tx.Rollback() //nolint:errcheck
 	rep := &holdfast.InvariantReport{}
-	rows, err := tx.QueryContext(ctx, c.q(route, "invariant"))
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "invariant"))
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (c *Client) checkInvariant(ctx context.Context) (*holdfast.InvariantReport,
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = tx.QueryContext(ctx, c.q(route, "invariant_holds"))
+	rows, err = tx.QueryContext(ctx, c.q(ctx, route, "invariant_holds"))
 	if err != nil {
 		return nil, err
 	}

@@ -71,19 +71,21 @@ func (c *Client) claimOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64
 		if err != nil {
 			return nil, err
 		}
-		switch cur.Status {
-		case holdfast.StatusClaimed:
+		switch {
+		case cur.Status == holdfast.StatusClaimed:
 			cur.Replayed = true
 			return cur, nil
-		case holdfast.StatusReleased:
+		case cur.Status == holdfast.StatusReleased:
 			return nil, holdfast.ErrHoldReleased
-		case holdfast.StatusHeld:
-			return nil, errRetry // decided and undone meanwhile; look again
+		case cur.Claimable:
+			// Held (past its expiry or not): decided and undone meanwhile;
+			// look again.
+			return nil, errRetry
 		default:
 			return c.lateClaim(ctx, tx, own, shop, checkout)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_delete"), shop, checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_delete"), shop, checkout[:]); err != nil {
 		return nil, err
 	}
 	if err := c.deduct(ctx, tx, route, shop, checkout, h.Lines, "claim"); err != nil {
@@ -138,7 +140,7 @@ func (c *Client) lateClaim(ctx context.Context, tx *sql.Tx, own bool, shop int64
 // by available >= q, then writes the lines' audit entries in one statement.
 func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line, reason string) error {
 	for _, l := range lines {
-		res, err := tx.ExecContext(ctx, c.q(route, "claim_line"), l.Quantity, c.now(), shop, l.ItemID, l.LocationID, l.Quantity)
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "claim_line"), l.Quantity, c.now(), shop, l.ItemID, l.LocationID, l.Quantity)
 		if err != nil {
 			return err
 		}
@@ -146,7 +148,7 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 			return err
 		} else if n == 0 {
 			var avail int
-			err := tx.QueryRowContext(ctx, c.q(route, "level_lock"), shop, l.ItemID, l.LocationID).Scan(&avail)
+			err := tx.QueryRowContext(ctx, c.q(ctx, route, "level_lock"), shop, l.ItemID, l.LocationID).Scan(&avail)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errors.New("holdfast/mysql: claimed line has no inventory level")
 			}
@@ -157,7 +159,7 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 		}
 	}
 	raw, _ := json.Marshal(lines)
-	_, err := tx.ExecContext(ctx, c.q(route, "ledger_lines"), reason, checkout.String(), c.now(), string(raw), shop)
+	_, err := tx.ExecContext(ctx, c.q(ctx, route, "ledger_lines"), reason, checkout.String(), c.now(), string(raw), shop)
 	return err
 }
 
@@ -166,7 +168,9 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 // back into the key's buffer (otherwise the replenisher or the next short
 // reservation refills it). Releasing twice returns the released hold with
 // Replayed set; releasing a hold that expired returns it with status
-// expired. Releasing a claimed checkout is ErrHoldClaimed.
+// expired — also one past its expiry not swept yet, which the release ends
+// as expired (its units go back). Releasing a claimed checkout is
+// ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	return c.release(ctx, nil, shopID, checkoutID)
 }
@@ -210,17 +214,17 @@ func (c *Client) releaseOnce(ctx context.Context, tx *sql.Tx, own bool, shop int
 		if err != nil {
 			return nil, err
 		}
-		switch cur.Status {
-		case holdfast.StatusClaimed:
+		switch {
+		case cur.Status == holdfast.StatusClaimed:
 			return nil, holdfast.ErrHoldClaimed
-		case holdfast.StatusHeld:
+		case cur.Claimable:
 			return nil, errRetry
 		default:
 			cur.Replayed = true
 			return cur, nil
 		}
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_delete"), shop, checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_delete"), shop, checkout[:]); err != nil {
 		return nil, err
 	}
 	keys := make([]holdfast.Key, len(h.Lines))
@@ -276,7 +280,7 @@ func (c *Client) extend(ctx context.Context, outer *sql.Tx, shop int64, checkout
 func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
 	const route = holdfast.RouteExtend
 	now, us := c.now(), ttl.Microseconds()
-	res, err := tx.ExecContext(ctx, c.q(route, "extend_hold"), now, us, shop, checkout[:], now, us)
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "extend_hold"), now, us, shop, checkout[:], now, us)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +293,7 @@ func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkou
 		// expiry (MySQL counts changed rows, not matched ones).
 		var status string
 		var fits bool
-		err := tx.QueryRowContext(ctx, c.q(route, "extend_check"), now, us, shop, checkout[:]).Scan(&status, &fits)
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "extend_check"), now, us, shop, checkout[:]).Scan(&status, &fits)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil, holdfast.ErrNotFound
@@ -312,14 +316,16 @@ func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkou
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "extend_lines"), h.ExpiresAt, shop, checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "extend_lines"), h.ExpiresAt, shop, checkout[:]); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
-// Hold returns a checkout's hold or outcome. An expired hold not yet swept
-// reports StatusHeld with ExpiresAt in the past: it is still claimable.
+// Hold returns a checkout's hold or outcome. A hold past its expiry that
+// the sweeper has not taken yet reports StatusExpired with Claimable set:
+// a claim still succeeds (its units never went back), an Extend still
+// revives it, a Release ends it as expired.
 func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	if err := validateCheckout(shopID, checkoutID); err != nil {
 		return nil, err
@@ -338,8 +344,9 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 	var raw []byte
 	var status string
 	var ended sql.NullTime
-	err := tx.QueryRowContext(ctx, c.q(route, stmt), shop, checkout[:]).
-		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
+	var lapsed bool
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, stmt), c.now(), shop, checkout[:]).
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &lapsed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, holdfast.ErrNotFound
 	}
@@ -347,6 +354,12 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 		return nil, err
 	}
 	h.Status = holdfast.Status(status)
+	h.Claimable = h.Status == holdfast.StatusHeld
+	if lapsed {
+		// Past its expiry, not swept yet: expired, and still claimable
+		// (its units never went back).
+		h.Status = holdfast.StatusExpired
+	}
 	if ended.Valid {
 		t := ended.Time
 		h.EndedAt = &t
@@ -363,7 +376,8 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 // expected status. The UPDATE is a locking read: it waits for a
 // reservation of the same checkout in flight and sees what it committed.
 func (c *Client) endHold(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, from, to holdfast.Status) (*holdfast.Hold, error) {
-	res, err := tx.ExecContext(ctx, c.q(route, "end_hold"), string(to), c.now(), shop, checkout[:], string(from))
+	now := c.now()
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "end_hold"), string(to), now, string(to), now, shop, checkout[:], string(from))
 	if err != nil {
 		return nil, err
 	}

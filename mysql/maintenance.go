@@ -63,7 +63,7 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, c.q(route, "sweep_pick"), c.now(), c.cfg.SweepBatch)
+		rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sweep_pick"), c.now(), c.cfg.SweepBatch)
 		if err != nil {
 			return err
 		}
@@ -87,13 +87,13 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 			return nil
 		}
 		raw, _ := json.Marshal(picked)
-		res, err := tx.ExecContext(ctx, c.q(route, "sweep_expire"), string(raw), c.now())
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "sweep_expire"), string(raw), c.now())
 		if err != nil {
 			return err
 		}
 		expired, _ := res.RowsAffected()
 		n = int(expired)
-		rows, err = tx.QueryContext(ctx, c.q(route, "sweep_keys"), string(raw))
+		rows, err = tx.QueryContext(ctx, c.q(ctx, route, "sweep_keys"), string(raw))
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, c.q(route, "sweep_lines"), string(raw)); err != nil {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "sweep_lines"), string(raw)); err != nil {
 			return err
 		}
 		return c.returnUnits(ctx, tx, true, route, keys)
@@ -128,7 +128,7 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		n = 0
 		for _, stmt := range []string{"purge_outcomes", "purge_changes"} {
-			res, err := tx.ExecContext(ctx, c.q(route, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
+			res, err := tx.ExecContext(ctx, c.q(ctx, route, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
 			if err != nil {
 				return err
 			}
@@ -159,7 +159,7 @@ func (c *Client) Replenish(ctx context.Context) (int, error) {
 	for {
 		page, pageAdded := 0, 0
 		err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-			rows, err := tx.QueryContext(ctx, c.q(route, "replenish_scan"),
+			rows, err := tx.QueryContext(ctx, c.q(ctx, route, "replenish_scan"),
 				c.cfg.LowWaterPercent, string(c.cfg.Strategy), c.cfg.PoolCap,
 				cursor.ShopID, cursor.ItemID, cursor.LocationID, ReplenishBatch)
 			if err != nil {

@@ -151,11 +151,7 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 	combined := false
 	if own && len(req.lines) == 1 {
 		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
-		// A stale or missing cache entry is safe: a key that is not (or no
-		// longer) a batch key has no units in its counter row, the batch
-		// sends it to the plain path, and that path caches its strategy.
-		ki, ok := c.keys.Load(k)
-		if (ok && ki.(keyInfo).strategy == holdfast.StrategyBatch) || (!ok && c.cfg.Strategy == holdfast.StrategyBatch) {
+		if c.batchKey(k) {
 			// In flight until answered, on either path: the measure of
 			// contention that decides whether to combine.
 			c.combiner.inflight.Add(1)
@@ -216,11 +212,11 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
 	const route = holdfast.RouteReserve
 	var status string
-	err := c.db.QueryRowContext(ctx, c.q(route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
+	err := c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
 	if err == nil || !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, c.q(route, "sellable"), req.shop, string(req.linesRaw))
+	rows, err := c.db.QueryContext(ctx, c.q(ctx, route, "sellable"), req.shop, string(req.linesRaw))
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +255,7 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 		return h, err
 	}
 	id := req.checkout[:]
-	_, err = tx.ExecContext(ctx, c.q(route, "hold_create"),
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
 		req.shop, id, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now())
 	if isDup(err) {
 		h, err := c.existing(ctx, tx, req)
@@ -271,7 +267,7 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "hold_lines_create"), req.shop, id); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), req.shop, id); err != nil {
 		return nil, err
 	}
 	h, err := c.readHold(ctx, tx, route, "hold_get", req.shop, req.checkout)
@@ -290,12 +286,12 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 	if err != nil {
 		return nil, err
 	}
-	switch h.Status {
-	case holdfast.StatusClaimed:
+	switch {
+	case h.Status == holdfast.StatusClaimed:
 		return nil, holdfast.ErrHoldClaimed
-	case holdfast.StatusReleased:
+	case h.Status == holdfast.StatusReleased:
 		return nil, holdfast.ErrHoldReleased
-	case holdfast.StatusExpired:
+	case h.Status == holdfast.StatusExpired && !h.Claimable:
 		return nil, holdfast.ErrHoldExpired
 	}
 	if !slices.Equal(h.Lines, req.lines) {
@@ -425,7 +421,7 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 				return nil, err
 			}
 		}
-		res, err := tx.ExecContext(ctx, c.q(route, "take_counter"), l.Quantity, shop, l.ItemID, l.LocationID, l.Quantity)
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "take_counter"), l.Quantity, shop, l.ItemID, l.LocationID, l.Quantity)
 		if err != nil {
 			return nil, err
 		}
@@ -458,7 +454,7 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 			}
 		}
 	}
-	rows, err := tx.QueryContext(ctx, c.takePoolText(route, len(poolLines)), poolArgs...)
+	rows, err := tx.QueryContext(ctx, c.takePoolText(ctx, route, len(poolLines)), poolArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -491,7 +487,7 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 		return missed, nil
 	}
 	raw, _ := json.Marshal(taken)
-	if _, err := tx.ExecContext(ctx, c.q(route, "take_pool_delete"), string(raw), shop); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "take_pool_delete"), string(raw), shop); err != nil {
 		return nil, err
 	}
 	return nil, nil
@@ -500,7 +496,7 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 // sellable returns available - held per line (never below zero), from one
 // snapshot, without locks.
 func (c *Client) sellable(ctx context.Context, tx *sql.Tx, route string, shop int64, linesRaw []byte) ([]int, error) {
-	rows, err := tx.QueryContext(ctx, c.q(route, "sellable"), shop, string(linesRaw))
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), shop, string(linesRaw))
 	if err != nil {
 		return nil, err
 	}
@@ -536,7 +532,7 @@ func (c *Client) keyInfos(ctx context.Context, tx *sql.Tx, route string, shop in
 	if !missing {
 		return out, nil
 	}
-	rows, err := tx.QueryContext(ctx, c.q(route, "key_info"), string(c.cfg.Strategy), c.cfg.PoolCap, string(linesRaw), shop)
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "key_info"), string(c.cfg.Strategy), c.cfg.PoolCap, string(linesRaw), shop)
 	if err != nil {
 		return nil, err
 	}
@@ -595,7 +591,7 @@ func (c *Client) refillInline(ctx context.Context, shop int64, lines []holdfast.
 // exists runs a statement and reports whether it returned a row.
 func (c *Client) exists(ctx context.Context, tx *sql.Tx, route, name string, args ...any) (bool, error) {
 	var one int
-	err := tx.QueryRowContext(ctx, c.q(route, name), args...).Scan(&one)
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, name), args...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

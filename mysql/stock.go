@@ -120,7 +120,7 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 	k := ch.Key
 	if ch.ID != "" {
 		var rawReq, rawLevel []byte
-		err := tx.QueryRowContext(ctx, c.q(route, "change_find"), k.ShopID, ch.ID).Scan(&rawReq, &rawLevel)
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "change_find"), k.ShopID, ch.ID).Scan(&rawReq, &rawLevel)
 		switch {
 		case err == nil:
 			var first changeRequest
@@ -144,7 +144,7 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 		return nil, err
 	}
 	if !locked {
-		_, err := tx.ExecContext(ctx, c.q(route, "lock_create"), k.ShopID, k.ItemID, k.LocationID)
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "lock_create"), k.ShopID, k.ItemID, k.LocationID)
 		if isDup(err) {
 			return nil, errRetry // created meanwhile: lock it on the next run
 		}
@@ -153,7 +153,7 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 		}
 	}
 	old, exists := 0, true
-	err = tx.QueryRowContext(ctx, c.q(route, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old)
+	err = tx.QueryRowContext(ctx, c.q(ctx, route, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old)
 	if errors.Is(err, sql.ErrNoRows) {
 		exists, err = false, nil
 	}
@@ -171,9 +171,9 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 		return nil, argError("delta", "would take available above %d", holdfast.AvailableMax)
 	}
 	if exists {
-		_, err = tx.ExecContext(ctx, c.q(route, "level_update"), next, c.now(), k.ShopID, k.ItemID, k.LocationID)
+		_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_update"), next, c.now(), k.ShopID, k.ItemID, k.LocationID)
 	} else {
-		_, err = tx.ExecContext(ctx, c.q(route, "level_insert"), k.ShopID, k.ItemID, k.LocationID, next, c.now())
+		_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_insert"), k.ShopID, k.ItemID, k.LocationID, next, c.now())
 	}
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 	if ch.Reference != "" {
 		ref = ch.Reference
 	}
-	if _, err := tx.ExecContext(ctx, c.q(route, "ledger_insert"), k.ShopID, k.ItemID, k.LocationID, next-old, next, ch.Reason, ref, c.now()); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "ledger_insert"), k.ShopID, k.ItemID, k.LocationID, next-old, next, ch.Reason, ref, c.now()); err != nil {
 		return nil, err
 	}
 	if err := c.shrink(ctx, tx, route, k, false); err != nil {
@@ -198,7 +198,7 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 	if ch.ID != "" {
 		rawReq, _ := json.Marshal(req)
 		rawLevel, _ := json.Marshal(lvl)
-		_, err := tx.ExecContext(ctx, c.q(route, "change_record"), k.ShopID, ch.ID, string(rawReq), string(rawLevel), c.now())
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "change_record"), k.ShopID, ch.ID, string(rawReq), string(rawLevel), c.now())
 		if isDup(err) {
 			return nil, errRetry // a concurrent retry won: answer its outcome
 		}
@@ -229,7 +229,7 @@ func (c *Client) shrink(ctx context.Context, tx *sql.Tx, route string, k holdfas
 			return nil
 		}
 		if st.poolRows > 0 {
-			res, err := tx.ExecContext(ctx, c.q(route, "pool_shrink"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.poolRows))
+			res, err := tx.ExecContext(ctx, c.q(ctx, route, "pool_shrink"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.poolRows))
 			if err != nil {
 				return err
 			}
@@ -237,7 +237,7 @@ func (c *Client) shrink(ctx context.Context, tx *sql.Tx, route string, k holdfas
 			excess -= int(n)
 		}
 		if excess > 0 && st.counterUnits > 0 {
-			if _, err := tx.ExecContext(ctx, c.q(route, "counter_shrink"), min(excess, st.counterUnits), k.ShopID, k.ItemID, k.LocationID); err != nil {
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "counter_shrink"), min(excess, st.counterUnits), k.ShopID, k.ItemID, k.LocationID); err != nil {
 				return err
 			}
 		}
@@ -270,7 +270,7 @@ func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Str
 			if poolCap > 0 {
 				cp = poolCap
 			}
-			if _, err := tx.ExecContext(ctx, c.q(route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
 				return err
 			}
 			if err := c.shrink(ctx, tx, route, k, true); err != nil {
@@ -314,7 +314,7 @@ type keyState struct {
 func (c *Client) keyState(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (keyState, error) {
 	var st keyState
 	var strategy string
-	err := tx.QueryRowContext(ctx, c.q(route, "key_state"), string(c.cfg.Strategy), c.cfg.PoolCap, k.ShopID, k.ItemID, k.LocationID).
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, "key_state"), string(c.cfg.Strategy), c.cfg.PoolCap, k.ShopID, k.ItemID, k.LocationID).
 		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap)
 	st.pooled = st.poolRows + st.counterUnits
 	st.strategy = holdfast.Strategy(strategy)
@@ -362,17 +362,17 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 	}
 	if st.strategy == holdfast.StrategyPool {
 		for left := add; left > 0; left -= refillChunk {
-			if _, err := tx.ExecContext(ctx, c.q(route, "pool_fill"), min(left, refillChunk), k.ShopID, k.ItemID, k.LocationID); err != nil {
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "pool_fill"), min(left, refillChunk), k.ShopID, k.ItemID, k.LocationID); err != nil {
 				return 0, err
 			}
 		}
 	} else {
-		res, err := tx.ExecContext(ctx, c.q(route, "counter_add"), add, k.ShopID, k.ItemID, k.LocationID)
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "counter_add"), add, k.ShopID, k.ItemID, k.LocationID)
 		if err != nil {
 			return 0, err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			if _, err := tx.ExecContext(ctx, c.q(route, "counter_create"), k.ShopID, k.ItemID, k.LocationID, add); err != nil {
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "counter_create"), k.ShopID, k.ItemID, k.LocationID, add); err != nil {
 				return 0, err
 			}
 		}
@@ -387,7 +387,7 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 // lock, and could over-fill the buffer. It bumps a probe row outside the
 // transaction and reads it inside: READ COMMITTED sees the bump.
 func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route string) error {
-	res, err := c.db.ExecContext(ctx, c.q(route, "probe_bump"))
+	res, err := c.db.ExecContext(ctx, c.q(ctx, route, "probe_bump"))
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route str
 		return err
 	}
 	var seen int64
-	if err := tx.QueryRowContext(ctx, c.q(route, "probe_read")).Scan(&seen); err != nil {
+	if err := tx.QueryRowContext(ctx, c.q(ctx, route, "probe_read")).Scan(&seen); err != nil {
 		return err
 	}
 	if seen < bumped {

@@ -32,7 +32,7 @@ func TestLateClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.clock.Advance(2 * time.Minute)
-			if got, err := e.c.Hold(ctx, 1, h1.CheckoutID); err != nil || got.Status != holdfast.StatusHeld {
+			if got, err := e.c.Hold(ctx, 1, h1.CheckoutID); err != nil || got.Status != holdfast.StatusExpired || !got.Claimable {
 				t.Fatalf("expired unswept hold: %+v %v", got, err)
 			}
 			if _, err := e.c.Claim(ctx, 1, h1.CheckoutID); err != nil {
