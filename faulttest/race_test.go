@@ -23,11 +23,9 @@ type actor struct{}
 // hold is held). Found by the history checker (random/commit-cut); this is
 // the deterministic schedule, driven through the statement hook. The right
 // answers are "extended" or ErrNotFound; ErrLifetimeExceeded is wrong: the
-// hold is minutes old, its deadline an hour away.
+// hold is minutes old, its deadline an hour away. Regression test for
+// finding 1 (docs/FAULTS.md), fixed.
 var _ = scenario("race/extend-vs-first-reserve", func(t *testing.T) {
-	if !faulttest.KnownBugs() {
-		t.Skip("known engine bug (Extend answers ErrLifetimeExceeded when it races the hold's creation); set HOLDFAST_KNOWN_BUGS=1 to run")
-	}
 	e := faulttest.New(t, faulttest.Options{})
 	ctx := context.Background()
 	k := holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
