@@ -740,7 +740,8 @@ SELECT count(*) FROM pg_stat_activity
 WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'
   AND coalesce(application_name, '') <> $2 AND state IS DISTINCT FROM 'idle'`, e.DB.Name, appAdmin).Scan(&n)
 			if err != nil {
-				e.T.Fatalf("quiesce: %v", err)
+				// A pooled connection a server restart closed: ask again.
+				n = -1
 			}
 			busy = n
 		}
@@ -751,7 +752,7 @@ WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backen
 			return
 		}
 		if time.Now().After(deadline) {
-			e.T.Logf("quiesce: the engine still had %d busy connections or backends after %v; no quiescence mark", busy, QuiesceBound)
+			e.T.Logf("quiesce: the engine still had %d busy connections or backends (-1: could not ask) after %v; no quiescence mark", busy, QuiesceBound)
 			return
 		}
 		select {
