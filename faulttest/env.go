@@ -70,7 +70,7 @@ type KeyInfo struct {
 
 // strictness is a snapshot of a cart's keys' strategies, to decide whether
 // "insufficient stock" and "hold expired" answers are checked strictly
-// (Input.Lenient).
+// (Input.Strict).
 type strictness struct {
 	gens    []int
 	lenient bool
@@ -439,7 +439,7 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 	}
 	e.mu.Unlock()
 	e.recordCart(client, Input{Op: OpReserve, CO: num, Now: micros(now), TTL: ttl.Microseconds(), Life: e.Cfg.HoldLifetimeMax.Microseconds(),
-		Lenient: e.lenient(st, shop, lines)}, shop, lines, call, out)
+		Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
 	return h, err
 }
 
@@ -529,7 +529,7 @@ func (e *Env) end(ctx context.Context, client int, op Op, shop int64, co uuid.UU
 		e.Violation("%s", lost)
 	}
 	e.checked(1)
-	e.recordCart(client, Input{Op: op, CO: num, Now: micros(now), Lenient: e.lenient(st, shop, lines)}, shop, lines, call, out)
+	e.recordCart(client, Input{Op: op, CO: num, Now: micros(now), Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
 	return h, err
 }
 
@@ -900,7 +900,7 @@ func (e *Env) Verify(ctx context.Context) int {
 		if ch != nil {
 			out.Status = ch.Status
 		}
-		e.recordCart(verifier, Input{Op: OpClaim, CO: num, Now: micros(now), Lenient: e.lenient(st, en.Shop, h.Lines)}, en.Shop, en.Lines, call, out)
+		e.recordCart(verifier, Input{Op: OpClaim, CO: num, Now: micros(now), Strict: !e.lenient(st, en.Shop, h.Lines)}, en.Shop, en.Lines, call, out)
 		switch {
 		case err == nil:
 			claimed++
@@ -951,7 +951,7 @@ func (e *Env) Verify(ctx context.Context) int {
 	e.checked(n)
 	if e.Hist != nil {
 		started := time.Now()
-		res, err := e.Hist.Check(e.T.Name(), CheckTimeoutDefault)
+		res, err := e.Hist.CheckNamed(e.T.Name(), CheckTimeoutDefault)
 		e.checked(1)
 		n++
 		if err != nil {

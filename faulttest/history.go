@@ -110,13 +110,15 @@ type Input struct {
 	Now   int64 // the clock when the operation ran (constant within an epoch)
 	TTL   int64 // reserve and extend
 	Life  int64 // reserve: HoldLifetimeMax
-	// Lenient: an "insufficient stock" reserve or a late claim answered
-	// "hold expired" is allowed even when the model had enough sellable
-	// units throughout. Set when a key of the cart is a pool key (its takes
-	// skip rows locked by other reservers, so units in flight to a
-	// reservation that then rolls back — a replay, a killed backend — are
-	// invisible), or its strategy changed, or may have, during the call.
-	Lenient bool
+	// Strict: an "insufficient stock" reserve or a late claim answered
+	// "hold expired" is illegal when the model had enough sellable units
+	// for every line throughout the call. Env sets it unless a key of the
+	// cart is a pool key (its takes skip rows locked by other reservers, so
+	// units in flight to a reservation that then rolls back — a replay, a
+	// killed backend — are invisible) or its strategy changed, or may have,
+	// during the call. Unset (the zero value), those answers are always
+	// allowed.
+	Strict bool
 	// Partial: a sweep that ran concurrently with other operations. It
 	// expires every held hold past its expiry except, possibly, those of
 	// the checkouts in Skip (operations on them overlapped the sweep and may
@@ -410,9 +412,9 @@ func step(s keyModel, in Input, out Output) []keyModel {
 		switch {
 		case out.Result == ResInsufficient && !exists:
 			// Sold out: some line's key had fewer sellable units than
-			// the line at this point (or the answer is lenient, see
-			// Input.Lenient).
-			if in.Lenient || !s.fits(in.Lines()) {
+			// the line at this point (or the answer is not checked, see
+			// Input.Strict).
+			if !in.Strict || !s.fits(in.Lines()) {
 				return yes(s)
 			}
 		case !exists && out.Late:
@@ -466,8 +468,8 @@ func step(s keyModel, in Input, out Output) []keyModel {
 		case h.status == holdfast.StatusExpired:
 			// A late claim: the same lines from sellable stock, or
 			// "expired" only when some line's key was short (or the answer
-			// is lenient).
-			if out.Result == ResExpired && (in.Lenient || !s.fits(h.cart())) {
+			// is not checked, see Input.Strict).
+			if out.Result == ResExpired && (!in.Strict || !s.fits(h.cart())) {
 				return yes(s)
 			}
 			if out.Result == ResOK && out.Status == holdfast.StatusClaimed {
@@ -589,7 +591,7 @@ var Model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("sweep(now=%d) -> %s", in.Now, out.Result)
 		}
 		lenient := ""
-		if in.Lenient {
+		if !in.Strict {
 			lenient = " lenient"
 		}
 		return fmt.Sprintf("%s(co%d %v%s) -> %s %s exp=%d", in.Op, in.CO, in.Lines(), lenient, out.Result, out.Status, out.Exp)
@@ -733,10 +735,14 @@ func ArtifactDir() string {
 // check timed out, so nothing was proven). On an error it saves the history
 // (JSON, replayable with HOLDFAST_HISTORY and TestExplainHistory), a text
 // dump and, when Illegal, porcupine's visualization under ArtifactDir, and
-// names them in the error. name labels the files (a test name).
-func (h *History) Check(name string, timeout time.Duration) (porcupine.CheckResult, error) {
-	ops := h.Operations()
-	return CheckOperations(name, ops, timeout)
+// names them in the error.
+func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, error) {
+	return h.CheckNamed("history", timeout)
+}
+
+// CheckNamed is Check with the saved files labelled name (a test name).
+func (h *History) CheckNamed(name string, timeout time.Duration) (porcupine.CheckResult, error) {
+	return CheckOperations(name, h.Operations(), timeout)
 }
 
 // CheckOperations is History.Check for a list of operations.

@@ -41,14 +41,14 @@ func (h *hist) seq(in faulttest.Input, out faulttest.Output) *hist {
 func set(key, n int) faulttest.Input { return faulttest.Input{Op: faulttest.OpSet, Key: key, Delta: n} }
 
 func reserve(co int, lines ...faulttest.CartLine) faulttest.Input {
-	in := faulttest.Input{Op: faulttest.OpReserve, CO: co, TTL: 15 * minute, Life: hour}
+	in := faulttest.Input{Op: faulttest.OpReserve, CO: co, TTL: 15 * minute, Life: hour, Strict: true}
 	in.NCart = copy(in.Cart[:], lines)
 	in.Key, in.Qty = lines[0].Key, lines[0].Qty
 	return in
 }
 
 func onCO(op faulttest.Op, co int, keys ...int) faulttest.Input {
-	in := faulttest.Input{Op: op, CO: co}
+	in := faulttest.Input{Op: op, CO: co, Strict: true}
 	for i, k := range keys {
 		in.Cart[i] = faulttest.CartLine{Key: k}
 	}
@@ -78,7 +78,7 @@ func sweepAt(now int64) faulttest.Input {
 }
 
 func TestModelRejectsWrongAnswers(t *testing.T) {
-	t.Parallel()
+	t.Setenv("HOLDFAST_ARTIFACTS", t.TempDir()) // the rejected histories' files
 	lv := func(key, a, h int) (faulttest.Input, faulttest.Output) { return levelOp(key, a, h) }
 	cases := []struct {
 		name string
@@ -148,6 +148,15 @@ func TestModelRejectsWrongAnswers(t *testing.T) {
 			at(100, 110, onCO(faulttest.OpRelease, 1, 0), released).at(120, 130, reserve(2, line(0, 3)), soldOut),
 		good: new(hist).seq(set(0, 3), ok).seq(reserve(1, line(0, 3)), held).
 			at(100, 130, onCO(faulttest.OpRelease, 1, 0), released).at(110, 140, reserve(2, line(0, 3)), soldOut),
+	}, {
+		name: "false sold out is not checked on a lenient (pool) key",
+		// The legal twin: the same answer without Input.Strict.
+		bad: new(hist).seq(set(0, 5), ok).seq(reserve(1, line(0, 2)), held).seq(reserve(2, line(0, 3)), soldOut),
+		good: func() *hist {
+			in := reserve(2, line(0, 3))
+			in.Strict = false
+			return new(hist).seq(set(0, 5), ok).seq(reserve(1, line(0, 2)), held).seq(in, soldOut)
+		}(),
 	}, {
 		name: "false hold_expired on a late claim while stock was sellable",
 		bad: new(hist).seq(set(0, 5), ok).seq(reserve(1, line(0, 2)), held).seq(sweepAt(20*minute), ok).
