@@ -33,7 +33,9 @@ var _ = scenario("storm/concurrent-retries", func(t *testing.T) {
 		}
 		ctx := context.Background()
 		k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
-		e.AddKey(k, s, 30)
+		// Enough stock for every round (at most 3 units each): a sold-out
+		// answer is then a wrong answer.
+		e.AddKey(k, s, 3*rounds(6)+10)
 		e.Hook.SetPauses(0.3, 2*time.Millisecond, seed)
 		stop := e.StartKiller(30*time.Millisecond, seed)
 		const dup = 8
