@@ -14,8 +14,9 @@
 //     what the client was told (Book) and every operation's call and return
 //     (History), and Verify checks the invariant, that every acknowledged
 //     hold is still claimable, and that no unit leaked.
-//   - Model is a porcupine model of one inventory key; History.Check checks
-//     a recorded history for linearizability against it.
+//   - Model is a porcupine model of inventory keys (partitioned by the keys
+//     carts connect); History.Check checks a recorded history for
+//     linearizability against it and fails on anything but a proof.
 //   - Tally counts injected faults and the checks run after them.
 //
 // See docs/FAULTS.md for the faults, what is checked and how to run the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,8 +31,9 @@ const (
 // Options configures an Env.
 type Options struct {
 	// Strategy, PoolCap and Slots are the engine's defaults (keys may
-	// override the strategy). PoolCap defaults to 5 and Slots to 4 so that
-	// buffers run dry and refill often.
+	// override the strategy). Strategy defaults to the engine's default,
+	// StrategyBatch; PoolCap to 5 and Slots to 4 so that buffers run dry
+	// and refill often.
 	Strategy holdfast.Strategy
 	PoolCap  int
 	Slots    int
@@ -58,6 +61,19 @@ type Options struct {
 type KeyInfo struct {
 	holdfast.Key
 	Strategy holdfast.Strategy
+
+	// changing counts SetStrategy calls in flight on the key, gen those
+	// started; uncertain: one ended with an unknown outcome.
+	changing, gen int
+	uncertain     bool
+}
+
+// strictness is a snapshot of a cart's keys' strategies, to decide whether
+// "insufficient stock" and "hold expired" answers are checked strictly
+// (Input.Strict).
+type strictness struct {
+	gens    []int
+	lenient bool
 }
 
 // Env is a holdfast client on a fresh database with fault injection around
@@ -82,7 +98,12 @@ type Env struct {
 	coNum     map[uuid.UUID]int
 	bouncerOn bool
 	checks    int
+	sweeps    map[*sweepRec]bool // concurrent sweeps in flight
 }
+
+// sweepRec collects the checkouts whose claims, releases and extends
+// overlapped a concurrent sweep: it may have skipped their rows.
+type sweepRec struct{ cos map[int]bool }
 
 // Entry is what the client was told about one checkout.
 type Entry struct {
@@ -117,14 +138,14 @@ func New(t testing.TB, o Options) *Env {
 		o.MaxConns = 8
 	}
 	if o.Strategy == "" {
-		o.Strategy = holdfast.StrategyCounter
+		o.Strategy = holdfast.StrategyBatch
 	}
 	db := o.Database
 	if db == nil {
 		db = pgtest.DB(t, 4)
 	}
 	e := &Env{T: t, DB: db, Clock: NewClock(), Hook: &Hook{}, Tally: &Tally{},
-		book: map[uuid.UUID]*Entry{}, coNum: map[uuid.UUID]int{}}
+		book: map[uuid.UUID]*Entry{}, coNum: map[uuid.UUID]int{}, sweeps: map[*sweepRec]bool{}}
 	if o.History {
 		e.Hist = NewHistory()
 	}
@@ -306,12 +327,55 @@ func (e *Env) Register(shop int64, co uuid.UUID, lines []holdfast.Line) {
 	e.entry(shop, co, lines)
 }
 
-// histKey is the history key of a single-line cart, or -1.
-func (e *Env) histKey(shop int64, lines []holdfast.Line) int {
-	if e.Hist == nil || len(lines) != 1 {
-		return -1
+// cart fills in's cart from lines (keys of the Env); ok is false when the
+// history cannot model it (a key not in the Env, too many lines).
+func (e *Env) cart(in *Input, shop int64, lines []holdfast.Line) bool {
+	if len(lines) == 0 || len(lines) > CartLinesMax {
+		return false
 	}
-	return e.keyIndex(holdfast.Key{ShopID: shop, ItemID: lines[0].ItemID, LocationID: lines[0].LocationID})
+	for i, l := range lines {
+		k := e.keyIndex(holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})
+		if k < 0 {
+			return false
+		}
+		in.Cart[i] = CartLine{Key: k, Qty: l.Quantity}
+	}
+	in.NCart = len(lines)
+	in.Key, in.Qty = in.Cart[0].Key, in.Cart[0].Qty
+	return true
+}
+
+// strict snapshots the strategies of a cart's keys at a call's start.
+func (e *Env) strict(shop int64, lines []holdfast.Line) strictness {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var st strictness
+	for _, l := range lines {
+		k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+		for _, ki := range e.Keys {
+			if ki.Key != k {
+				continue
+			}
+			st.gens = append(st.gens, ki.gen)
+			st.lenient = st.lenient || ki.Strategy == holdfast.StrategyPool || ki.changing > 0 || ki.uncertain
+		}
+	}
+	return st
+}
+
+// lenient reports whether a call that started at st must be judged
+// leniently: a pool key, or a strategy change overlapped the call.
+func (e *Env) lenient(st strictness, shop int64, lines []holdfast.Line) bool {
+	now := e.strict(shop, lines)
+	return st.lenient || now.lenient || !slices.Equal(st.gens, now.gens)
+}
+
+// recordCart records an operation on a checkout whose cart has lines.
+func (e *Env) recordCart(client int, in Input, shop int64, lines []holdfast.Line, call int64, out Output) {
+	if e.Hist == nil || !e.cart(&in, shop, lines) {
+		return
+	}
+	e.Hist.Add(client, in, call, out)
 }
 
 func (e *Env) record(client, key int, in Input, call int64, out Output) {
@@ -339,6 +403,7 @@ func (e *Env) untyped(op string, err error) {
 func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID, lines []holdfast.Line, ttl time.Duration) (*holdfast.Hold, error) {
 	now := e.Clock.Now()
 	started := time.Now()
+	st := e.strict(shop, lines)
 	call := e.call()
 	h, err := e.Client.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: co, Lines: lines, TTL: ttl})
 	res := Classify(err)
@@ -373,11 +438,8 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 		out.Late = true
 	}
 	e.mu.Unlock()
-	qty := 0
-	if len(lines) == 1 {
-		qty = lines[0].Quantity
-	}
-	e.record(client, e.histKey(shop, lines), Input{Op: OpReserve, CO: num, Qty: qty, Now: micros(now), TTL: ttl.Microseconds(), Life: e.Cfg.HoldLifetimeMax.Microseconds()}, call, out)
+	e.recordCart(client, Input{Op: OpReserve, CO: num, Now: micros(now), TTL: ttl.Microseconds(), Life: e.Cfg.HoldLifetimeMax.Microseconds(),
+		Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
 	return h, err
 }
 
@@ -422,8 +484,12 @@ func (e *Env) end(ctx context.Context, client int, op Op, shop int64, co uuid.UU
 	en.starts++
 	myStart := en.starts
 	lines := en.Lines
+	for sw := range e.sweeps {
+		sw.cos[num] = true
+	}
 	e.mu.Unlock()
 
+	st := e.strict(shop, lines)
 	call := e.call()
 	var h *holdfast.Hold
 	var err error
@@ -463,7 +529,7 @@ func (e *Env) end(ctx context.Context, client int, op Op, shop int64, co uuid.UU
 		e.Violation("%s", lost)
 	}
 	e.checked(1)
-	e.record(client, e.histKey(shop, lines), Input{Op: op, CO: num, Now: micros(now)}, call, out)
+	e.recordCart(client, Input{Op: op, CO: num, Now: micros(now), Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
 	return h, err
 }
 
@@ -487,6 +553,9 @@ func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, 
 	}
 	en.extending++
 	lines := en.Lines
+	for sw := range e.sweeps {
+		sw.cos[num] = true
+	}
 	e.mu.Unlock()
 
 	call := e.call()
@@ -521,7 +590,7 @@ func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, 
 		en.extOverlap = false
 	}
 	e.mu.Unlock()
-	e.record(client, e.histKey(shop, lines), Input{Op: OpExtend, CO: num, Now: micros(now), TTL: ttl.Microseconds()}, call, out)
+	e.recordCart(client, Input{Op: OpExtend, CO: num, Now: micros(now), TTL: ttl.Microseconds()}, shop, lines, call, out)
 	return h, err
 }
 
@@ -582,6 +651,115 @@ func (e *Env) SweepAll(ctx context.Context, client int) {
 	}
 	if e.Hist != nil {
 		e.Hist.Add(client, Input{Op: OpSweep, Key: -1, Now: micros(now)}, call, Output{Result: ResOK})
+	}
+}
+
+// Sweep runs one SweepOnce while other operations may run, and records it
+// as a concurrent sweep (Input.Partial): it expires every hold past the
+// clock except, possibly, those whose rows a claim, release or extend that
+// overlapped it held locked (the sweep skips locked rows).
+func (e *Env) Sweep(ctx context.Context, client int) (int, error) {
+	now := e.Clock.Now()
+	rec := &sweepRec{cos: map[int]bool{}}
+	e.mu.Lock()
+	for co, en := range e.book {
+		if en.inflight > 0 || en.extending > 0 {
+			rec.cos[e.coNum[co]] = true
+		}
+	}
+	e.sweeps[rec] = true
+	e.mu.Unlock()
+	call := e.call()
+	n, err := e.Client.SweepOnce(ctx)
+	e.untyped("sweep", err)
+	e.mu.Lock()
+	delete(e.sweeps, rec)
+	e.mu.Unlock()
+	if e.Hist != nil {
+		in := Input{Op: OpSweep, Key: -1, Now: micros(now), Partial: true}
+		if len(rec.cos) > SkipMax {
+			in.SkipAll = true
+		} else {
+			for _, co := range slices.Sorted(maps.Keys(rec.cos)) {
+				in.Skip[in.NSkip] = co
+				in.NSkip++
+			}
+		}
+		e.Hist.Add(client, in, call, Output{Result: Classify(err)})
+	}
+	return n, err
+}
+
+// SetStrategy switches a key's strategy and pool cap through the engine.
+// While it runs, and forever after it ends with an unknown outcome, the
+// key's "insufficient stock" and "hold expired" answers are judged
+// leniently (units move between buffers).
+func (e *Env) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strategy, poolCap int) error {
+	i := e.keyIndex(k)
+	e.mu.Lock()
+	if i >= 0 {
+		e.Keys[i].changing++
+		e.Keys[i].gen++
+	}
+	e.mu.Unlock()
+	_, err := e.Client.SetStrategy(ctx, k, s, poolCap)
+	e.untyped("set strategy", err)
+	e.mu.Lock()
+	if i >= 0 {
+		e.Keys[i].changing--
+		e.Keys[i].gen++
+		switch Classify(err) {
+		case ResOK:
+			e.Keys[i].Strategy = s
+		case ResUnknown, ResUntyped:
+			e.Keys[i].uncertain = true
+		}
+	}
+	e.mu.Unlock()
+	return err
+}
+
+// QuiesceBound bounds how long Quiesce waits for the engine to go idle.
+const QuiesceBound = time.Minute
+
+// Quiesce waits until nothing the engine started is still running — no
+// connection of its pool in use, no backend of its connections in the test
+// database busy or in a transaction — and marks the history there (see
+// History.Mark), which bounds the windows of operations whose outcome is
+// unknown. Call it with no operation in flight. It polls (an event to wait
+// for, not a time window) up to QuiesceBound; past that the history gets no
+// mark and those windows run to the history's end.
+func (e *Env) Quiesce(ctx context.Context) {
+	deadline := time.Now().Add(QuiesceBound)
+	for {
+		busy := int(e.Pool.Stat().AcquiredConns())
+		if busy == 0 {
+			var n int
+			err := e.Admin.QueryRow(ctx, `
+SELECT count(*) FROM pg_stat_activity
+WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+  AND coalesce(application_name, '') <> $2 AND state IS DISTINCT FROM 'idle'`, e.DB.Name, appAdmin).Scan(&n)
+			if err != nil {
+				// A pooled connection a server restart closed: ask again.
+				n = -1
+			}
+			busy = n
+		}
+		if busy == 0 {
+			if e.Hist != nil {
+				e.Hist.Mark()
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			e.T.Logf("quiesce: the engine still had %d busy connections or backends (-1: could not ask) after %v; no quiescence mark", busy, QuiesceBound)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 
@@ -682,9 +860,20 @@ func (e *Env) Verify(ctx context.Context) int {
 	}
 	e.mu.Unlock()
 	claimed := 0
+	const verifier = 1 << 20 // the history's client id of Verify's calls
 	for co, en := range book {
+		e.mu.Lock()
+		num := e.coNum[co]
+		e.mu.Unlock()
+		call := e.call()
 		h, err := e.Checker.Hold(ctx, en.Shop, co)
 		n++
+		if out := (Output{Result: Classify(err)}); out.Result == ResOK || out.Result == ResNotFound {
+			if h != nil {
+				out.Status, out.Exp = h.Status, micros(h.ExpiresAt)
+			}
+			e.recordCart(verifier, Input{Op: OpHold, CO: num}, en.Shop, en.Lines, call, out)
+		}
 		if errors.Is(err, holdfast.ErrNotFound) {
 			if en.Acked {
 				e.Violation("acknowledged checkout %v has no hold or outcome", co)
@@ -703,8 +892,15 @@ func (e *Env) Verify(ctx context.Context) int {
 		if h.Status != holdfast.StatusHeld {
 			continue
 		}
-		_, err = e.Checker.Claim(ctx, en.Shop, co)
+		st := e.strict(en.Shop, h.Lines)
+		call = e.call()
+		ch, err := e.Checker.Claim(ctx, en.Shop, co)
 		n++
+		out := Output{Result: Classify(err)}
+		if ch != nil {
+			out.Status = ch.Status
+		}
+		e.recordCart(verifier, Input{Op: OpClaim, CO: num, Now: micros(now), Strict: !e.lenient(st, en.Shop, h.Lines)}, en.Shop, en.Lines, call, out)
 		switch {
 		case err == nil:
 			claimed++
@@ -754,13 +950,14 @@ func (e *Env) Verify(ctx context.Context) int {
 	n++
 	e.checked(n)
 	if e.Hist != nil {
-		res, err := e.Hist.Check(2 * time.Minute)
+		started := time.Now()
+		res, err := e.Hist.CheckNamed(e.T.Name(), CheckTimeoutDefault)
 		e.checked(1)
 		n++
 		if err != nil {
 			e.Violation("%v", err)
 		}
-		e.T.Logf("history: %d operations, linearizability %s", e.Hist.Len(), res)
+		e.T.Logf("history: %d operations, linearizability %s (checked in %v)", e.Hist.Len(), res, time.Since(started).Round(time.Millisecond))
 	}
 	return n
 }

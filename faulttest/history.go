@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,8 +22,8 @@ import (
 type Op string
 
 // Operations the model knows. OpSet is the initial stocking of a key;
-// OpSweep is a sweep run while nothing else ran (it expires every hold past
-// its expiry, on every key).
+// OpSweep expires every hold past its expiry, on every key (a concurrent
+// one, Input.Partial, may skip holds whose rows were locked).
 const (
 	OpSet     Op = "set"
 	OpReserve Op = "reserve"
@@ -34,6 +33,7 @@ const (
 	OpAdjust  Op = "adjust"
 	OpLevel   Op = "level"
 	OpSweep   Op = "sweep"
+	OpHold    Op = "hold" // a read of a checkout's hold (Client.Hold)
 )
 
 // Results of an operation, from its error (see Classify).
@@ -82,33 +82,90 @@ func Classify(err error) string {
 	return ResUntyped
 }
 
-// Input is an operation on one key (Key is its index in the Env; -1 for a
-// sweep, which touches every key). Times are microseconds of the injected
-// clock.
+// CartLinesMax bounds the lines of a cart the model knows (Input.Cart).
+const CartLinesMax = 4
+
+// SkipMax bounds the checkouts a concurrent sweep may have skipped
+// (Input.Skip).
+const SkipMax = 16
+
+// CartLine is one line of a cart in the model: a key (its index in the
+// Env) and a quantity.
+type CartLine struct{ Key, Qty int }
+
+// Input is an operation. Reserve, claim, release, extend and hold name a
+// checkout (CO) and its cart's lines (Cart; for claim, release, extend and
+// hold only the keys matter, the quantities are the hold's); set, adjust and
+// level name one key (Key). A sweep (Key -1) touches every key. Times are
+// microseconds of the injected clock. Input is comparable (porcupine keys
+// maps by operation), hence the fixed arrays.
 type Input struct {
 	Op    Op
-	Key   int
-	CO    int   // checkout number within the history
-	Qty   int   // reserve quantity
+	Key   int // set, adjust, level: the key; a one-line cart: its key; sweep: -1
+	CO    int // checkout number within the history
+	Qty   int // a one-line cart's quantity
+	Cart  [CartLinesMax]CartLine
+	NCart int
 	Delta int   // adjust delta; set: the level
 	Now   int64 // the clock when the operation ran (constant within an epoch)
 	TTL   int64 // reserve and extend
 	Life  int64 // reserve: HoldLifetimeMax
+	// Strict: an "insufficient stock" reserve or a late claim answered
+	// "hold expired" is illegal when the model had enough sellable units
+	// for every line throughout the call. Env sets it unless a key of the
+	// cart is a pool key (its takes skip rows locked by other reservers, so
+	// units in flight to a reservation that then rolls back — a replay, a
+	// killed backend — are invisible) or its strategy changed, or may have,
+	// during the call. Unset (the zero value), those answers are always
+	// allowed.
+	Strict bool
+	// Partial: a sweep that ran concurrently with other operations. It
+	// expires every held hold past its expiry except, possibly, those of
+	// the checkouts in Skip (operations on them overlapped the sweep and may
+	// have held their rows locked, which the sweep skips); SkipAll: any of
+	// them (more than SkipMax overlapped).
+	Partial bool
+	Skip    [SkipMax]int
+	NSkip   int
+	SkipAll bool
+}
+
+// Lines is the cart's lines.
+func (in Input) Lines() []CartLine {
+	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep {
+		return []CartLine{{Key: in.Key, Qty: in.Qty}}
+	}
+	return in.Cart[:in.NCart]
+}
+
+// keys is every key the operation touches; nil for a sweep (all of them).
+func (in Input) keys() []int {
+	switch in.Op {
+	case OpSweep:
+		return nil
+	case OpSet, OpAdjust, OpLevel:
+		return []int{in.Key}
+	}
+	var ks []int
+	for _, l := range in.Lines() {
+		ks = append(ks, l.Key)
+	}
+	return ks
 }
 
 // Output is what the client was told.
 type Output struct {
 	Result    string
-	Status    holdfast.Status // claim and release: the returned hold's status
-	Exp       int64           // reserve and extend: the returned expiry
+	Status    holdfast.Status // claim, release and hold: the returned hold's status
+	Exp       int64           // reserve, extend and hold: the returned expiry
 	Available int             // adjust and level
 	Held      int             // adjust and level
 	// Late: a reserve or extend answered that the checkout had ended
 	// (claimed, released, expired). The engine retries a call whose COMMIT
 	// answer was lost; when the first attempt did commit and the hold was
 	// ended before the retry, the retry reports the ending although this
-	// call created (or extended) the hold. Such an answer may have taken
-	// effect at any time after the call.
+	// call created (or extended) the hold. Both effects happened within the
+	// call's window.
 	Late bool
 	// Replayed: a reserve answered with an existing hold. When the model
 	// has no hold yet, this call created it (its first attempt committed,
@@ -119,29 +176,59 @@ type Output struct {
 }
 
 type mhold struct {
-	qty           int
+	lines         [CartLinesMax]CartLine
+	n             int
 	status        holdfast.Status
 	exp, deadline int64
 }
 
-// keyModel is the model's state of one key: its available stock and every
+func (h mhold) cart() []CartLine { return h.lines[:h.n] }
+
+// keyModel is the model's state of one partition (the keys that carts
+// connect): each key's available stock (absent until stocked) and every
 // checkout's hold. States are never mutated: each step copies.
 type keyModel struct {
-	avail int // -1 until the key is stocked
+	avail map[int]int
 	holds map[int]mhold
 }
 
-func (s keyModel) heldSum() int {
+func (s keyModel) stocked(k int) bool { _, ok := s.avail[k]; return ok }
+
+func (s keyModel) heldOn(k int) int {
 	n := 0
 	for _, h := range s.holds {
 		if h.status == holdfast.StatusHeld {
-			n += h.qty
+			for _, l := range h.cart() {
+				if l.Key == k {
+					n += l.Qty
+				}
+			}
 		}
 	}
 	return n
 }
 
-func (s keyModel) sellable() int { return max(0, s.avail-s.heldSum()) }
+func (s keyModel) sellable(k int) int { return max(0, s.avail[k]-s.heldOn(k)) }
+
+// fits reports whether every line has sellable stock for it.
+func (s keyModel) fits(lines []CartLine) bool {
+	for _, l := range lines {
+		if !s.stocked(l.Key) || s.sellable(l.Key) < l.Qty {
+			return false
+		}
+	}
+	return true
+}
+
+// covered reports whether every line's key has available stock for it.
+func (s keyModel) covered(lines []CartLine) bool {
+	for _, l := range lines {
+		if s.avail[l.Key] < l.Qty {
+			return false
+		}
+	}
+	return true
+}
 
 func (s keyModel) with(co int, h mhold) keyModel {
 	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds)}
@@ -152,8 +239,28 @@ func (s keyModel) with(co int, h mhold) keyModel {
 	return n
 }
 
-func (s keyModel) withAvail(a int) keyModel {
-	return keyModel{avail: a, holds: s.holds}
+func (s keyModel) withAvail(k, a int) keyModel {
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds}
+	if n.avail == nil {
+		n.avail = map[int]int{}
+	}
+	n.avail[k] = a
+	return n
+}
+
+// deduct is s with every line's quantity taken from its key's available.
+func (s keyModel) deduct(lines []CartLine) keyModel {
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds}
+	for _, l := range lines {
+		n.avail[l.Key] -= l.Qty
+	}
+	return n
+}
+
+func newHold(in Input) mhold {
+	h := mhold{status: holdfast.StatusHeld, exp: in.Now + in.TTL, deadline: in.Now + in.Life}
+	h.n = copy(h.lines[:], in.Lines())
+	return h
 }
 
 // apply is an operation's successful effect, for operations whose outcome is
@@ -162,19 +269,19 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 	h, exists := s.holds[in.CO]
 	switch in.Op {
 	case OpSet:
-		return s.withAvail(in.Delta), true
+		return s.withAvail(in.Key, in.Delta), true
 	case OpReserve:
-		if !exists && s.sellable() >= in.Qty {
-			return s.with(in.CO, mhold{qty: in.Qty, status: holdfast.StatusHeld, exp: in.Now + in.TTL, deadline: in.Now + in.Life}), true
+		if !exists && s.fits(in.Lines()) {
+			return s.with(in.CO, newHold(in)), true
 		}
 	case OpClaim:
-		if exists && h.status == holdfast.StatusHeld && s.avail >= h.qty {
+		if exists && h.status == holdfast.StatusHeld && s.covered(h.cart()) {
 			h.status = holdfast.StatusClaimed
-			return s.with(in.CO, h).withAvail(s.avail - h.qty), true
+			return s.with(in.CO, h).deduct(h.cart()), true
 		}
-		if exists && h.status == holdfast.StatusExpired && s.sellable() >= h.qty {
+		if exists && h.status == holdfast.StatusExpired && s.fits(h.cart()) {
 			h.status = holdfast.StatusClaimed
-			return s.with(in.CO, h).withAvail(s.avail - h.qty), true
+			return s.with(in.CO, h).deduct(h.cart()), true
 		}
 	case OpRelease:
 		if exists && h.status == holdfast.StatusHeld {
@@ -187,18 +294,11 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 			return s.with(in.CO, h), true
 		}
 	case OpAdjust:
-		if s.avail+in.Delta >= 0 {
-			return s.withAvail(s.avail + in.Delta), true
+		if s.stocked(in.Key) && s.avail[in.Key]+in.Delta >= 0 {
+			return s.withAvail(in.Key, s.avail[in.Key]+in.Delta), true
 		}
 	case OpSweep:
-		n := keyModel{avail: s.avail, holds: maps.Clone(s.holds)}
-		for co, h := range n.holds {
-			if h.status == holdfast.StatusHeld && h.exp < in.Now {
-				h.status = holdfast.StatusExpired
-				n.holds[co] = h
-			}
-		}
-		return n, true
+		return sweep(s, in)[0], true
 	}
 	return s, false
 }
@@ -214,17 +314,60 @@ func releasedAs(h mhold, in Input) holdfast.Status {
 	return holdfast.StatusReleased
 }
 
-// step returns the states the key can be in after in returned out, none if
-// out is impossible from s.
+// sweep returns the states a sweep can leave: every held hold past its
+// expiry expired, except that a partial sweep may have skipped those in
+// Skip (any subset of them), or any of them when SkipAll.
+func sweep(s keyModel, in Input) []keyModel {
+	var must, may []int
+	skip := in.Skip[:in.NSkip]
+	for _, co := range slices.Sorted(maps.Keys(s.holds)) {
+		h := s.holds[co]
+		if h.status != holdfast.StatusHeld || h.exp >= in.Now {
+			continue
+		}
+		if in.Partial && (in.SkipAll || slices.Contains(skip, co)) {
+			may = append(may, co)
+		} else {
+			must = append(must, co)
+		}
+	}
+	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds)}
+	for _, co := range must {
+		h := base.holds[co]
+		h.status = holdfast.StatusExpired
+		base.holds[co] = h
+	}
+	out := []keyModel{base}
+	for _, co := range may {
+		for _, st := range slices.Clone(out) {
+			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds)}
+			h := n.holds[co]
+			h.status = holdfast.StatusExpired
+			n.holds[co] = h
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// step returns the states the partition can be in after in returned out,
+// none if out is impossible from s.
 func step(s keyModel, in Input, out Output) []keyModel {
 	if out.Result == ResUnknown || out.Result == ResUntyped {
+		if in.Op == OpSweep {
+			return append([]keyModel{s}, sweep(s, in)...)
+		}
 		if n, ok := apply(s, in); ok {
 			return []keyModel{s, n}
 		}
 		return []keyModel{s}
 	}
-	if in.Op != OpSet && s.avail < 0 {
-		return nil
+	if in.Op != OpSet && in.Op != OpSweep {
+		for _, k := range in.keys() {
+			if !s.stocked(k) {
+				return nil
+			}
+		}
 	}
 	h, exists := s.holds[in.CO]
 	ended := func() string {
@@ -240,17 +383,31 @@ func step(s keyModel, in Input, out Output) []keyModel {
 	}
 	yes := func(n keyModel) []keyModel { return []keyModel{n} }
 	switch in.Op {
-	case OpSet, OpSweep:
+	case OpSet:
 		if out.Result == ResOK {
 			n, _ := apply(s, in)
 			return yes(n)
 		}
+	case OpSweep:
+		if out.Result == ResOK {
+			return sweep(s, in)
+		}
 	case OpLevel:
-		if out.Result == ResOK && out.Available == s.avail && out.Held == s.heldSum() {
+		if out.Result == ResOK && out.Available == s.avail[in.Key] && out.Held == s.heldOn(in.Key) {
+			return yes(s)
+		}
+	case OpHold:
+		switch {
+		case !exists:
+			if out.Result == ResNotFound {
+				return yes(s)
+			}
+		case out.Result == ResOK && out.Status == h.status && (h.status != holdfast.StatusHeld || out.Exp == h.exp):
 			return yes(s)
 		}
 	case OpAdjust:
-		if s.avail+in.Delta < 0 {
+		a := s.avail[in.Key]
+		if a+in.Delta < 0 {
 			if out.Result == ResInvalid {
 				return yes(s)
 			}
@@ -259,16 +416,18 @@ func step(s keyModel, in Input, out Output) []keyModel {
 		// Available is exact (the level row is locked until commit); held
 		// is read by a statement before the commit, while reservations
 		// that do not take the key's lock may commit: not checked.
-		if out.Result == ResOK && out.Available == s.avail+in.Delta {
-			return yes(s.withAvail(s.avail + in.Delta))
+		if out.Result == ResOK && out.Available == a+in.Delta {
+			return yes(s.withAvail(in.Key, a+in.Delta))
 		}
 	case OpReserve:
 		switch {
-		case out.Result == ResInsufficient && (!exists):
-			// Sold out, or units in flight to other reservers: allowed
-			// whatever the model's sellable stock (a liveness question,
-			// not a safety one).
-			return yes(s)
+		case out.Result == ResInsufficient && !exists:
+			// Sold out: some line's key had fewer sellable units than
+			// the line at this point (or the answer is not checked, see
+			// Input.Strict).
+			if !in.Strict || !s.fits(in.Lines()) {
+				return yes(s)
+			}
 		case !exists && out.Late:
 			if n, ok := apply(s, in); ok {
 				return yes(n)
@@ -284,7 +443,7 @@ func step(s keyModel, in Input, out Output) []keyModel {
 				}
 			}
 		case h.status == holdfast.StatusHeld:
-			if out.Result == ResOK && out.Exp == h.exp && in.Qty == h.qty {
+			if out.Result == ResOK && out.Exp == h.exp && slices.Equal(h.cart(), in.Lines()) {
 				return yes(s)
 			}
 		default:
@@ -299,7 +458,7 @@ func step(s keyModel, in Input, out Output) []keyModel {
 				return yes(s)
 			}
 		case h.status == holdfast.StatusHeld:
-			if s.avail < h.qty {
+			if !s.covered(h.cart()) {
 				if out.Result == ResOverCommitted {
 					return yes(s)
 				}
@@ -318,8 +477,11 @@ func step(s keyModel, in Input, out Output) []keyModel {
 				return yes(s)
 			}
 		case h.status == holdfast.StatusExpired:
-			if out.Result == ResExpired {
-				return yes(s) // not re-acquirable (or in flight elsewhere)
+			// A late claim: the same lines from sellable stock, or
+			// "expired" only when some line's key was short (or the answer
+			// is not checked, see Input.Strict).
+			if out.Result == ResExpired && (!in.Strict || !s.fits(h.cart())) {
+				return yes(s)
 			}
 			if out.Result == ResOK && out.Status == holdfast.StatusClaimed {
 				if n, ok := apply(s, in); ok {
@@ -386,30 +548,36 @@ func step(s keyModel, in Input, out Output) []keyModel {
 }
 
 func equalStates(a, b keyModel) bool {
-	return a.avail == b.avail && maps.Equal(a.holds, b.holds)
+	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds)
 }
 
 func describeState(s keyModel) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "available %d, held %d:", s.avail, s.heldSum())
+	for i, k := range slices.Sorted(maps.Keys(s.avail)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "key%d available %d held %d", k, s.avail[k], s.heldOn(k))
+	}
+	b.WriteString(":")
 	for _, co := range slices.Sorted(maps.Keys(s.holds)) {
 		h := s.holds[co]
-		fmt.Fprintf(&b, " co%d=%d/%s", co, h.qty, h.status)
+		fmt.Fprintf(&b, " co%d=%v/%s", co, h.cart(), h.status)
 	}
 	return b.String()
 }
 
-// Model is the porcupine model of inventory keys: partitioned by key, each
-// partition a nondeterministic model of one key (an operation whose outcome
-// is unknown may or may not have happened). It is strict about safety: a
-// reservation that succeeds beyond sellable stock, a claim beyond
-// available, a second hold for one checkout, a hold that ends without a
-// claim, release or sweep, or a level that disagrees with the ledger is
-// illegal. It is lenient about liveness: "insufficient stock" is always
-// allowed.
+func initState() keyModel { return keyModel{avail: map[int]int{}, holds: map[int]mhold{}} }
+
+// Model is the porcupine model of inventory keys: partitioned into groups
+// of keys that multi-key carts connect, each partition a nondeterministic
+// model (an operation whose outcome is unknown may or may not have
+// happened; a concurrent sweep may have skipped holds whose rows were
+// locked). docs/FAULTS.md lists what it makes illegal and what it does
+// not check.
 var Model = porcupine.NondeterministicModel{
 	Partition: partition,
-	Init:      func() []any { return []any{keyModel{avail: -1}} },
+	Init:      func() []any { return []any{initState()} },
 	Step: func(state, input, output any) []any {
 		next := step(state.(keyModel), input.(Input), output.(Output))
 		out := make([]any, len(next))
@@ -424,37 +592,63 @@ var Model = porcupine.NondeterministicModel{
 		in, out := input.(Input), output.(Output)
 		switch in.Op {
 		case OpAdjust, OpSet:
-			return fmt.Sprintf("%s(%d) -> %s avail=%d held=%d", in.Op, in.Delta, out.Result, out.Available, out.Held)
+			return fmt.Sprintf("%s(key%d %d) -> %s avail=%d held=%d", in.Op, in.Key, in.Delta, out.Result, out.Available, out.Held)
 		case OpLevel:
-			return fmt.Sprintf("level -> avail=%d held=%d", out.Available, out.Held)
+			return fmt.Sprintf("level(key%d) -> avail=%d held=%d", in.Key, out.Available, out.Held)
 		case OpSweep:
-			return fmt.Sprintf("sweep(now=%d)", in.Now)
+			if in.Partial {
+				return fmt.Sprintf("sweep(now=%d, concurrent, may skip %v all=%v) -> %s", in.Now, in.Skip[:in.NSkip], in.SkipAll, out.Result)
+			}
+			return fmt.Sprintf("sweep(now=%d) -> %s", in.Now, out.Result)
 		}
-		return fmt.Sprintf("%s(co%d q=%d) -> %s %s exp=%d", in.Op, in.CO, in.Qty, out.Result, out.Status, out.Exp)
+		lenient := ""
+		if !in.Strict {
+			lenient = " lenient"
+		}
+		return fmt.Sprintf("%s(co%d %v%s) -> %s %s exp=%d", in.Op, in.CO, in.Lines(), lenient, out.Result, out.Status, out.Exp)
 	},
 }
 
+// partition groups operations by connected keys: two keys are in one
+// partition when a cart spans both. Sweeps go to every partition.
 func partition(ops []porcupine.Operation) [][]porcupine.Operation {
-	byKey := map[int][]porcupine.Operation{}
+	parent := map[int]int{}
+	var find func(k int) int
+	find = func(k int) int {
+		p, ok := parent[k]
+		if !ok {
+			parent[k] = k
+			return k
+		}
+		if p == k {
+			return k
+		}
+		r := find(p)
+		parent[k] = r
+		return r
+	}
+	// Claims, releases, extends and reads of a checkout carry its cart's
+	// keys; a checkout's operations all join its first key's group.
+	for _, op := range ops {
+		ks := op.Input.(Input).keys()
+		for _, k := range ks {
+			parent[find(k)] = find(ks[0])
+		}
+	}
+	byRoot := map[int][]porcupine.Operation{}
 	var sweeps []porcupine.Operation
 	for _, op := range ops {
-		in := op.Input.(Input)
-		if in.Key < 0 {
+		ks := op.Input.(Input).keys()
+		if len(ks) == 0 {
 			sweeps = append(sweeps, op)
 			continue
 		}
-		byKey[in.Key] = append(byKey[in.Key], op)
+		r := find(ks[0])
+		byRoot[r] = append(byRoot[r], op)
 	}
 	var out [][]porcupine.Operation
-	for _, k := range slices.Sorted(maps.Keys(byKey)) {
-		part := byKey[k]
-		for _, sw := range sweeps {
-			in := sw.Input.(Input)
-			in.Key = k
-			sw.Input = in
-			part = append(part, sw)
-		}
-		out = append(out, part)
+	for _, r := range slices.Sorted(maps.Keys(byRoot)) {
+		out = append(out, append(byRoot[r], sweeps...))
 	}
 	return out
 }
@@ -465,6 +659,7 @@ type History struct {
 	mu    sync.Mutex
 	start time.Time
 	ops   []porcupine.Operation
+	marks []int64 // quiescence points, ascending (see Mark)
 }
 
 // NewHistory starts an empty history.
@@ -473,16 +668,29 @@ func NewHistory() *History { return &History{start: time.Now()} }
 // Now is a timestamp for Call and Return.
 func (h *History) Now() int64 { return int64(time.Since(h.start)) }
 
-// Add records an operation. Its return time is ignored when its outcome is
-// unknown: such an operation may take effect at any time after its call.
+// Add records an operation that returned now.
 func (h *History) Add(client int, in Input, call int64, out Output) {
-	ret := h.Now()
-	if out.Result == ResUnknown || out.Result == ResUntyped || out.Late {
-		ret = math.MaxInt64
-	}
+	h.AddOp(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: h.Now()})
+}
+
+// AddOp records an operation with its own times (hand-made histories).
+func (h *History) AddOp(op porcupine.Operation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	h.ops = append(h.ops, op)
+}
+
+// Mark records a quiescence point: nothing the engine started before it is
+// still running (no connection of the engine's pool is in use, no backend
+// of it is busy). An operation whose outcome is unknown may take effect
+// after it returned — a combined batch commits after its caller gave up, a
+// backend finishes a transaction its client no longer waits for — but not
+// after the next quiescence point: that bounds its window.
+func (h *History) Mark() {
+	now := h.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.marks = append(h.marks, now)
 }
 
 // Len is the number of operations recorded.
@@ -492,53 +700,110 @@ func (h *History) Len() int {
 	return len(h.ops)
 }
 
-// Check checks the history for linearizability against Model. On a
-// violation it writes porcupine's visualization to a file and names it in
-// the error.
-func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, error) {
+// Operations returns the recorded operations with the windows the check
+// uses: an operation whose outcome is unknown returns at the first
+// quiescence point after it returned, or after every other operation when
+// there is none.
+func (h *History) Operations() []porcupine.Operation {
 	h.mu.Lock()
 	ops := slices.Clone(h.ops)
+	marks := slices.Clone(h.marks)
 	h.mu.Unlock()
 	end := int64(0)
 	for _, op := range ops {
-		if op.Return != math.MaxInt64 {
-			end = max(end, op.Return)
-		}
-		end = max(end, op.Call)
+		end = max(end, op.Return, op.Call)
 	}
 	for i := range ops {
-		if ops[i].Return == math.MaxInt64 {
+		r := ops[i].Output.(Output).Result
+		if r != ResUnknown && r != ResUntyped {
+			continue
+		}
+		j, _ := slices.BinarySearch(marks, ops[i].Return)
+		if j < len(marks) {
+			ops[i].Return = marks[j]
+		} else {
 			ops[i].Return = end + 1 + int64(i)
+		}
+	}
+	return ops
+}
+
+// CheckTimeoutDefault bounds one linearizability check unless
+// HOLDFAST_CHECK_TIMEOUT (a Go duration) says otherwise.
+const CheckTimeoutDefault = 3 * time.Minute
+
+// ArtifactDir is where failed checks save their histories:
+// HOLDFAST_ARTIFACTS when set, else $TMPDIR/holdfast-artifacts.
+func ArtifactDir() string {
+	if d := os.Getenv("HOLDFAST_ARTIFACTS"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "holdfast-artifacts")
+}
+
+// Check checks the history for linearizability against Model. Anything
+// but porcupine.Ok is an error: Illegal (a wrong answer) and Unknown (the
+// check timed out, so nothing was proven). On an error it saves the history
+// (JSON, replayable with HOLDFAST_HISTORY and TestExplainHistory), a text
+// dump and, when Illegal, porcupine's visualization under ArtifactDir, and
+// names them in the error.
+func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, error) {
+	return h.CheckNamed("history", timeout)
+}
+
+// CheckNamed is Check with the saved files labelled name (a test name).
+func (h *History) CheckNamed(name string, timeout time.Duration) (porcupine.CheckResult, error) {
+	return CheckOperations(name, h.Operations(), timeout)
+}
+
+// CheckOperations is History.Check for a list of operations.
+func CheckOperations(name string, ops []porcupine.Operation, timeout time.Duration) (porcupine.CheckResult, error) {
+	if v := os.Getenv("HOLDFAST_CHECK_TIMEOUT"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			timeout = d
 		}
 	}
 	m := Model.ToModel()
 	res, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
-	if res == porcupine.Illegal {
-		path := filepath.Join(os.TempDir(), fmt.Sprintf("holdfast-history-%d.html", time.Now().UnixNano()))
-		if err := porcupine.VisualizePath(m, info, path); err != nil {
-			return res, fmt.Errorf("history is not linearizable (visualization failed: %v)", err)
-		}
-		dump := strings.TrimSuffix(path, ".html") + ".txt"
-		var b strings.Builder
-		single := m
-		single.Partition = nil
-		for pi, part := range partition(ops) {
-			if porcupine.CheckOperations(single, part) {
-				continue
-			}
-			fmt.Fprintf(&b, "partition %d is not linearizable\n", pi)
-			slices.SortStableFunc(part, func(a, b porcupine.Operation) int { return cmpInt64(a.Call, b.Call) })
-			for _, op := range part {
-				fmt.Fprintf(&b, "p%d c%d %d..%d %s\n", pi, op.ClientId, op.Call, op.Return, Model.DescribeOperation(op.Input, op.Output))
-			}
-		}
-		_ = os.WriteFile(dump, []byte(b.String()), 0o644)
-		if raw, err := json.Marshal(ops); err == nil {
-			_ = os.WriteFile(strings.TrimSuffix(path, ".html")+".json", raw, 0o644)
-		}
-		return res, fmt.Errorf("history is not linearizable: see %s and %s\n%s", path, dump, explain(info, partition(ops)))
+	if res == porcupine.Ok {
+		return res, nil
 	}
-	return res, nil
+	dir := ArtifactDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, fmt.Errorf("history check %s (and saving it failed: %v)", res, err)
+	}
+	safe := strings.NewReplacer("/", "_", " ", "_").Replace(name)
+	base := filepath.Join(dir, fmt.Sprintf("holdfast-history-%s-%d", safe, time.Now().UnixNano()))
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return res, fmt.Errorf("history check %s (and saving it failed: %v)", res, err)
+	}
+	if err := os.WriteFile(base+".json", raw, 0o644); err != nil {
+		return res, fmt.Errorf("history check %s (and saving it failed: %v)", res, err)
+	}
+	replay := fmt.Sprintf("replay: HOLDFAST_HISTORY=%s.json go test -run TestExplainHistory -v ./faulttest/", base)
+	if res == porcupine.Unknown {
+		return res, fmt.Errorf("history check inconclusive: timed out after %v over %d operations; history saved, %s", timeout, len(ops), replay)
+	}
+	var b strings.Builder
+	single := m
+	single.Partition = nil
+	for pi, part := range partition(ops) {
+		if porcupine.CheckOperations(single, part) {
+			continue
+		}
+		fmt.Fprintf(&b, "partition %d is not linearizable\n", pi)
+		slices.SortStableFunc(part, func(a, b porcupine.Operation) int { return cmpInt64(a.Call, b.Call) })
+		for _, op := range part {
+			fmt.Fprintf(&b, "p%d c%d %d..%d %s\n", pi, op.ClientId, op.Call, op.Return, Model.DescribeOperation(op.Input, op.Output))
+		}
+	}
+	_ = os.WriteFile(base+".txt", []byte(b.String()), 0o644)
+	vis := base + ".html"
+	if err := porcupine.VisualizePath(m, info, vis); err != nil {
+		vis = fmt.Sprintf("(visualization failed: %v)", err)
+	}
+	return res, fmt.Errorf("history is not linearizable: see %s and %s.txt; %s\n%s", vis, base, replay, explain(info, partition(ops)))
 }
 
 // Replay steps the model through the history in call order, as if it were
@@ -546,18 +811,7 @@ func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, error) {
 // none). For a concurrent history a rejection is only a hint; for a
 // sequential one (one worker) it is the violation.
 func (h *History) Replay() string {
-	h.mu.Lock()
-	ops := slices.Clone(h.ops)
-	h.mu.Unlock()
-	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int {
-		if a.Call < b.Call {
-			return -1
-		}
-		if a.Call > b.Call {
-			return 1
-		}
-		return 0
-	})
+	ops := h.Operations()
 	for _, part := range partition(ops) {
 		slices.SortStableFunc(part, func(a, b porcupine.Operation) int {
 			if a.Call < b.Call {
@@ -568,7 +822,7 @@ func (h *History) Replay() string {
 			}
 			return 0
 		})
-		states := []keyModel{{avail: -1}}
+		states := []keyModel{initState()}
 		for i, op := range part {
 			var next []keyModel
 			for _, s := range states {
@@ -596,7 +850,7 @@ func explain(info porcupine.LinearizationInfo, parts [][]porcupine.Operation) st
 				longest = l
 			}
 		}
-		states := []keyModel{{avail: -1}}
+		states := []keyModel{initState()}
 		done := map[porcupine.Operation]bool{}
 		var lines []string
 		for _, op := range longest {

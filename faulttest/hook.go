@@ -26,10 +26,17 @@ type Hook struct {
 
 	beforeCommit    atomic.Pointer[func(ctx context.Context, conn *pgx.Conn)]
 	beforeStatement atomic.Pointer[func(ctx context.Context, conn *pgx.Conn, sql string)]
+	beforeBatch     atomic.Pointer[func(ctx context.Context, conn *pgx.Conn, reservations int)]
 
 	// Statements and Pauses count what the hook saw and did.
 	Statements atomic.Int64
 	Pauses     atomic.Int64
+	// Batches counts the combiner's transactions (pipelines that create
+	// holds with sql/batch_reserve.sql) and Combined those among them that
+	// served two reservations or more: the proof that a scenario exercised
+	// the combiner and not only the plain path.
+	Batches  atomic.Int64
+	Combined atomic.Int64
 }
 
 var (
@@ -55,6 +62,20 @@ func (h *Hook) SetBeforeCommit(fn func(ctx context.Context, conn *pgx.Conn)) {
 		return
 	}
 	h.beforeCommit.Store(&fn)
+}
+
+// SetBeforeBatchCommit installs fn, called right before the combiner sends
+// the pipeline that creates a combined batch's holds and commits, with the
+// number of reservations it grants; nil removes it. fn runs on the batch's
+// goroutine: blocking in it holds the batch (and the counter rows it has
+// locked) back, and every reservation queued meanwhile waits in the
+// combiner.
+func (h *Hook) SetBeforeBatchCommit(fn func(ctx context.Context, conn *pgx.Conn, reservations int)) {
+	if fn == nil {
+		h.beforeBatch.Store(nil)
+		return
+	}
+	h.beforeBatch.Store(&fn)
 }
 
 // SetBeforeStatement installs fn, called before every statement (COMMIT
@@ -105,10 +126,44 @@ func (h *Hook) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.Tra
 // TraceQueryEnd implements pgx.QueryTracer.
 func (h *Hook) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TraceBatchStart implements pgx.BatchTracer.
-func (h *Hook) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+// batchReserveMark is how the hook recognises the combiner's statement
+// (the first line of sql/batch_reserve.sql).
+const batchReserveMark = "Create the holds a combined batch granted"
+
+// TraceBatchStart implements pgx.BatchTracer. A pipeline that ends its
+// transaction (the combiner sends its holds and COMMIT in one) counts as a
+// commit for SetBeforeCommit, called before the pipeline is sent.
+func (h *Hook) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
 	h.Statements.Add(1)
 	h.pause()
+	commit, grants := false, -1
+	if data.Batch != nil {
+		for _, q := range data.Batch.QueuedQueries {
+			commit = commit || isCommit(q.SQL)
+			if strings.Contains(q.SQL, batchReserveMark) {
+				h.Batches.Add(1)
+				grants = 0
+				if len(q.Arguments) > 0 {
+					if ids, ok := q.Arguments[0].([]string); ok {
+						grants = len(ids)
+					}
+				}
+				if grants > 1 {
+					h.Combined.Add(1)
+				}
+			}
+		}
+	}
+	if grants >= 0 && commit {
+		if fn := h.beforeBatch.Load(); fn != nil {
+			(*fn)(ctx, conn, grants)
+		}
+	}
+	if commit {
+		if fn := h.beforeCommit.Load(); fn != nil {
+			(*fn)(ctx, conn)
+		}
+	}
 	return ctx
 }
 

@@ -143,20 +143,15 @@ admin_users = %s
 }
 
 // PgBouncerExecMode is pgx's default_query_exec_mode for connections through
-// PgBouncer: HOLDFAST_PGBOUNCER_EXEC_MODE, else exec once ExecModeFixed, else
-// cache_describe. PgBouncer
-// 1.18 has no protocol-level prepared statements in transaction mode, so
-// only the modes with unnamed statements work: exec, cache_describe,
-// describe_exec (simple_protocol too). "exec" needs the engine fix for
-// jsonb arguments (see docs/FAULTS.md); cache_describe works today.
+// PgBouncer: HOLDFAST_PGBOUNCER_EXEC_MODE, else exec. PgBouncer 1.18 has no
+// protocol-level prepared statements in transaction mode, so only the modes
+// with unnamed statements work: exec, cache_describe, describe_exec
+// (simple_protocol too).
 func PgBouncerExecMode() string {
 	if m := os.Getenv("HOLDFAST_PGBOUNCER_EXEC_MODE"); m != "" {
 		return m
 	}
-	if ExecModeFixed {
-		return "exec"
-	}
-	return "cache_describe"
+	return "exec"
 }
 
 // URL is a connection URL for database db through PgBouncer, with pgx's

@@ -84,12 +84,8 @@ var _ = scenario("pgbouncer/random", func(t *testing.T) {
 	seed := faulttest.Seed(t)
 	e := faulttest.New(t, faulttest.Options{History: true, Bouncer: b})
 	sched := faulttest.Schedule{Seed: seed, Epochs: 6, OpsPerEpoch: 20,
-		PauseRate: 0.2, PauseMax: 2 * time.Millisecond}
-	if faulttest.KnownBugs() {
-		// Off by default until the engine maps PgBouncer's errors (see
-		// pgbouncer/backend-killed).
-		sched.KillMean, sched.CommitKill = 60*time.Millisecond, 0.03
-	}
+		PauseRate: 0.2, PauseMax: 2 * time.Millisecond,
+		KillMean: 60 * time.Millisecond, CommitKill: 0.03}
 	st := size(sched).Run(context.Background(), e)
 	e.Verify(context.Background())
 	t.Logf("seed %d: %s", seed, st)
@@ -97,15 +93,12 @@ var _ = scenario("pgbouncer/random", func(t *testing.T) {
 
 // pgx's "exec" query mode (unnamed statements, parameter types taken from
 // the Go types: what PgBouncer 1.18 users are told to use) directly and
-// through PgBouncer. Known engine bugs: Reserve passed the cart's JSON as
-// []byte to a jsonb parameter, sent as bytea text ("\x5b...") and rejected
-// (22P02) — fixed; SweepOnce passes a []uuid.UUID, which pgx cannot encode
-// without the server's parameter description — open. Both reach the caller
-// as untyped errors.
+// through PgBouncer. Regression test for finding 2 (docs/FAULTS.md): Reserve
+// passed the cart's JSON as []byte to a jsonb parameter (sent as bytea text
+// and rejected, 22P02) and SweepOnce passed a []uuid.UUID that pgx cannot
+// encode without the server's parameter description; both reached the
+// caller untyped. Both fixed.
 var _ = scenario("pgbouncer/exec-mode", func(t *testing.T) {
-	if !faulttest.ExecModeBugs() {
-		t.Skip("known engine bug (arguments pgx cannot encode in exec mode: sweep's []uuid.UUID); set HOLDFAST_KNOWN_BUGS=1 to run")
-	}
 	for _, through := range []*faulttest.PgBouncer{nil, sharedBouncer(t)} {
 		e := faulttest.New(t, faulttest.Options{Bouncer: through, ExecMode: "exec"})
 		ctx := context.Background()
@@ -131,14 +124,10 @@ var _ = scenario("pgbouncer/exec-mode", func(t *testing.T) {
 
 // Server backends terminated at random under PgBouncer: PgBouncer answers
 // some clients with its own error (seen: "FATAL: invalid server parameter",
-// SQLSTATE 08P01) on a client connection that stays open. Known engine bug:
-// the engine maps only SQLSTATE-less network errors (and 57P01/57P03) to
-// ErrUnavailable, so these reach the caller as untyped errors and
-// idempotent calls are not retried.
+// SQLSTATE 08P01) on a client connection that stays open. Regression test
+// for finding 3 (docs/FAULTS.md): these reached the caller untyped until the
+// engine counted SQLSTATE class 08 as a lost connection.
 var _ = scenario("pgbouncer/backend-killed", func(t *testing.T) {
-	if !faulttest.KnownBugs() {
-		t.Skip("known engine bug (PgBouncer's class-08 errors are not mapped to ErrUnavailable); set HOLDFAST_KNOWN_BUGS=1 to run")
-	}
 	seed := faulttest.Seed(t)
 	e := faulttest.New(t, faulttest.Options{Bouncer: sharedBouncer(t)})
 	st := size(faulttest.Schedule{Seed: seed, Epochs: 4, OpsPerEpoch: 20,

@@ -15,10 +15,11 @@ import (
 )
 
 // Proxy is a TCP proxy in front of a PostgreSQL server (or PgBouncer) that
-// understands just enough of the wire protocol to find a COMMIT. When told
-// to cut one, it forwards the COMMIT to the server, waits for the server's
-// answer (so the commit is durable) and then closes both connections
-// without passing the answer on: the client's commit outcome is unknown to
+// understands just enough of the wire protocol to find the server's answer
+// to a COMMIT (its CommandComplete, in the simple or the extended protocol,
+// alone or at the end of a pipeline). When told to cut one, it lets the
+// COMMIT reach the server, and when the server answers that it committed,
+// closes both connections without passing the answer on: the client's commit outcome is unknown to
 // it, and the truth is "committed". Safe for concurrent use.
 type Proxy struct {
 	ln     net.Listener
@@ -29,9 +30,11 @@ type Proxy struct {
 	rng   *rand.Rand
 	rate  float64
 	armed int
+	pids  map[uint32]bool // backends whose next COMMIT answer is cut
 
 	// Cut counts commits cut after the server answered; CutCommitted
-	// those the server answered with COMMIT (not ROLLBACK).
+	// those the server answered with COMMIT: since only COMMIT answers are
+	// cut, the two are equal (both kept for the tally's two lines).
 	Cut          atomic.Int64
 	CutCommitted atomic.Int64
 	// Severed counts client connections closed by SeverAll.
@@ -74,6 +77,18 @@ func (p *Proxy) CutNext(n int) {
 	p.armed += n
 }
 
+// CutBackend arms the proxy to cut the next COMMIT answer of the backend
+// with process id pid (pgconn.PgConn.PID: the proxy reads it from the
+// server's BackendKeyData), whatever other connections commit meanwhile.
+func (p *Proxy) CutBackend(pid uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pids == nil {
+		p.pids = map[uint32]bool{}
+	}
+	p.pids[pid] = true
+}
+
 // SetCutRate cuts each commit with probability rate, drawing from a
 // generator seeded with seed.
 func (p *Proxy) SetCutRate(rate float64, seed uint64) {
@@ -97,9 +112,13 @@ func (p *Proxy) SeverAll() int {
 	return n / 2
 }
 
-func (p *Proxy) decide() bool {
+func (p *Proxy) decide(pid uint32) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.pids[pid] {
+		delete(p.pids, pid)
+		return true
+	}
 	if p.armed > 0 {
 		p.armed--
 		return true
@@ -149,29 +168,33 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.track(client, false)
 	defer p.track(server, false)
 
-	var cutting atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Server to client: pass messages on, unless a cut is pending; then
-		// swallow up to ReadyForQuery and drop both connections.
+		// Server to client: pass messages on. When the server answers a
+		// COMMIT (simple query, or the last statement of a pipeline, as
+		// the combiner sends it) and this commit is to be cut, swallow the
+		// answer up to ReadyForQuery and drop both connections: the server
+		// committed, the client never learns it.
 		r := bufio.NewReader(server)
-		committed := false
+		cutting := false
+		var pid uint32
 		for {
 			typ, msg, err := readMessage(r)
 			if err != nil {
 				client.Close()
 				return
 			}
-			if cutting.Load() {
-				if typ == 'C' && strings.HasPrefix(string(msg[5:]), "COMMIT") {
-					committed = true
-				}
+			if typ == 'K' && len(msg) >= 9 {
+				pid = binary.BigEndian.Uint32(msg[5:9])
+			}
+			if !cutting && typ == 'C' && strings.HasPrefix(string(msg[5:]), "COMMIT") && p.decide(pid) {
+				cutting = true
+			}
+			if cutting {
 				if typ == 'Z' {
 					p.Cut.Add(1)
-					if committed {
-						p.CutCommitted.Add(1)
-					}
+					p.CutCommitted.Add(1)
 					client.Close()
 					server.Close()
 					return
@@ -210,13 +233,10 @@ func (p *Proxy) serve(client net.Conn) {
 		break
 	}
 	for {
-		typ, msg, err := readMessage(r)
+		_, msg, err := readMessage(r)
 		if err != nil {
 			server.Close()
 			break
-		}
-		if typ == 'Q' && isCommit(strings.TrimRight(string(msg[5:]), "\x00; ")) && p.decide() {
-			cutting.Store(true)
 		}
 		if _, err := server.Write(msg); err != nil {
 			break

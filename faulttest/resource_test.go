@@ -170,73 +170,75 @@ var _ = scenario("timeout/lock-and-statement", func(t *testing.T) {
 		{"lock_timeout", 50 * time.Millisecond, 5 * time.Second, "lock_timeout fired (55P03)", "55P03"},
 		{"statement_timeout", 5 * time.Second, 80 * time.Millisecond, "statement_timeout fired (57014)", "57014"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var retries sync.Map
-			e := faulttest.New(t, faulttest.Options{RetryMax: 2, Config: func(c *holdfast.Config) {
-				c.LockTimeout, c.StatementTimeout = tc.lock, tc.stmt
-				c.Observer = retryCounter{&retries}
-			}})
-			ctx := context.Background()
-			k := holdfast.Key{ShopID: 1, ItemID: 3, LocationID: 1}
-			e.AddKey(k, holdfast.StrategyCounter, 10)
-			lines := []holdfast.Line{{ItemID: 3, LocationID: 1, Quantity: 1}}
+		for _, strategy := range []holdfast.Strategy{holdfast.StrategyBatch, holdfast.StrategyCounter} {
+			t.Run(tc.name+"/"+string(strategy), func(t *testing.T) {
+				var retries sync.Map
+				e := faulttest.New(t, faulttest.Options{RetryMax: 2, Config: func(c *holdfast.Config) {
+					c.LockTimeout, c.StatementTimeout = tc.lock, tc.stmt
+					c.Observer = retryCounter{&retries}
+				}})
+				ctx := context.Background()
+				k := holdfast.Key{ShopID: 1, ItemID: 3, LocationID: 1}
+				e.AddKey(k, strategy, 10)
+				lines := []holdfast.Line{{ItemID: 3, LocationID: 1, Quantity: 1}}
 
-			lock := func(sql string) pgx.Tx {
-				tx, err := e.Admin.Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
+				lock := func(sql string) pgx.Tx {
+					tx, err := e.Admin.Begin(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := tx.Exec(ctx, sql); err != nil {
+						t.Fatal(err)
+					}
+					return tx
 				}
-				if _, err := tx.Exec(ctx, sql); err != nil {
-					t.Fatal(err)
+				// The counter row: a reservation's take waits on it.
+				tx := lock("SELECT 1 FROM inventory_counters WHERE inventory_item_id = 3 FOR UPDATE")
+				co := uuid.New()
+				e.Register(1, co, lines)
+				_, err := e.Reserve(ctx, 0, 1, co, lines, time.Minute)
+				if !errors.Is(err, holdfast.ErrUnavailable) {
+					e.Violation("reserve blocked by a row lock: %v, want ErrUnavailable", err)
 				}
-				return tx
-			}
-			// The counter row: a reservation's take waits on it.
-			tx := lock("SELECT 1 FROM inventory_counters WHERE inventory_item_id = 3 FOR UPDATE")
-			co := uuid.New()
-			e.Register(1, co, lines)
-			_, err := e.Reserve(ctx, 0, 1, co, lines, time.Minute)
-			if !errors.Is(err, holdfast.ErrUnavailable) {
-				e.Violation("reserve blocked by a row lock: %v, want ErrUnavailable", err)
-			}
-			if _, err := e.Checker.Hold(ctx, 1, co); !errors.Is(err, holdfast.ErrNotFound) {
-				e.Violation("a timed-out reserve left a hold behind: %v", err)
-			}
-			if l := level(t, e, k); l.Held != 0 {
-				e.Violation("a timed-out reserve left units held: %+v", l)
-			}
-			tx.Rollback(ctx)
-			if _, err := e.Reserve(ctx, 0, 1, co, lines, time.Minute); err != nil {
-				t.Fatalf("reserve after the lock is gone: %v", err)
-			}
+				if _, err := e.Checker.Hold(ctx, 1, co); !errors.Is(err, holdfast.ErrNotFound) {
+					e.Violation("a timed-out reserve left a hold behind: %v", err)
+				}
+				if l := level(t, e, k); l.Held != 0 {
+					e.Violation("a timed-out reserve left units held: %+v", l)
+				}
+				tx.Rollback(ctx)
+				if _, err := e.Reserve(ctx, 0, 1, co, lines, time.Minute); err != nil {
+					t.Fatalf("reserve after the lock is gone: %v", err)
+				}
 
-			// The level row: a claim's deduction waits on it.
-			tx = lock("SELECT 1 FROM inventory_levels WHERE inventory_item_id = 3 FOR UPDATE")
-			_, err = e.Claim(ctx, 0, 1, co)
-			if !errors.Is(err, holdfast.ErrUnavailable) {
-				e.Violation("claim blocked by a row lock: %v, want ErrUnavailable", err)
-			}
-			if h, err := e.Checker.Hold(ctx, 1, co); err != nil || h.Status != holdfast.StatusHeld {
-				e.Violation("a timed-out claim changed the hold: %+v %v", h, err)
-			}
-			tx.Rollback(ctx)
-			if _, err := e.Claim(ctx, 0, 1, co); err != nil {
-				t.Fatalf("claim after the lock is gone: %v", err)
-			}
-			n := 0
-			retries.Range(func(key, v any) bool {
-				if key.(string) == tc.sqlste {
-					n += v.(int)
+				// The level row: a claim's deduction waits on it.
+				tx = lock("SELECT 1 FROM inventory_levels WHERE inventory_item_id = 3 FOR UPDATE")
+				_, err = e.Claim(ctx, 0, 1, co)
+				if !errors.Is(err, holdfast.ErrUnavailable) {
+					e.Violation("claim blocked by a row lock: %v, want ErrUnavailable", err)
 				}
-				return true
+				if h, err := e.Checker.Hold(ctx, 1, co); err != nil || h.Status != holdfast.StatusHeld {
+					e.Violation("a timed-out claim changed the hold: %+v %v", h, err)
+				}
+				tx.Rollback(ctx)
+				if _, err := e.Claim(ctx, 0, 1, co); err != nil {
+					t.Fatalf("claim after the lock is gone: %v", err)
+				}
+				n := 0
+				retries.Range(func(key, v any) bool {
+					if key.(string) == tc.sqlste {
+						n += v.(int)
+					}
+					return true
+				})
+				fired := 2 // the two calls that gave up
+				if tc.sqlste == "55P03" {
+					fired += n // lock timeouts are retried; statement timeouts are not
+				}
+				e.Tally.Inject(tc.fault, fired)
+				e.Verify(ctx)
 			})
-			fired := 2 // the two calls that gave up
-			if tc.sqlste == "55P03" {
-				fired += n // lock timeouts are retried; statement timeouts are not
-			}
-			e.Tally.Inject(tc.fault, fired)
-			e.Verify(ctx)
-		})
+		}
 	}
 })
 

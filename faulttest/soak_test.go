@@ -42,7 +42,7 @@ func TestSoak(t *testing.T) {
 	var keys []holdfast.Key
 	for i := range 24 {
 		k := holdfast.Key{ShopID: 1, ItemID: int64(1000 + i), LocationID: 1}
-		e.AddKey(k, faulttest.Strategies[i%3], 500)
+		e.AddKey(k, faulttest.Strategies[i%len(faulttest.Strategies)], 500)
 		keys = append(keys, k)
 	}
 	e.Client.Start(ctx)

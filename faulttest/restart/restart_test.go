@@ -103,18 +103,15 @@ func TestRestartUnderLoad(t *testing.T) {
 }
 
 // The same through PgBouncer (transaction pooling): PgBouncer loses its
-// server connections and reconnects. Known engine bug: PgBouncer answers
-// some clients with its own class-08 errors, which reach them untyped (see
-// pgbouncer/backend-killed); run with HOLDFAST_KNOWN_BUGS=1.
+// server connections and reconnects. Regression test for finding 3
+// (docs/FAULTS.md): PgBouncer answers some clients with its own class-08
+// errors, which reached them untyped until the engine mapped them.
 func TestRestartThroughPgBouncer(t *testing.T) {
 	if server == nil {
 		t.Skip("TEST_DATABASE_URL is set: no private cluster to restart")
 	}
 	if !faulttest.PgBouncerInstalled() {
 		t.Skip(faulttest.ErrNoPgBouncer)
-	}
-	if !faulttest.KnownBugs() {
-		t.Skip("known engine bug (PgBouncer's class-08 errors are not mapped to ErrUnavailable); set HOLDFAST_KNOWN_BUGS=1 to run")
 	}
 	b := faulttest.StartPgBouncer(t, server.URL("postgres"))
 	restartUnderLoad(t, faulttest.Options{History: true, Database: db2, Bouncer: b})
