@@ -29,6 +29,11 @@ func newEnv(t *testing.T, cfg holdfast.Config, maxConns int) *env {
 	db := pgtest.DB(t, maxConns)
 	clock := pgtest.NewClock(time.Time{})
 	cfg.Now = clock.Now
+	if cfg.StatementTimeout == 0 {
+		// A loaded 2-core CI machine can stall a statement past the
+		// engine's 5 s default; tests that mean a timeout set their own.
+		cfg.StatementTimeout = 2 * time.Minute
+	}
 	c, err := holdfast.New(db.Pool, cfg)
 	if err != nil {
 		t.Fatal(err)

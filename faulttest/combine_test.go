@@ -189,9 +189,11 @@ var _ = scenario("combine/killed-and-cut", func(t *testing.T) {
 				if retries == 0 && failed > 0 {
 					e.Violation("%d of %d reservations failed although the engine retries a batch that did not commit", failed, len(answers))
 				}
-				if retries < 0 && failed < 2 {
-					e.Violation("without retries only %d reservations failed; the faulted batches served 2+ each", failed)
-				}
+				// Without retries a faulted batch still sends its requests
+				// to the plain path (issue #10 item 2: one failure fails
+				// no one), so any mix of holds and typed failures is
+				// right; checkAnswers holds each to the truth.
+				t.Logf("retries=%d: %d of %d reservations failed", retries, failed, len(answers))
 				checkAnswers(t, e, k, answers, false)
 				e.Verify(context.Background())
 			})
@@ -242,9 +244,10 @@ var _ = scenario("combine/answer-lost", func(t *testing.T) {
 				}
 				answers[co] = nil
 			}
-			if retries < 0 && unknown < 2*hits {
-				e.Violation("%d callers learnt nothing from %d lost batch answers of 2+ reservations each", unknown, hits)
-			}
+			// A lost batch answer sends its requests to the plain path,
+			// which finds their committed holds (replayed): callers may
+			// learn their hold rather than "unknown". Either is truthful.
+			t.Logf("retries=%d: %d callers answered unknown after %d lost batch answers", retries, unknown, hits)
 			checkAnswers(t, e, k, answers, true)
 			e.Verify(ctx)
 		})
@@ -256,7 +259,6 @@ var _ = scenario("combine/answer-lost", func(t *testing.T) {
 // nothing may happen: the batch must drop it, or answer it truthfully
 // (outcome unknown) if its batch had started (issue #10 item 2).
 var _ = scenario("combine/cancelled-while-queued", func(t *testing.T) {
-	t.Skip("engine bug, issue #10 item 2: a caller cancelled while queued in the combiner is told it failed while the batch still commits its hold; unskip once fixed")
 	e := faulttest.New(t, faulttest.Options{MaxConns: 12})
 	ctx := context.Background()
 	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}

@@ -123,7 +123,8 @@ var _ = scenario("commit/killed-before", func(t *testing.T) {
 // The server commits and the connection is cut before the client reads the
 // answer. With the engine's own retries the operation answers success
 // (replayed) and took effect once; without them the client sees
-// ErrUnavailable and its own retry with the same checkout id answers
+// ErrOutcomeUnknown (never "unavailable": the commit may have happened)
+// and its own retry with the same checkout id answers
 // replayed. An adjustment answers ErrOutcomeUnknown and took effect once.
 var _ = scenario("commit/answer-lost", func(t *testing.T) {
 	for _, retries := range []int{0, -1} {
@@ -145,8 +146,8 @@ var _ = scenario("commit/answer-lost", func(t *testing.T) {
 						t.Fatalf("round %d: the commit was not cut", i)
 					}
 					if retries < 0 {
-						if !errors.Is(err, holdfast.ErrUnavailable) {
-							e.Violation("reserve with its answer lost, no retries: %v, want ErrUnavailable", err)
+						if !errors.Is(err, holdfast.ErrOutcomeUnknown) {
+							e.Violation("reserve with its answer lost, no retries: %v, want ErrOutcomeUnknown", err)
 						}
 						h, err = e.Reserve(ctx, 0, 1, co, lines, time.Minute)
 					}
@@ -169,8 +170,8 @@ var _ = scenario("commit/answer-lost", func(t *testing.T) {
 					e.Proxy.CutNext(1)
 					h, err = end()
 					if retries < 0 {
-						if !errors.Is(err, holdfast.ErrUnavailable) {
-							e.Violation("%s with its answer lost, no retries: %v, want ErrUnavailable", op, err)
+						if !errors.Is(err, holdfast.ErrOutcomeUnknown) {
+							e.Violation("%s with its answer lost, no retries: %v, want ErrOutcomeUnknown", op, err)
 						}
 						h, err = end()
 					}

@@ -404,6 +404,11 @@ func step(s keyModel, in Input, out Output) []keyModel {
 			}
 		case out.Result == ResOK && out.Status == h.status && (h.status != holdfast.StatusHeld || out.Exp == h.exp):
 			return yes(s)
+		case out.Result == ResOK && h.status == holdfast.StatusHeld && out.Status == holdfast.StatusExpired &&
+			out.Exp == h.exp && in.Now > h.exp:
+			// Past its expiry, not swept yet: reads as expired (and still
+			// claimable); the model's hold stays held until a sweep.
+			return yes(s)
 		}
 	case OpAdjust:
 		a := s.avail[in.Key]

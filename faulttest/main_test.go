@@ -9,7 +9,7 @@ import (
 	"github.com/holdfast/holdfast/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.MainHeavy(m) }
 
 // scenarios are the fault scenarios; TestFaults runs them in parallel and
 // then logs the fault tally of the whole run.

@@ -47,7 +47,7 @@ var _ = scenario("pool/exhausted", func(t *testing.T) {
 				_, err := e.Reserve(octx, g, 1, co, lines, time.Minute)
 				cancel()
 				res := faulttest.Classify(err)
-				if err != nil && res == faulttest.ResUnknown && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, holdfast.ErrUnavailable) {
+				if err != nil && res == faulttest.ResUnknown && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, holdfast.ErrUnavailable) && !errors.Is(err, holdfast.ErrOutcomeUnknown) {
 					t.Errorf("unexpected error kind: %v", err)
 				}
 				if err == nil && g%2 == 0 {

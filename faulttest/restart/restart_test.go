@@ -32,6 +32,7 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	defer pgtest.Heavy()()
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		// No private cluster to restart: the test skips.
 		return m.Run()
