@@ -866,13 +866,14 @@ func (e *Env) Verify(ctx context.Context) int {
 		num := e.coNum[co]
 		e.mu.Unlock()
 		call := e.call()
+		readAt := e.Clock.Now()
 		h, err := e.Checker.Hold(ctx, en.Shop, co)
 		n++
 		if out := (Output{Result: Classify(err)}); out.Result == ResOK || out.Result == ResNotFound {
 			if h != nil {
 				out.Status, out.Exp = h.Status, micros(h.ExpiresAt)
 			}
-			e.recordCart(verifier, Input{Op: OpHold, CO: num}, en.Shop, en.Lines, call, out)
+			e.recordCart(verifier, Input{Op: OpHold, CO: num, Now: micros(readAt)}, en.Shop, en.Lines, call, out)
 		}
 		if errors.Is(err, holdfast.ErrNotFound) {
 			if en.Acked {

@@ -274,11 +274,7 @@ func (s *Sampler) SampleOnce(ctx context.Context) (*Activity, error) {
 	defer s.mu.Unlock()
 	step := s.cfg.Interval.Seconds()
 	for _, c := range a.Callers {
-		k := c.Caller
-		if _, ok := s.seconds[k]; !ok && len(s.seconds) >= s.cfg.SeriesMax {
-			k.Route, k.Tag = "other", "other"
-		}
-		s.seconds[k] += float64(c.Sessions) * step
+		s.seconds[s.bounded(c.Caller)] += float64(c.Sessions) * step
 	}
 	s.last = a
 	seen := map[idleSpell]bool{}
@@ -325,6 +321,17 @@ func (s *Sampler) Last() *Activity {
 type CallerSeconds struct {
 	Caller
 	Seconds float64 `json:"seconds"`
+}
+
+// bounded is k, or — once SeriesMax series exist and k is not one of
+// them — k folded into "other" (application, route and tag; the state
+// kept), so other sessions' application_name and comments cannot grow the
+// metric's label values without bound. Call with s.mu held.
+func (s *Sampler) bounded(k Caller) Caller {
+	if _, ok := s.seconds[k]; ok || len(s.seconds) < s.cfg.SeriesMax {
+		return k
+	}
+	return Caller{Application: "other", Route: "other", Tag: "other", State: k.State}
 }
 
 // ConnectionSeconds returns the connection-seconds per caller and state
@@ -381,8 +388,12 @@ func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
 	if a == nil {
 		return
 	}
+	sessions := map[Caller]int{}
 	for _, c := range a.Callers {
-		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(c.Sessions), c.Application, c.Route, c.Tag, c.State)
+		sessions[s.bounded(c.Caller)] += c.Sessions
+	}
+	for c, n := range sessions {
+		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), c.Application, c.Route, c.Tag, c.State)
 	}
 	oldest := 0.0
 	if a.Oldest != nil {

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -150,5 +151,49 @@ func TestSamplerRuns(t *testing.T) {
 	}
 	if err := m.Stop(ctx); err != nil { // idempotent
 		t.Fatal(err)
+	}
+}
+
+// Other sessions choose their own application_name and comments: the
+// sampler's series stay within SeriesMax, the rest folded into "other"
+// (issue #10 item 12).
+func TestSamplerBoundsCallerLabels(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 2)
+	const apps = 6
+	for i := range apps {
+		connect(t, db, fmt.Sprintf("stranger-%d", i))
+	}
+	s := ops.NewSampler(db.Pool, ops.SamplerConfig{Interval: 20 * time.Millisecond, SeriesMax: 2})
+	reg := prometheus.NewRegistry()
+	if err := s.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.SampleOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if name != "holdfast_pg_connection_seconds_total" && name != "holdfast_pg_sessions" {
+			continue
+		}
+		apps := map[string]bool{}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "application" {
+					apps[l.GetValue()] = true
+				}
+			}
+		}
+		// At most SeriesMax distinct callers plus "other".
+		if len(apps) > 3 || !apps["other"] {
+			t.Errorf("%s: application label values %v, want at most 2 plus other", name, apps)
+		}
 	}
 }
