@@ -23,6 +23,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/metrics"
@@ -112,6 +116,11 @@ type Config struct {
 	// 400 and above; successes are still counted in the metrics. Off by
 	// default: one line per request.
 	LogErrorsOnly bool
+	// TracerProvider gives every request a span named for its route
+	// ("holdfast reserve"), the parent of the engine's statement spans.
+	// Defaults to OpenTelemetry's global provider, a no-op until one is
+	// installed (holdfast serve installs one with --otlp-endpoint).
+	TracerProvider trace.TracerProvider
 	// Pprof adds net/http/pprof's /debug/pprof/ to MetricsHandler (never
 	// to the API handler): serve it on its own address to profile a
 	// running server.
@@ -140,6 +149,7 @@ type Server struct {
 	limits limits
 	mux    *http.ServeMux
 	reg    *prometheus.Registry
+	tracer trace.Tracer
 
 	seriesCache sync.Map // seriesKey → series
 	seriesCount atomic.Int64
@@ -200,7 +210,11 @@ func newServer(cfg Config) (*Server, error) {
 	if c, ok := cfg.Engine.(interface{ Config() holdfast.Config }); ok {
 		ec = c.Config()
 	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
 	s := &Server{
+		tracer: cfg.TracerProvider.Tracer("github.com/holdfast/holdfast/httpapi"),
 		cfg:    cfg,
 		eng:    cfg.Engine,
 		pool:   cfg.Pool,
@@ -586,6 +600,8 @@ func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
+		ctx, span := s.tracer.Start(ctx, "holdfast "+route, trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
 		c := &call{s: s, r: r, ctx: holdfast.WithTag(ctx, "http"), route: route}
 		var status int
 		var body any
@@ -595,11 +611,20 @@ func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
 		}
 		if err != nil {
 			ae := toAPIError(route, err)
+			if span.IsRecording() {
+				span.SetAttributes(attribute.Int("http.response.status_code", ae.Status), attribute.String("holdfast.error_code", ae.Code))
+				if ae.Status >= 500 {
+					span.SetStatus(codes.Error, ae.Code)
+				}
+			}
 			if ae.Status >= 500 && ae.Code != CodeOverloaded {
 				s.log.Warn("request failed", "request_id", w.Header().Get("X-Request-Id"), "route", route, "code", ae.Code, "error", err.Error())
 			}
 			writeError(w, ae)
 			return
+		}
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("http.response.status_code", status))
 		}
 		writeJSON(w, status, body)
 	})

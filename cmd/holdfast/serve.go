@@ -61,7 +61,7 @@ func newServeCmd() *cobra.Command {
 	fs.IntVar(&f.maxLines, "max-lines", holdfast.LinesPerCartMaxDefault, "most lines of one reservation")
 	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
 	fs.DurationVar(&f.reqTimeout, "request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
-	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per request and per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), f) }
 	return cmd
 }
@@ -149,7 +149,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	var qt pgx.QueryTracer // a nil *otelpgx.Tracer must stay a nil interface
 	if tracer != nil {
 		qt = tracer
-		log.Info("tracing: a span per SQL statement of the API's pool, exported over OTLP/HTTP")
+		log.Info("tracing: a span per request and per SQL statement of the API's pool, exported over OTLP/HTTP")
 	}
 	if db.Cluster != nil {
 		// No URL here: it carries the password.

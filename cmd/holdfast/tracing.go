@@ -24,12 +24,12 @@ import (
 var tracingEnv = []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"}
 
 // statementTracer gives every SQL statement (and batch) of a pool a span
-// through otelpgx. otelpgx only records statements inside a caller's span;
-// a statement without one (the engine and the HTTP layer start no spans
-// yet) gets a root span of its own, named for the route of its
-// sqlcommenter comment ("holdfast reserve"), with otelpgx's statement span
-// under it. Once callers start spans, statements join their traces and no
-// root is made. Safe for concurrent use.
+// through otelpgx. otelpgx only records statements inside a caller's span:
+// statements of an HTTP request join its span (httpapi starts one per
+// request, "holdfast reserve"); a statement without one (maintenance, the
+// combiner's shared batches) gets a root span of its own, named for the
+// route of its sqlcommenter comment, with otelpgx's statement span under
+// it. Safe for concurrent use.
 type statementTracer struct {
 	*otelpgx.Tracer
 	roots trace.Tracer
