@@ -45,7 +45,12 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.BoolVar(&f.redis, "redis", false, "add a Redis row: the legacy Redis design's reserve (docs/MIGRATION.md) on one hot key at the same clients, on REDIS_URL or a private redis-server")
 	fs.IntVar(&f.redisAttempts, "redis-attempts", 20_000, "reservations per --redis run")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		f.line = strings.Join(os.Args[1:], " ")
+		// The command line after "holdfast bench", for the report's title.
+		args := os.Args[1:]
+		if i := slices.Index(args, "bench"); i >= 0 {
+			args = args[i+1:]
+		}
+		f.line = strings.Join(args, " ")
 		f.clientsSet, f.durationSet = fs.Changed("clients"), fs.Changed("duration")
 		return runBench(cmd.Context(), cmd.OutOrStdout(), f)
 	}
