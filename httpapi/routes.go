@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 	s.shadowRoutes()
+	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		r.Context().Value(infoKey{}).(*reqInfo).route = "healthz"
@@ -273,3 +274,30 @@ func (s *Server) stock(c *call, member string) (int, any, error) {
 func (s *Server) setStock(c *call) (int, any, error)    { return s.stock(c, "available") }
 func (s *Server) adjustStock(c *call) (int, any, error) { return s.stock(c, "delta") }
 func (s *Server) getStock(c *call) (int, any, error)    { return s.stock(c, "") }
+
+// precreateSeries makes the request series that dashboards and alerts read
+// exist at zero from the start — every route's success, the reservation's
+// sold-out answer and the overload and outage answers — so a fresh server
+// shows 0, not "No data".
+func (s *Server) precreateSeries() {
+	for _, r := range []struct {
+		route string
+		ok    []int
+	}{
+		{routeReserve, []int{http.StatusCreated, http.StatusOK}},
+		{routeGetHold, []int{http.StatusOK}},
+		{routeClaim, []int{http.StatusOK}},
+		{routeRelease, []int{http.StatusOK}},
+		{routeExtend, []int{http.StatusOK}},
+		{routeSetStock, []int{http.StatusOK}},
+		{routeAdjustStock, []int{http.StatusOK}},
+		{routeGetStock, []int{http.StatusOK}},
+	} {
+		for _, st := range r.ok {
+			s.series(r.route, st, "ok")
+		}
+		s.series(r.route, http.StatusServiceUnavailable, CodeOverloaded)
+		s.series(r.route, http.StatusServiceUnavailable, CodeUnavailable)
+	}
+	s.series(routeReserve, http.StatusConflict, CodeInsufficientStock)
+}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -45,6 +46,25 @@ func TestRequestSpans(t *testing.T) {
 		}
 		if got != wants[i] {
 			t.Errorf("span %d: %+v, want %+v", i, got, wants[i])
+		}
+	}
+}
+
+// A fresh server's request series exist at zero, so dashboards and alerts
+// read 0, not "No data" (issue #12 item 6).
+func TestRequestSeriesAtZero(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{maxConns: 4})
+	r := e.expect(req{method: "GET", path: "/metrics", key: "admin"}, 200, "")
+	for _, want := range []string{
+		`holdfast_http_requests_total{outcome="ok",route="reserve",status="201"} 0`,
+		`holdfast_http_requests_total{outcome="ok",route="claim",status="200"} 0`,
+		`holdfast_http_requests_total{outcome="insufficient_stock",route="reserve",status="409"} 0`,
+		`holdfast_http_requests_total{outcome="overloaded",route="release",status="503"} 0`,
+		`holdfast_http_request_duration_seconds_count{outcome="ok",route="set_inventory"} 0`,
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }
