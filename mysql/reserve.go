@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -69,35 +68,7 @@ func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error)
 }
 
 func (c *Client) validateLines(in []holdfast.Line) ([]holdfast.Line, error) {
-	if len(in) == 0 {
-		return nil, argError("lines", "a cart needs at least one line")
-	}
-	if len(in) > c.cfg.LinesPerCartMax {
-		return nil, argError("lines", "at most %d lines per cart, got %d", c.cfg.LinesPerCartMax, len(in))
-	}
-	for i, l := range in {
-		switch {
-		case l.ItemID <= 0:
-			return nil, argError(fmt.Sprintf("lines[%d].item_id", i), "must be a positive integer")
-		case l.LocationID <= 0:
-			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "must be a positive integer")
-		case l.Quantity <= 0:
-			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at least 1")
-		case l.Quantity > c.cfg.QuantityMax:
-			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at most %d", c.cfg.QuantityMax)
-		}
-	}
-	lines := slices.Clone(in)
-	slices.SortFunc(lines, compareLines)
-	for i := 1; i < len(lines); i++ {
-		if lines[i].ItemID == lines[i-1].ItemID && lines[i].LocationID == lines[i-1].LocationID {
-			same := func(l holdfast.Line) bool { return l.ItemID == lines[i].ItemID && l.LocationID == lines[i].LocationID }
-			j := slices.IndexFunc(in, same)
-			k := j + 1 + slices.IndexFunc(in[j+1:], same)
-			return nil, argError(fmt.Sprintf("lines[%d]", k), "duplicates lines[%d] (item %d at location %d); merge them", j, lines[i].ItemID, lines[i].LocationID)
-		}
-	}
-	return lines, nil
+	return holdfast.ValidateLines(c.cfg, in)
 }
 
 func compareLines(a, b holdfast.Line) int {

@@ -1,0 +1,43 @@
+package holdfast
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ValidateLines checks a cart's lines against cfg's bounds (at least one
+// line, at most LinesPerCartMax, positive ids, quantities 1..QuantityMax, no
+// two lines for one key) and returns them sorted in (item, location) order,
+// the one lock order of every engine. A rejected cart is an *ArgumentError
+// naming the offending line. Every engine validates carts with it.
+func ValidateLines(cfg Config, in []Line) ([]Line, error) {
+	cfg = cfg.withDefaults()
+	if len(in) == 0 {
+		return nil, argError("lines", "a cart needs at least one line")
+	}
+	if len(in) > cfg.LinesPerCartMax {
+		return nil, argError("lines", "at most %d lines per cart, got %d", cfg.LinesPerCartMax, len(in))
+	}
+	for i, l := range in {
+		switch {
+		case l.ItemID <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].item_id", i), "must be a positive integer")
+		case l.LocationID <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "must be a positive integer")
+		case l.Quantity <= 0:
+			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at least 1")
+		case l.Quantity > cfg.QuantityMax:
+			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at most %d", cfg.QuantityMax)
+		}
+	}
+	lines := slices.Clone(in)
+	slices.SortFunc(lines, compareLines)
+	for i := 1; i < len(lines); i++ {
+		if lines[i].ItemID == lines[i-1].ItemID && lines[i].LocationID == lines[i-1].LocationID {
+			j := slices.IndexFunc(in, func(l Line) bool { return l.ItemID == lines[i].ItemID && l.LocationID == lines[i].LocationID })
+			k := j + 1 + slices.IndexFunc(in[j+1:], func(l Line) bool { return l.ItemID == lines[i].ItemID && l.LocationID == lines[i].LocationID })
+			return nil, argError(fmt.Sprintf("lines[%d]", k), "duplicates lines[%d] (item %d at location %d); merge them", j, lines[i].ItemID, lines[i].LocationID)
+		}
+	}
+	return lines, nil
+}
