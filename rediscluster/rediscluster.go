@@ -76,11 +76,17 @@ func Start(ctx context.Context) (*Server, error) {
 		// The server gets SIGTERM when the thread that started it exits:
 		// that thread stays locked to the goroutine waiting on the server,
 		// so a process that exits without Stop (os.Exit in TestMain) takes
-		// its server with it.
+		// its server with it. The goroutine unlocks the thread before it
+		// returns: a goroutine that returns while locked makes the Go
+		// runtime terminate its thread, and every child forked earlier on
+		// that thread with a Pdeathsig (a test's private PostgreSQL or
+		// MariaDB) would get its death signal — which is how the httpapi
+		// tests' cluster died mid-run after a shadow test stopped its Redis.
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		started := make(chan error, 1)
 		go func() {
 			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			if err := s.cmd.Start(); err != nil {
 				started <- err
 				close(s.done)
