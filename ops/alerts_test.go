@@ -62,9 +62,10 @@ var promQLWords = []string{"sum", "max", "min", "avg", "count", "rate", "irate",
 	"ignoring", "bool", "group_left", "group_right", "offset", "absent", "vector", "scalar"}
 
 // TestAlertRules: dashboards/alerts.yml is a well-formed Prometheus rule
-// file whose expressions name only metrics holdfast exports. promtool
-// checks it too when installed (Debian's prometheus package, which brings
-// a server with it, is not installed on these machines).
+// file whose expressions name only metrics holdfast exports, and promtool
+// accepts it (scripts/setup installs promtool from Debian's prometheus
+// package, never starting its server; without promtool only the parser
+// check runs).
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(alertsFile)
