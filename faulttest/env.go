@@ -421,7 +421,11 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 			// extends set it.
 			en.Exp = h.ExpiresAt
 		}
-		if !en.Acked {
+		if !en.Acked && en.endedAt.IsZero() {
+			// A claim or release of the checkout may have been answered
+			// before this reservation's own answer was recorded (the
+			// client goroutine was slow to come back): keep that outcome,
+			// or the book would think the hold still held.
 			en.Status = holdfast.StatusHeld
 		}
 		en.Acked = true
@@ -452,12 +456,18 @@ func (e *Env) Acknowledge(shop int64, co uuid.UUID, status holdfast.Status, exp 
 	en, _ := e.entry(shop, co, nil)
 	if status == holdfast.StatusHeld {
 		if !en.Acked {
-			en.Status, en.Exp = status, exp
+			en.Exp = exp
+			if en.endedAt.IsZero() {
+				en.Status = status
+			}
 		}
 		en.Acked = true
 		return
 	}
 	en.Status = status
+	if en.endedAt.IsZero() {
+		en.endedAt = time.Now()
+	}
 }
 
 // Doubt marks a checkout whose last operation's outcome is unknown.
