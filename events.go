@@ -97,8 +97,8 @@ func ValidateEventsArgs(shopID, after int64, limit int) (int, error) {
 // after, in cursor order (limit 0 means EventsLimitDefault, at most
 // EventsLimitMax). An empty answer means nothing new yet: ask again (the
 // HTTP feed long-polls). Events first sequences the events that committed
-// since the last pass, unless another sequencer is at it, so the feed is
-// never older than the call. Safe for concurrent use.
+// before the call (waiting for a sequencer at work), so the feed is never
+// older than the call. Safe for concurrent use.
 func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]Event, error) {
 	limit, err := ValidateEventsArgs(shopID, after, limit)
 	if err != nil {
@@ -155,9 +155,9 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 // SequenceEvents assigns per-shop cursors to the events that committed
 // since the last pass, in batches of EventSequenceBatch until a batch comes
 // back short, and derives key events (sold out, back in stock) for the keys
-// they touched. One sequencer runs at a time across every process: when
-// another holds the lock, SequenceEvents returns 0 at once. The sweeper
-// runs it on every tick; Events runs it before reading.
+// they touched. One sequencer runs at a time across every process (a
+// transaction-scoped advisory lock; a second waits for the first's batch).
+// The sweeper runs it on every tick; Events runs it before reading.
 func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
 	return c.sequenceEvents(ctx, c.maintenance())
 }
@@ -174,10 +174,10 @@ func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, e
 		if !pending {
 			return total, nil
 		}
-		n, locked := 0, true
+		n := 0
 		err := c.run(ctx, pool, RouteSweep, true, true, func(tx pgx.Tx, _ int) error {
 			n = 0
-			if err := tx.QueryRow(ctx, c.q(ctx, RouteSweep, "events_lock")).Scan(&locked); err != nil || !locked {
+			if _, err := tx.Exec(ctx, c.q(ctx, RouteSweep, "events_lock")); err != nil {
 				return err
 			}
 			rows, err := tx.Query(ctx, c.q(ctx, RouteSweep, "events_sequence"), EventSequenceBatch)
@@ -216,8 +216,8 @@ func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, e
 			return err
 		})
 		total += n
-		if err != nil || !locked || n < EventSequenceBatch {
-			if err == nil && locked && n > 0 {
+		if err != nil || n < EventSequenceBatch {
+			if err == nil && n > 0 {
 				// Key events derived by this pass wait for the next
 				// batch: sequence them now.
 				continue

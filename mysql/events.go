@@ -13,9 +13,10 @@ import (
 
 // Events returns up to limit events of shopID's feed with a cursor above
 // after, in cursor order (limit 0 means holdfast.EventsLimitDefault). It
-// first sequences the events committed since the last pass, unless another
-// sequencer is at it. Hold and stock events are written by triggers
-// (migration 005) in the change's own transaction; see holdfast.Event.
+// first sequences the events committed before the call (waiting for a
+// sequencer at work), so the feed is never older than the call. Hold and
+// stock events are written by triggers (migration 005) in the change's own
+// transaction; see holdfast.Event.
 func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
 	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
 	if err != nil {
@@ -75,8 +76,7 @@ const eventSequencePasses = 8
 // the last pass, in batches of holdfast.EventSequenceBatch, and derives key
 // events (sold out, back in stock) for the keys they touched. One sequencer
 // runs at a time across every process (the lock row of
-// holdfast_event_sequencer, taken with SKIP LOCKED): when another holds
-// it, SequenceEvents returns at once. The sweeper runs it on every tick;
+// holdfast_event_sequencer; a second waits for the first's batch). The sweeper runs it on every tick;
 // Events runs it before reading.
 func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
 	const route = holdfast.RouteSweep
