@@ -105,6 +105,9 @@ var tests = []struct {
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
+	{"Events", testEvents},
+	{"EventsBadArguments", testEventsBadArguments},
+	{"EventsConcurrentPaging", testEventsConcurrentPaging},
 }
 
 // long reports whether the heavier forms of the tests run.
