@@ -39,6 +39,10 @@ type Engine interface {
 	// SweepOnce expires every hold past its TTL, in bounded batches, and
 	// returns how many it expired.
 	SweepOnce(ctx context.Context) (int, error)
+	// ServeWaitlist runs one pass of the waitlist server: it ends waits
+	// that ran out and holds waiting carts first-come-first-served from
+	// units that came back, and returns how many waits it ended.
+	ServeWaitlist(ctx context.Context) (int, error)
 	// Start starts the background maintenance workers; it does not block.
 	Start(ctx context.Context)
 	// Stop stops them; idempotent, safe before Start, bounded by ctx.

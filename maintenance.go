@@ -49,6 +49,9 @@ func (c *Client) Start(ctx context.Context) {
 		replenisher := &maint.Worker{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep}
 		c.replenisher.Store(replenisher)
 		c.workers = []*maint.Worker{sweeper, replenisher}
+		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
+		c.waitlister.Store(waitlister)
+		c.workers = append(c.workers, waitlister)
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -184,6 +187,7 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	})
 	if err == nil && n > 0 {
 		c.cfg.Observer.Expired(n)
+		c.kickWaitlist()
 	}
 	return n, err
 }
