@@ -23,6 +23,9 @@ func (c *Client) Start(ctx context.Context) {
 			{Name: "sweeper", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sweepStep},
 			{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep},
 		}
+		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
+		c.waitlister.Store(waitlister)
+		c.workers = append(c.workers, waitlister)
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -116,6 +119,7 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	})
 	if err == nil && n > 0 {
 		c.cfg.Observer.Expired(n)
+		c.kickWaitlist()
 	}
 	return n, err
 }
