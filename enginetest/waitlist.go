@@ -122,6 +122,10 @@ func testWaitlistFCFS(t *testing.T, h *Harness) {
 		}
 		for step, ret := range returns {
 			ret()
+			// The unit is back, not served yet: still not for a new buyer.
+			if _, err := e.reserve(1, uuid.New(), one(5, 1)); !errors.Is(err, holdfast.ErrInsufficientStock) {
+				t.Fatalf("a new buyer right after return %d: %v, want ErrInsufficientStock", step+1, err)
+			}
 			e.serve()
 			for p, id := range order {
 				want := fmt.Sprintf("waiting:%d", p-step)
@@ -144,9 +148,9 @@ func testWaitlistFCFS(t *testing.T, h *Harness) {
 	})
 }
 
-// testWaitlistNoJump races new buyers against each return of a unit:
-// while waiters exist, none of them gets it, and every unit goes to the
-// queue in order.
+// testWaitlistNoJump races new buyers against each return of a unit, then
+// sends more once it is back and before the server's pass: while waiters
+// exist none of them gets it, and every unit goes to the queue in order.
 func testWaitlistNoJump(t *testing.T, h *Harness) {
 	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
 		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{Conns: 24})
@@ -182,7 +186,7 @@ func testWaitlistNoJump(t *testing.T, h *Harness) {
 					}
 				}()
 			}
-			wg.Add(2)
+			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
@@ -190,17 +194,22 @@ func testWaitlistNoJump(t *testing.T, h *Harness) {
 					bad.add("round %d: release: %v", r, err)
 				}
 			}()
-			go func() {
-				defer wg.Done()
-				<-start
-				if _, err := e.e.ServeWaitlist(ctxb()); err != nil {
-					bad.add("round %d: serve: %v", r, err)
-				}
-			}()
 			close(start)
 			wg.Wait()
+			// The unit is back and unserved: more buyers at once.
+			for range buyers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := e.reserve(2, uuid.New(), one(6, 1))
+					if !errors.Is(err, holdfast.ErrInsufficientStock) {
+						bad.add("round %d: a new buyer after the release: %v, want ErrInsufficientStock", r, err)
+					}
+				}()
+			}
+			wg.Wait()
 			bad.check(t)
-			e.serve() // the release may have committed after the racing pass
+			e.serve()
 			for i, id := range waiters {
 				want := fmt.Sprintf("waiting:%d", i-r)
 				if i <= r {
