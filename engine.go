@@ -43,6 +43,9 @@ type Engine interface {
 	// that ran out and holds waiting carts first-come-first-served from
 	// units that came back, and returns how many waits it ended.
 	ServeWaitlist(ctx context.Context) (int, error)
+	// Events reads a shop's event feed: the events with a cursor above
+	// after, in cursor order, at most limit of them (events.go).
+	Events(ctx context.Context, shopID int64, after int64, limit int) ([]Event, error)
 	// Start starts the background maintenance workers; it does not block.
 	Start(ctx context.Context)
 	// Stop stops them; idempotent, safe before Start, bounded by ctx.

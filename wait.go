@@ -78,3 +78,14 @@ func validWaitMax(d time.Duration) error {
 	}
 	return nil
 }
+
+// Events of the waitlist (in the shop's event feed, Engine.Events).
+const (
+	// EventWaitlistHeld: a waiting checkout's cart was held, with the
+	// hold's lines and expiry.
+	EventWaitlistHeld EventType = "waitlist.held"
+	// EventWaitlistExpired: a checkout's wait ran out before its cart
+	// could be held (or the checkout got a hold of its own meanwhile);
+	// nothing is held for it.
+	EventWaitlistExpired EventType = "waitlist.expired"
+)

@@ -353,7 +353,7 @@ func (c *Client) expireWaits(ctx context.Context, tx pgx.Tx) (int, error) {
 	}
 	var keys []Key
 	for _, e := range done {
-		if err := c.waitEvent(ctx, tx, "waitlist.expired", e.shop, e.checkout, e.lines); err != nil {
+		if err := InsertEventTx(ctx, tx, e.shop, EventWaitlistExpired, &e.checkout, e.lines, nil); err != nil {
 			return 0, err
 		}
 		for _, l := range e.lines {
@@ -437,16 +437,16 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *Hold
 	if _, err := tx.Exec(ctx, c.q(ctx, RouteReplenish, "waitlist_end"), w.shop, w.checkout, status, c.now()); err != nil {
 		return nil, false, err
 	}
-	if err := c.waitEvent(ctx, tx, "waitlist."+status, w.shop, w.checkout, w.lines); err != nil {
+	ev, exp := EventWaitlistHeld, (*time.Time)(nil)
+	if h != nil {
+		exp = &h.ExpiresAt
+	} else {
+		ev = EventWaitlistExpired
+	}
+	if err := InsertEventTx(ctx, tx, w.shop, ev, &w.checkout, w.lines, exp); err != nil {
 		return nil, false, err
 	}
 	return h, true, nil
-}
-
-// waitEvent records a waitlist event in tx. No durable event log is in
-// this build yet: it records nothing (see the report of issue #17).
-func (c *Client) waitEvent(ctx context.Context, tx pgx.Tx, kind string, shop int64, checkout uuid.UUID, lines []Line) error {
-	return nil
 }
 
 // purgeWaits deletes one batch of ended waits older than the retention.

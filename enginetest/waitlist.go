@@ -141,6 +141,25 @@ func testWaitlistFCFS(t *testing.T, h *Harness) {
 			}
 			e.checkInvariant(false)
 		}
+		// Each grant is announced, in grant order, with the hold's expiry.
+		var held []uuid.UUID
+		for _, ev := range e.waitEvents(1) {
+			if ev.Type != holdfast.EventWaitlistHeld {
+				t.Fatalf("event %+v, want only waitlist.held", ev)
+			}
+			if hh := e.hold(1, *ev.CheckoutID); ev.ExpiresAt == nil || !ev.ExpiresAt.Equal(hh.ExpiresAt) || len(ev.Lines) != 1 || ev.Lines[0] != one(5, 1)[0] {
+				t.Fatalf("event %+v for hold %+v", ev, hh)
+			}
+			held = append(held, *ev.CheckoutID)
+		}
+		if len(held) != len(returns) {
+			t.Fatalf("%d waitlist.held events, want %d", len(held), len(returns))
+		}
+		for i, id := range held {
+			if id != order[i] {
+				t.Fatalf("waitlist.held event %d is for the waiter at position %d's checkout %s, want %s", i, i+1, id, order[i])
+			}
+		}
 		// A granted waiter's hold is an ordinary hold: claimable.
 		if _, err := e.e.Claim(ctxb(), 1, order[0]); err != nil {
 			t.Fatalf("claim a granted waiter: %v", err)
@@ -256,6 +275,11 @@ func testWaitlistExpiry(t *testing.T, h *Harness) {
 		e.serve()
 		if got := e.waitState(3, w2); got != "expired" {
 			t.Fatalf("w2 past its wait: %s, want expired", got)
+		}
+		evs := e.waitEvents(3)
+		if len(evs) != 2 || evs[0].Type != holdfast.EventWaitlistExpired || *evs[0].CheckoutID != w1 ||
+			evs[1].Type != holdfast.EventWaitlistExpired || *evs[1].CheckoutID != w2 {
+			t.Fatalf("events %+v, want waitlist.expired for w1 then w2", evs)
 		}
 		// No waiters left: returned units are for everyone again.
 		e.release(3, holder)
@@ -399,6 +423,21 @@ func testWaitlistBadInput(t *testing.T, h *Harness) {
 	if _, err := e.e.Hold(ctxb(), 6, uuid.Nil); !errors.Is(err, holdfast.ErrInvalidArgument) {
 		t.Fatalf("hold of a nil checkout: %v", err)
 	}
+}
+
+// waitEvents returns the waitlist events of a shop's feed, in order.
+func (e *env) waitEvents(shop int64) []holdfast.Event {
+	e.t.Helper()
+	var out []holdfast.Event
+	for _, ev := range e.events(shop, 0) {
+		if ev.Type == holdfast.EventWaitlistHeld || ev.Type == holdfast.EventWaitlistExpired {
+			if ev.CheckoutID == nil {
+				e.t.Fatalf("waitlist event without a checkout: %+v", ev)
+			}
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // release releases id or fails the test.

@@ -361,7 +361,7 @@ func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
 		}
 		if ended {
 			n++
-			if err := c.waitEvent(ctx, tx, "waitlist.expired", d.shop, d.checkout, d.lines); err != nil {
+			if err := c.InsertEventTx(ctx, tx, d.shop, holdfast.EventWaitlistExpired, &d.checkout, d.lines, nil); err != nil {
 				return 0, err
 			}
 		}
@@ -473,11 +473,12 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 	if _, err := c.endWait(ctx, tx, w.shop, w.checkout, status); err != nil {
 		return false, err
 	}
-	return true, c.waitEvent(ctx, tx, "waitlist."+status, w.shop, w.checkout, w.lines)
-}
-
-// waitEvent records a waitlist event in tx. No durable event log is in
-// this build yet: it records nothing (see the report of issue #17).
-func (c *Client) waitEvent(ctx context.Context, tx *sql.Tx, kind string, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
-	return nil
+	if status == "expired" {
+		return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
+	}
+	h, err := c.readHold(ctx, tx, route, "hold_get", w.shop, w.checkout)
+	if err != nil {
+		return false, err
+	}
+	return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistHeld, &w.checkout, w.lines, &h.ExpiresAt)
 }
