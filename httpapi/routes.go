@@ -146,6 +146,9 @@ func (s *Server) reserve(c *call) (int, any, error) {
 		h, err = s.eng.Reserve(ctx, p)
 		return err
 	})
+	if status, body, ok := waiting(c.shop, p.CheckoutID, err); ok { // waitlist.go
+		return status, body, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -193,6 +196,9 @@ func (s *Server) lifecycle(c *call, op func(ctx context.Context, shop int64, id 
 		h, err = op(ctx, c.shop, id)
 		return err
 	})
+	if status, body, ok := waiting(c.shop, id, err); ok { // waitlist.go
+		return status, body, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -300,4 +306,5 @@ func (s *Server) precreateSeries() {
 		s.series(r.route, http.StatusServiceUnavailable, CodeUnavailable)
 	}
 	s.series(routeReserve, http.StatusConflict, CodeInsufficientStock)
+	s.series(routeReserve, http.StatusAccepted, "ok") // waiting (waitlist.go)
 }
