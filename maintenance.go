@@ -196,13 +196,14 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 }
 
 // PurgeOnce deletes one batch (at most Config.SweepBatch each) of hold
-// outcome records and of stock change records older than
-// Config.OutcomeRetention and returns how many, the larger of the two.
+// outcome records, of stock change records and of ended waits (waitlist.go)
+// older than Config.OutcomeRetention and returns how many, the larger of
+// the two.
 func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.run(ctx, c.maintenance(), RoutePurge, true, true, func(tx pgx.Tx, _ int) error {
 		n = 0
-		for _, stmt := range []string{"purge_outcomes", "purge_stock_changes"} {
+		for _, stmt := range []string{"purge_outcomes", "purge_stock_changes", "waitlist_purge"} {
 			tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
 			if err != nil {
 				return err

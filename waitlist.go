@@ -218,10 +218,18 @@ func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
 // it ends waits that ran out (at most WaitlistScanMax; event
 // waitlist.expired), then grants waiting carts first-come-first-served
 // (the oldest WaitlistScanMax) as ordinary holds with their TTL, each
-// whole or not at all (event waitlist.held), and purges ended waits past
-// Config.OutcomeRetention. It returns how many waits it ended. Replicas
-// may run it at once: one pass runs at a time.
+// whole or not at all (event waitlist.held). It returns how many waits it
+// ended. When nobody waits it costs one statement. Replicas may run it at
+// once: one pass runs at a time. Ended waits are purged with hold outcomes
+// (PurgeOnce) after Config.OutcomeRetention.
 func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
+	var waiting bool
+	if err := c.maintenance().QueryRow(ctx, c.q(ctx, RouteReplenish, "waitlist_any")).Scan(&waiting); err != nil {
+		return 0, c.mapErr(RouteReplenish, err, true, true)
+	}
+	if !waiting {
+		return 0, nil
+	}
 	var n int
 	var granted []*Hold
 	err := c.run(ctx, c.maintenance(), RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
@@ -234,9 +242,6 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 			return err
 		}
 		n += expired
-		if _, err := c.purgeWaits(ctx, tx); err != nil {
-			return err
-		}
 		queue, err := c.waitQueue(ctx, tx)
 		if err != nil || len(queue) == 0 {
 			return err
@@ -447,10 +452,4 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *Hold
 		return nil, false, err
 	}
 	return h, true, nil
-}
-
-// purgeWaits deletes one batch of ended waits older than the retention.
-func (c *Client) purgeWaits(ctx context.Context, tx pgx.Tx) (int, error) {
-	tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, "waitlist_purge"), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
-	return int(tag.RowsAffected()), err
 }

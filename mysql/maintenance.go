@@ -138,7 +138,7 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		n = 0
-		for _, stmt := range []string{"purge_outcomes", "purge_changes"} {
+		for _, stmt := range []string{"purge_outcomes", "purge_changes", "waitlist_purge"} {
 			res, err := tx.ExecContext(ctx, c.q(ctx, route, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
 			if err != nil {
 				return err

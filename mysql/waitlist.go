@@ -235,11 +235,19 @@ func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
 // it ends waits that ran out (at most WaitlistScanMax; event
 // waitlist.expired), grants waiting carts first-come-first-served (the
 // oldest WaitlistScanMax) as ordinary holds with their TTL, each whole or
-// not at all (event waitlist.held), and purges ended waits past
-// Config.OutcomeRetention. It returns how many waits it ended. One pass
-// runs at a time across clients.
+// not at all (event waitlist.held). It returns how many waits it ended.
+// When nobody waits it costs one statement. One pass runs at a time across
+// clients. Ended waits are purged with hold outcomes (PurgeOnce) after
+// Config.OutcomeRetention.
 func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 	const route = holdfast.RouteReplenish
+	var waiting bool
+	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "waitlist_any")).Scan(&waiting); err != nil {
+		return 0, c.mapErr(route, err, true, true)
+	}
+	if !waiting {
+		return 0, nil
+	}
 	var n int
 	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		n = 0
@@ -251,9 +259,6 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 			return err
 		}
 		n += expired
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_purge"), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch); err != nil {
-			return err
-		}
 		queue, err := c.waitQueue(ctx, tx)
 		if err != nil || len(queue) == 0 {
 			return err
