@@ -167,9 +167,10 @@ func testWaitlistFCFS(t *testing.T, h *Harness) {
 	})
 }
 
-// testWaitlistNoJump races new buyers against each return of a unit, then
-// sends more once it is back and before the server's pass: while waiters
-// exist none of them gets it, and every unit goes to the queue in order.
+// testWaitlistNoJump races new buyers against each return of a unit (and,
+// every other round, two passes of the server), then sends more once it is
+// back: while waiters exist none of them gets it, and every unit goes to
+// the queue in order.
 func testWaitlistNoJump(t *testing.T, h *Harness) {
 	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
 		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{Conns: 24})
@@ -213,6 +214,20 @@ func testWaitlistNoJump(t *testing.T, h *Harness) {
 					bad.add("round %d: release: %v", r, err)
 				}
 			}()
+			if r%2 == 1 {
+				// Two passes of the server (two replicas) race too: one
+				// unit, one grant, to the head of the queue.
+				for range 2 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						if _, err := e.e.ServeWaitlist(ctxb()); err != nil {
+							bad.add("round %d: serve: %v", r, err)
+						}
+					}()
+				}
+			}
 			close(start)
 			wg.Wait()
 			// The unit is back and unserved: more buyers at once.
