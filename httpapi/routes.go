@@ -175,7 +175,7 @@ func (s *Server) combinable(p holdfast.ReserveParams) bool {
 	if cb, ok := s.eng.(Combiner); ok {
 		return cb.Combinable(p)
 	}
-	return s.batch && len(p.Lines) == 1
+	return s.batch && len(p.Lines) == 1 && p.Wait == 0 // a wait may need a transaction of its own
 }
 
 func (c *call) checkout() (uuid.UUID, *apiError) {
