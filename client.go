@@ -65,7 +65,8 @@ type Client struct {
 	workers     []*maint.Worker
 	sweeper     atomic.Pointer[maint.Worker]
 	replenisher atomic.Pointer[maint.Worker]
-	dirty       sync.Map // Key -> struct{}
+	waitlister  atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
+	dirty       sync.Map                     // Key -> struct{}
 	dirtyN      atomic.Int64
 	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
 }
@@ -83,7 +84,7 @@ type keyInfo struct {
 // SchemaVersion is the schema version (package migrate) this engine needs
 // at least. A newer schema is accepted: during a rolling upgrade the new
 // binary migrates while old ones still run.
-const SchemaVersion = 8
+const SchemaVersion = 10
 
 // schemaCheckTimeout bounds New's schema check.
 const schemaCheckTimeout = 30 * time.Second

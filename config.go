@@ -122,6 +122,10 @@ type Config struct {
 	// only the requests of that key wait. Defaults to CombineLockWaitDefault
 	// and never exceeds LockTimeout.
 	CombineLockWait time.Duration
+	// WaitMax bounds ReserveParams.Wait, how long a short reservation may
+	// wait in a key's queue for units to come back. Defaults to
+	// WaitMaxDefault; at most WaitMaxLimit.
+	WaitMax time.Duration
 	// Now replaces the database clock, for tests. Nil (the default) uses
 	// the database's clock_timestamp(), which is authoritative.
 	Now func() time.Time
@@ -171,6 +175,7 @@ func (c Config) validate() error {
 		positive("StatementTimeout", c.StatementTimeout),
 		positive("IdleInTransactionTimeout", c.IdleInTransactionTimeout),
 		positive("CombineLockWait", c.CombineLockWait),
+		validWaitMax(c.WaitMax),
 	} {
 		if err != nil {
 			return err

@@ -39,6 +39,10 @@ type Engine interface {
 	// SweepOnce expires every hold past its TTL, in bounded batches, and
 	// returns how many it expired.
 	SweepOnce(ctx context.Context) (int, error)
+	// ServeWaitlist runs one pass of the waitlist server: it ends waits
+	// that ran out and holds waiting carts first-come-first-served from
+	// units that came back, and returns how many waits it ended.
+	ServeWaitlist(ctx context.Context) (int, error)
 	// Events reads a shop's event feed: the events with a cursor above
 	// after, in cursor order, at most limit of them (events.go).
 	Events(ctx context.Context, shopID int64, after int64, limit int) ([]Event, error)

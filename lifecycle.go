@@ -156,7 +156,11 @@ func (c *Client) deduct(ctx context.Context, tx pgx.Tx, route string, shop int64
 // as expired (its units go back). Releasing a claimed checkout is
 // ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
-	return c.release(ctx, c.pool, true, shopID, checkoutID)
+	h, err := c.release(ctx, c.pool, true, shopID, checkoutID)
+	if err == nil && !h.Replayed {
+		c.kickWaitlist() // units came back: waiters first (waitlist.go)
+	}
+	return h, err
 }
 
 // ReleaseTx is Release inside the caller's transaction (in a savepoint).
@@ -398,7 +402,7 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 		h, err = c.getHold(ctx, tx, RouteRead, shopID, checkoutID)
 		return err
 	})
-	return h, err
+	return c.holdOrWait(ctx, shopID, checkoutID, h, err) // waitlist.go
 }
 
 func (c *Client) getHold(ctx context.Context, q pgx.Tx, route string, shop int64, checkout uuid.UUID) (*Hold, error) {

@@ -49,6 +49,9 @@ func (c *Client) Start(ctx context.Context) {
 		replenisher := &maint.Worker{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep}
 		c.replenisher.Store(replenisher)
 		c.workers = []*maint.Worker{sweeper, replenisher}
+		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
+		c.waitlister.Store(waitlister)
+		c.workers = append(c.workers, waitlister)
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -187,18 +190,20 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	})
 	if err == nil && n > 0 {
 		c.cfg.Observer.Expired(n)
+		c.kickWaitlist()
 	}
 	return n, err
 }
 
 // PurgeOnce deletes one batch (at most Config.SweepBatch each) of hold
-// outcome records and of stock change records older than
-// Config.OutcomeRetention and returns how many, the larger of the two.
+// outcome records, of stock change records and of ended waits (waitlist.go)
+// older than Config.OutcomeRetention and returns how many, the larger of
+// the two.
 func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.run(ctx, c.maintenance(), RoutePurge, true, true, func(tx pgx.Tx, _ int) error {
 		n = 0
-		for _, stmt := range []string{"purge_outcomes", "purge_stock_changes"} {
+		for _, stmt := range []string{"purge_outcomes", "purge_stock_changes", "waitlist_purge"} {
 			tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
 			if err != nil {
 				return err

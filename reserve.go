@@ -22,13 +22,17 @@ import (
 // retries; the same checkout with other lines is ErrIdempotencyConflict.
 // Out of stock is an *InsufficientStockError naming every short line.
 func (c *Client) Reserve(ctx context.Context, p ReserveParams) (*Hold, error) {
-	return c.reserve(ctx, c.pool, true, p)
+	h, err := c.reserve(ctx, c.pool, true, p)
+	return c.waitIfShort(ctx, p, h, err) // waitlist.go
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
 // any error the caller's transaction is left as it was, still usable. The
 // hold exists once the caller commits.
 func (c *Client) ReserveTx(ctx context.Context, tx pgx.Tx, p ReserveParams) (*Hold, error) {
+	if p.Wait != 0 {
+		return nil, argError("wait", "waiting is not offered inside a caller's transaction")
+	}
 	return c.reserve(ctx, tx, false, p)
 }
 
@@ -57,6 +61,9 @@ func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
 	}
 	lines, err := c.validateLines(p.Lines)
 	if err != nil {
+		return nil, err
+	}
+	if err := ValidateWait(c.cfg, p.Wait); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)
@@ -454,8 +461,12 @@ func (c *Client) sellable(ctx context.Context, tx pgx.Tx, route string, shop int
 	out := make([]int, 0, len(lines))
 	for rows.Next() {
 		var avail, held int
-		if err := rows.Scan(&avail, &held); err != nil {
+		var waited bool
+		if err := rows.Scan(&avail, &held, &waited); err != nil {
 			return nil, err
+		}
+		if waited {
+			avail = 0 // units coming back go to the key's waiters first
 		}
 		out = append(out, max(0, avail-held))
 	}
@@ -551,6 +562,10 @@ func outcome(err error, h *Hold) string {
 		return "over_committed"
 	case errors.Is(err, ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, ErrWaitlisted):
+		return "waitlisted"
+	case errors.Is(err, ErrWaitExpired):
+		return "wait_expired"
 	}
 	return "error"
 }

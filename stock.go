@@ -59,7 +59,11 @@ func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k Key, available
 // ErrOutcomeUnknown and never retried blindly: read the level and the
 // ledger before sending it again — or send changes with an ID.
 func (c *Client) ChangeStock(ctx context.Context, ch StockChange) (*Level, error) {
-	return c.changeStock(ctx, c.pool, true, ch)
+	l, err := c.changeStock(ctx, c.pool, true, ch)
+	if err == nil {
+		c.kickWaitlist() // a restock may serve waiters (waitlist.go)
+	}
+	return l, err
 }
 
 // ChangeStockTx is ChangeStock inside the caller's transaction (in a

@@ -63,6 +63,12 @@ type ReserveParams struct {
 	CheckoutID uuid.UUID
 	Lines      []Line
 	TTL        time.Duration
+	// Wait, when positive, asks to wait up to this long for units to come
+	// back if the cart is short while its short keys have outstanding
+	// holds: the answer is then a *WaitlistedError, and the cart is held
+	// (with TTL) first-come-first-served as units return. Zero is no wait;
+	// at most Config.WaitMax.
+	Wait time.Duration
 }
 
 // Strategy is how a key's sellable units are buffered for reservation.

@@ -96,6 +96,7 @@ var sentinels = map[string]error{
 	"hold_claimed":         holdfast.ErrHoldClaimed,
 	"hold_released":        holdfast.ErrHoldReleased,
 	"hold_expired":         holdfast.ErrHoldExpired,
+	"wait_expired":         holdfast.ErrWaitExpired,
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,
 	"over_committed":       holdfast.ErrOverCommitted,
 	"unavailable":          holdfast.ErrUnavailable,
@@ -120,6 +121,11 @@ type ReserveRequest struct {
 	CheckoutID uuid.UUID
 	Lines      []holdfast.Line
 	TTL        time.Duration
+	// Wait, when not zero, asks to wait up to this long (whole seconds,
+	// rounded up) if the cart is short while others hold the units: the
+	// answer is then a *holdfast.WaitlistedError (HTTP 202), and Hold
+	// reads the checkout until it is held (or holdfast.ErrWaitExpired).
+	Wait time.Duration
 }
 
 // Reserve holds every line for the checkout, or nothing. A retry of the
@@ -129,10 +135,17 @@ func (c *Client) Reserve(ctx context.Context, shopID int64, r ReserveRequest) (*
 	if r.TTL != 0 {
 		body["ttl_seconds"] = int64((r.TTL + time.Second - 1) / time.Second)
 	}
+	if r.Wait != 0 {
+		body["wait_seconds"] = int64((r.Wait + time.Second - 1) / time.Second)
+	}
 	var h holdJSON
-	status, err := c.do(ctx, http.MethodPost, fmt.Sprintf("/v1/shops/%d/reservations", shopID), body, &h, true)
+	var w waitingJSON // waitlist.go
+	status, err := c.do(ctx, http.MethodPost, fmt.Sprintf("/v1/shops/%d/reservations", shopID), body, &holdOrWait{&h, &w}, true)
 	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusAccepted {
+		return nil, w.err()
 	}
 	out := h.hold()
 	out.Replayed = status == http.StatusOK
@@ -163,8 +176,13 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 
 func (c *Client) holdOp(ctx context.Context, method string, shop int64, id uuid.UUID, suffix string, body any) (*holdfast.Hold, error) {
 	var h holdJSON
-	if _, err := c.do(ctx, method, fmt.Sprintf("/v1/shops/%d/reservations/%s%s", shop, id, suffix), body, &h, true); err != nil {
+	var w waitingJSON // waitlist.go
+	status, err := c.do(ctx, method, fmt.Sprintf("/v1/shops/%d/reservations/%s%s", shop, id, suffix), body, &holdOrWait{&h, &w}, true)
+	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusAccepted {
+		return nil, w.err()
 	}
 	return h.hold(), nil
 }

@@ -105,6 +105,7 @@ var tests = []struct {
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
+	{"Waitlist", testWaitlist},
 	{"Events", testEvents},
 	{"EventsBadArguments", testEventsBadArguments},
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},

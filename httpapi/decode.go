@@ -26,6 +26,8 @@ type limits struct {
 	QuantityMax int
 	// HoldLifetimeMax bounds ttl_seconds. Defaults to 1 hour.
 	HoldLifetimeMax time.Duration
+	// WaitMax bounds wait_seconds. Defaults to holdfast.WaitMaxDefault.
+	WaitMax time.Duration
 }
 
 func (l limits) withDefaults() limits {
@@ -37,6 +39,9 @@ func (l limits) withDefaults() limits {
 	}
 	if l.HoldLifetimeMax <= 0 {
 		l.HoldLifetimeMax = holdfast.HoldLifetimeMaxDefault
+	}
+	if l.WaitMax <= 0 {
+		l.WaitMax = holdfast.WaitMaxDefault
 	}
 	return l
 }
@@ -269,8 +274,11 @@ func (o *object) ttlSeconds(required bool, lim limits) (time.Duration, *apiError
 func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams, *apiError) {
 	lim = lim.withDefaults()
 	p := holdfast.ReserveParams{ShopID: shop}
-	o, err := parseBody(body, "checkout_id", "lines", "ttl_seconds")
+	o, err := parseBody(body, "checkout_id", "lines", "ttl_seconds", "wait_seconds")
 	if err != nil {
+		return p, err
+	}
+	if p.Wait, err = o.waitSeconds(lim); err != nil { // waitlist.go
 		return p, err
 	}
 	s, err := o.string("checkout_id", true, 64)

@@ -36,6 +36,7 @@ const (
 	CodeHoldClaimed         = "hold_claimed"           // 409
 	CodeHoldReleased        = "hold_released"          // 409
 	CodeHoldExpired         = "hold_expired"           // 410 (with lines from claim)
+	CodeWaitExpired         = "wait_expired"           // 410: the checkout's wait ran out (waitlist.go)
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
@@ -106,7 +107,7 @@ func invalid(field, format string, args ...any) *apiError {
 }
 
 // engineFields renames the engine's argument names to the API's.
-var engineFields = map[string]string{"ttl": "ttl_seconds", "id": "adjustment_id"}
+var engineFields = map[string]string{"ttl": "ttl_seconds", "id": "adjustment_id", "wait": "wait_seconds"}
 
 // toAPIError translates an error from the engine (or the key store) into a
 // response. Each code has one status; route only chooses the message (an
@@ -146,6 +147,8 @@ func toAPIError(route string, err error) *apiError {
 				e.Lines = exp.Lines
 			}
 		}
+	case errors.Is(err, holdfast.ErrWaitExpired):
+		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitExpired, "the checkout's wait ran out before its cart could be held; nothing is held: reserve again with a new checkout id"
 	case errors.Is(err, holdfast.ErrLifetimeExceeded):
 		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
 	case errors.Is(err, holdfast.ErrOverCommitted):

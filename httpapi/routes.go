@@ -147,6 +147,9 @@ func (s *Server) reserve(c *call) (int, any, error) {
 		h, err = s.eng.Reserve(ctx, p)
 		return err
 	})
+	if status, body, ok := waiting(c.shop, p.CheckoutID, err); ok { // waitlist.go
+		return status, body, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -173,7 +176,7 @@ func (s *Server) combinable(p holdfast.ReserveParams) bool {
 	if cb, ok := s.eng.(Combiner); ok {
 		return cb.Combinable(p)
 	}
-	return s.batch && len(p.Lines) == 1
+	return s.batch && len(p.Lines) == 1 && p.Wait == 0 // a wait may need a transaction of its own
 }
 
 func (c *call) checkout() (uuid.UUID, *apiError) {
@@ -194,6 +197,9 @@ func (s *Server) lifecycle(c *call, op func(ctx context.Context, shop int64, id 
 		h, err = op(ctx, c.shop, id)
 		return err
 	})
+	if status, body, ok := waiting(c.shop, id, err); ok { // waitlist.go
+		return status, body, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -301,4 +307,5 @@ func (s *Server) precreateSeries() {
 		s.series(r.route, http.StatusServiceUnavailable, CodeUnavailable)
 	}
 	s.series(routeReserve, http.StatusConflict, CodeInsufficientStock)
+	s.series(routeReserve, http.StatusAccepted, "ok") // waiting (waitlist.go)
 }

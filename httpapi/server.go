@@ -222,7 +222,7 @@ func newServer(cfg Config) (*Server, error) {
 		adm:    newAdmission(cfg.MaxInFlight, QueueMax),
 		auth:   newAuthenticator(cfg.Pool, cfg.KeyCacheTTL),
 		batch:  ec.Strategy == holdfast.StrategyBatch,
-		limits: limits{LinesPerCartMax: ec.LinesPerCartMax, QuantityMax: ec.QuantityMax, HoldLifetimeMax: ec.HoldLifetimeMax}.withDefaults(),
+		limits: limits{LinesPerCartMax: ec.LinesPerCartMax, QuantityMax: ec.QuantityMax, HoldLifetimeMax: ec.HoldLifetimeMax, WaitMax: holdfast.WaitMaxOf(ec)}.withDefaults(),
 		mux:    http.NewServeMux(),
 		reg:    cfg.Registry,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{

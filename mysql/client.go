@@ -41,8 +41,9 @@ type Client struct {
 	combiner       combiner     // contended one-line reservations on batch keys
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
 
-	workersMu sync.Mutex
-	workers   []*maint.Worker
+	workersMu  sync.Mutex
+	workers    []*maint.Worker
+	waitlister atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
 }
 
 var _ holdfast.Engine = (*Client)(nil)
@@ -543,6 +544,10 @@ func outcome(err error, h *holdfast.Hold) string {
 		return "over_committed"
 	case errors.Is(err, holdfast.ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, holdfast.ErrWaitlisted):
+		return "waitlisted"
+	case errors.Is(err, holdfast.ErrWaitExpired):
+		return "wait_expired"
 	}
 	return "error"
 }

@@ -172,7 +172,11 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 // as expired (its units go back). Releasing a claimed checkout is
 // ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	return c.release(ctx, nil, shopID, checkoutID)
+	h, err := c.release(ctx, nil, shopID, checkoutID)
+	if err == nil && !h.Replayed {
+		c.kickWaitlist() // units came back: waiters first (waitlist.go)
+	}
+	return h, err
 }
 
 // ReleaseTx is Release inside the caller's transaction (in a savepoint).
@@ -336,7 +340,7 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 		h, err = c.readHold(ctx, tx, holdfast.RouteRead, "hold_get", shopID, checkoutID)
 		return err
 	})
-	return h, err
+	return c.holdOrWait(ctx, shopID, checkoutID, h, err) // waitlist.go
 }
 
 func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {

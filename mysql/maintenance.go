@@ -23,6 +23,9 @@ func (c *Client) Start(ctx context.Context) {
 			{Name: "sweeper", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sweepStep},
 			{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep},
 		}
+		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
+		c.waitlister.Store(waitlister)
+		c.workers = append(c.workers, waitlister)
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -123,6 +126,7 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 	})
 	if err == nil && n > 0 {
 		c.cfg.Observer.Expired(n)
+		c.kickWaitlist()
 	}
 	return n, err
 }
@@ -134,7 +138,7 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		n = 0
-		for _, stmt := range []string{"purge_outcomes", "purge_changes"} {
+		for _, stmt := range []string{"purge_outcomes", "purge_changes", "waitlist_purge"} {
 			res, err := tx.ExecContext(ctx, c.q(ctx, route, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
 			if err != nil {
 				return err

@@ -22,7 +22,8 @@ import (
 // retries; the same checkout with other lines is ErrIdempotencyConflict.
 // Out of stock is an *InsufficientStockError naming every short line.
 func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	return c.reserve(ctx, nil, p)
+	h, err := c.reserve(ctx, nil, p)
+	return c.waitIfShort(ctx, p, h, err) // waitlist.go
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
@@ -32,6 +33,9 @@ func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfa
 func (c *Client) ReserveTx(ctx context.Context, tx *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	if tx == nil {
 		return nil, argError("tx", "must not be nil")
+	}
+	if p.Wait != 0 {
+		return nil, argError("wait", "waiting is not offered inside a caller's transaction")
 	}
 	return c.reserve(ctx, tx, p)
 }
@@ -58,6 +62,9 @@ func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error)
 	}
 	lines, err := c.validateLines(p.Lines)
 	if err != nil {
+		return nil, err
+	}
+	if err := holdfast.ValidateWait(c.cfg, p.Wait); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)
@@ -475,8 +482,12 @@ func (c *Client) sellable(ctx context.Context, tx *sql.Tx, route string, shop in
 	var out []int
 	for rows.Next() {
 		var avail, held int
-		if err := rows.Scan(&avail, &held); err != nil {
+		var waited bool
+		if err := rows.Scan(&avail, &held, &waited); err != nil {
 			return nil, err
+		}
+		if waited {
+			avail = 0 // units coming back go to the key's waiters first
 		}
 		out = append(out, max(0, avail-held))
 	}

@@ -41,7 +41,11 @@ const refillChunk = 1000
 // different change is ErrIdempotencyConflict, and a lost COMMIT is retried
 // inside. Without an ID a lost COMMIT is ErrOutcomeUnknown.
 func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
-	return c.changeStock(ctx, nil, ch)
+	l, err := c.changeStock(ctx, nil, ch)
+	if err == nil {
+		c.kickWaitlist() // a restock may serve waiters (waitlist.go)
+	}
+	return l, err
 }
 
 // ChangeStockTx is ChangeStock inside the caller's transaction (in a
@@ -307,6 +311,7 @@ type keyState struct {
 	poolRows, counterUnits  int
 	strategy                holdfast.Strategy
 	poolCap                 int
+	waited                  bool // the key has waiters (waitlist.go)
 }
 
 // keyState reads one key's state in one statement: one read view under
@@ -315,7 +320,7 @@ func (c *Client) keyState(ctx context.Context, tx *sql.Tx, route string, k holdf
 	var st keyState
 	var strategy string
 	err := tx.QueryRowContext(ctx, c.q(ctx, route, "key_state"), string(c.cfg.Strategy), c.cfg.PoolCap, k.ShopID, k.ItemID, k.LocationID).
-		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap)
+		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap, &st.waited)
 	st.pooled = st.poolRows + st.counterUnits
 	st.strategy = holdfast.Strategy(strategy)
 	return st, err
@@ -357,6 +362,9 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 		capacity = max(st.poolCap, need)
 	}
 	add := max(0, min(capacity-st.pooled, st.available-st.held-st.pooled))
+	if st.waited {
+		add = 0 // units coming back go to the key's waiters first (waitlist.go)
+	}
 	if add == 0 {
 		return 0, nil
 	}

@@ -281,6 +281,9 @@ func (e *Engine) dualAnswers(ctx context.Context, shop int64, op string, req any
 
 // Reserve implements holdfast.Engine.
 func (e *Engine) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	if p.Wait != 0 {
+		return nil, errNoWaitlist // waitlist.go
+	}
 	if p.TTL == 0 {
 		p.TTL = e.cfg.HoldTTLDefault
 	}

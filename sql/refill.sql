@@ -29,7 +29,13 @@ WITH k AS (
            ON l.shop_id = k.shop_id AND l.inventory_item_id = k.item AND l.location_id = k.location
 ), plan AS (
     SELECT st.*,
-           greatest(0, least(cap - pooled, available - held - pooled))::int AS add,
+           -- A key with waiters (waitlist.go) gets nothing: its units go
+           -- to the waiting carts first.
+           CASE WHEN EXISTS (SELECT 1 FROM waiter_lines w
+                              WHERE w.shop_id = st.shop_id AND w.inventory_item_id = st.item
+                                AND w.location_id = st.location)
+                THEN 0
+                ELSE greatest(0, least(cap - pooled, available - held - pooled)) END::int AS add,
            CASE strategy WHEN 'slots' THEN $6::int ELSE 1 END AS n
     FROM st
 ), pool_ins AS (

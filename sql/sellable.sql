@@ -4,7 +4,11 @@
 SELECT coalesce(l.available, 0)::int,
        (SELECT coalesce(sum(r.quantity), 0)
         FROM reserved_quantities r
-        WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int
+        WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int,
+       -- Whether the key has waiters (waitlist.go): then nothing is sellable
+       -- to a new buyer.
+       EXISTS (SELECT 1 FROM waiter_lines w
+               WHERE w.shop_id = $1::bigint AND w.inventory_item_id = k.item AND w.location_id = k.location)
 FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS k(item, location, n)
 LEFT JOIN inventory_levels l
        ON l.shop_id = $1::bigint AND l.inventory_item_id = k.item AND l.location_id = k.location

@@ -2,7 +2,10 @@
 -- without locks. ? shop, ? lines (JSON).
 SELECT COALESCE(l.available, 0),
        COALESCE((SELECT SUM(r.quantity) FROM reserved_quantities r
-                 WHERE r.shop_id = s.shop AND r.inventory_item_id = j.item AND r.location_id = j.loc), 0)
+                 WHERE r.shop_id = s.shop AND r.inventory_item_id = j.item AND r.location_id = j.loc), 0),
+       -- Whether the key has waiters (waitlist.go): nothing sellable then.
+       EXISTS (SELECT 1 FROM waiter_lines w
+               WHERE w.shop_id = s.shop AND w.inventory_item_id = j.item AND w.location_id = j.loc)
 FROM (SELECT ? AS shop) s
 CROSS JOIN JSON_TABLE(?, '$[*]' COLUMNS (
          n    FOR ORDINALITY,

@@ -1,0 +1,472 @@
+package enginetest
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// The waitlist (issue #17 item 2): a short reservation that asks to wait
+// while holds are outstanding is queued; units that come back (release,
+// expiry, restock) go to the waiting carts first-come-first-served, whole,
+// as ordinary holds; a wait that runs out ends; new buyers never get units
+// returning to a key with waiters.
+
+// waitFor reserves lines for id asking to wait up to d.
+func (e *env) waitFor(shop int64, id uuid.UUID, lines []holdfast.Line, d time.Duration) (*holdfast.Hold, error) {
+	return e.e.Reserve(ctxb(), holdfast.ReserveParams{ShopID: shop, CheckoutID: id, Lines: lines, Wait: d})
+}
+
+// mustWait enqueues id and returns its position.
+func (e *env) mustWait(shop int64, id uuid.UUID, lines []holdfast.Line, d time.Duration) int {
+	e.t.Helper()
+	h, err := e.waitFor(shop, id, lines, d)
+	var we *holdfast.WaitlistedError
+	if !errors.As(err, &we) || h != nil {
+		e.t.Fatalf("reserve %+v with wait: %+v %v, want *WaitlistedError", lines, h, err)
+	}
+	return we.Position
+}
+
+// serve runs one pass of the waitlist server.
+func (e *env) serve() int {
+	e.t.Helper()
+	n, err := e.e.ServeWaitlist(ctxb())
+	if err != nil {
+		e.t.Fatalf("serve waitlist: %v", err)
+	}
+	return n
+}
+
+// waitState reads id: "held", "waiting:<position>", "expired" or the error.
+func (e *env) waitState(shop int64, id uuid.UUID) string {
+	e.t.Helper()
+	h, err := e.e.Hold(ctxb(), shop, id)
+	var we *holdfast.WaitlistedError
+	switch {
+	case err == nil:
+		return string(h.Status)
+	case errors.As(err, &we):
+		return fmt.Sprintf("waiting:%d", we.Position)
+	case errors.Is(err, holdfast.ErrWaitExpired):
+		return "expired"
+	}
+	return err.Error()
+}
+
+func testWaitlist(t *testing.T, h *Harness) {
+	t.Parallel()
+	t.Run("FirstComeFirstServed", func(t *testing.T) { testWaitlistFCFS(t, h) })
+	t.Run("NoNewBuyerJumpsTheQueue", func(t *testing.T) { testWaitlistNoJump(t, h) })
+	t.Run("Expiry", func(t *testing.T) { testWaitlistExpiry(t, h) })
+	t.Run("WholeCarts", func(t *testing.T) { testWaitlistWholeCarts(t, h) })
+	t.Run("Answers", func(t *testing.T) { testWaitlistAnswers(t, h) })
+	t.Run("BadInputWritesNothing", func(t *testing.T) { testWaitlistBadInput(t, h) })
+}
+
+// testWaitlistFCFS enqueues waiters concurrently (their positions are
+// their order), then returns units one by one — by release, by expiry and
+// sweep, by restock — and checks each goes to the next waiter in order.
+func testWaitlistFCFS(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{Conns: 24})
+		k := key(1, 5)
+		e.stock(k, 4)
+		holders := make([]uuid.UUID, 4)
+		for i := range holders {
+			holders[i] = e.mustReserve(1, one(5, 1), time.Duration(10+i)*time.Minute)
+		}
+		const n = 8
+		ids := make([]uuid.UUID, n)
+		pos := make([]int, n)
+		var bad errorSink
+		var wg sync.WaitGroup
+		for i := range ids {
+			ids[i] = uuid.New()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.waitFor(1, ids[i], one(5, 1), 14*time.Minute)
+				var we *holdfast.WaitlistedError
+				if !errors.As(err, &we) {
+					bad.add("waiter %d: %v, want *WaitlistedError", i, err)
+					return
+				}
+				pos[i] = we.Position
+			}()
+		}
+		wg.Wait()
+		bad.check(t)
+		order := make([]uuid.UUID, n) // order[p-1] is the waiter at position p
+		for i, p := range pos {
+			if p < 1 || p > n || order[p-1] != uuid.Nil {
+				t.Fatalf("positions %v are not 1..%d", pos, n)
+			}
+			order[p-1] = ids[i]
+		}
+		e.checkInvariant(false)
+		// Each return, one unit at a time, goes to the head of the queue.
+		returns := []func(){
+			func() { e.release(1, holders[0]) },
+			func() { e.release(1, holders[1]) },
+			func() { e.Clock.Advance(12*time.Minute + time.Second); e.sweepNow() }, // holders[2] expires
+			func() { e.stock(k, 5) },                                               // restock one
+			func() { e.release(1, holders[3]) },
+		}
+		for step, ret := range returns {
+			ret()
+			// The unit is back, not served yet: still not for a new buyer.
+			if _, err := e.reserve(1, uuid.New(), one(5, 1)); !errors.Is(err, holdfast.ErrInsufficientStock) {
+				t.Fatalf("a new buyer right after return %d: %v, want ErrInsufficientStock", step+1, err)
+			}
+			e.serve()
+			for p, id := range order {
+				want := fmt.Sprintf("waiting:%d", p-step)
+				if p <= step {
+					want = "held"
+				}
+				if got := e.waitState(1, id); got != want {
+					t.Fatalf("after return %d, the waiter at position %d: %s, want %s", step+1, p+1, got, want)
+				}
+			}
+			if _, err := e.reserve(1, uuid.New(), one(5, 1)); !errors.Is(err, holdfast.ErrInsufficientStock) {
+				t.Fatalf("a new buyer after return %d: %v, want ErrInsufficientStock", step+1, err)
+			}
+			e.checkInvariant(false)
+		}
+		// Each grant is announced, in grant order, with the hold's expiry.
+		var held []uuid.UUID
+		for _, ev := range e.waitEvents(1) {
+			if ev.Type != holdfast.EventWaitlistHeld {
+				t.Fatalf("event %+v, want only waitlist.held", ev)
+			}
+			if hh := e.hold(1, *ev.CheckoutID); ev.ExpiresAt == nil || !ev.ExpiresAt.Equal(hh.ExpiresAt) || len(ev.Lines) != 1 || ev.Lines[0] != one(5, 1)[0] {
+				t.Fatalf("event %+v for hold %+v", ev, hh)
+			}
+			held = append(held, *ev.CheckoutID)
+		}
+		if len(held) != len(returns) {
+			t.Fatalf("%d waitlist.held events, want %d", len(held), len(returns))
+		}
+		for i, id := range held {
+			if id != order[i] {
+				t.Fatalf("waitlist.held event %d is for the waiter at position %d's checkout %s, want %s", i, i+1, id, order[i])
+			}
+		}
+		// A granted waiter's hold is an ordinary hold: claimable.
+		if _, err := e.e.Claim(ctxb(), 1, order[0]); err != nil {
+			t.Fatalf("claim a granted waiter: %v", err)
+		}
+	})
+}
+
+// testWaitlistNoJump races new buyers against each return of a unit (and,
+// every other round, two passes of the server), then sends more once it is
+// back: while waiters exist none of them gets it, and every unit goes to
+// the queue in order.
+func testWaitlistNoJump(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{Conns: 24})
+		k := key(2, 6)
+		rounds, buyers := 4, 8
+		if long() {
+			rounds, buyers = 10, 16
+		}
+		e.stock(k, rounds)
+		holders := make([]uuid.UUID, rounds)
+		for i := range holders {
+			holders[i] = e.mustReserve(2, one(6, 1), 0)
+		}
+		waiters := make([]uuid.UUID, rounds)
+		for i := range waiters {
+			waiters[i] = uuid.New()
+			if p := e.mustWait(2, waiters[i], one(6, 1), 10*time.Minute); p != i+1 {
+				t.Fatalf("waiter %d at position %d", i, p)
+			}
+		}
+		for r := range rounds {
+			var bad errorSink
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range buyers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					_, err := e.reserve(2, uuid.New(), one(6, 1))
+					if !errors.Is(err, holdfast.ErrInsufficientStock) {
+						bad.add("round %d: a new buyer: %v, want ErrInsufficientStock", r, err)
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if _, err := e.e.Release(ctxb(), 2, holders[r]); err != nil {
+					bad.add("round %d: release: %v", r, err)
+				}
+			}()
+			if r%2 == 1 {
+				// Two passes of the server (two replicas) race too: one
+				// unit, one grant, to the head of the queue.
+				for range 2 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						if _, err := e.e.ServeWaitlist(ctxb()); err != nil {
+							bad.add("round %d: serve: %v", r, err)
+						}
+					}()
+				}
+			}
+			close(start)
+			wg.Wait()
+			// The unit is back and unserved: more buyers at once.
+			for range buyers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := e.reserve(2, uuid.New(), one(6, 1))
+					if !errors.Is(err, holdfast.ErrInsufficientStock) {
+						bad.add("round %d: a new buyer after the release: %v, want ErrInsufficientStock", r, err)
+					}
+				}()
+			}
+			wg.Wait()
+			bad.check(t)
+			e.serve()
+			for i, id := range waiters {
+				want := fmt.Sprintf("waiting:%d", i-r)
+				if i <= r {
+					want = "held"
+				}
+				if got := e.waitState(2, id); got != want {
+					t.Fatalf("round %d: waiter %d: %s, want %s", r, i, got, want)
+				}
+			}
+			e.checkInvariant(false)
+		}
+		if l := e.level(k); l.Held != rounds {
+			t.Fatalf("after the queue: %+v, want %d held", l, rounds)
+		}
+	})
+}
+
+// testWaitlistExpiry: a wait that runs out ends (Hold and a retry answer
+// ErrWaitExpired), is never granted, and the key serves new buyers again.
+func testWaitlistExpiry(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		k := key(3, 7)
+		e.stock(k, 2)
+		holder := e.mustReserve(3, one(7, 2), time.Hour)
+		w1, w2 := uuid.New(), uuid.New()
+		e.mustWait(3, w1, one(7, 1), time.Minute)
+		e.mustWait(3, w2, one(7, 1), 3*time.Minute)
+		e.Clock.Advance(2 * time.Minute)
+		// Past its wait, before any pass: already expired, never granted.
+		if got := e.waitState(3, w1); got != "expired" {
+			t.Fatalf("w1 past its wait: %s, want expired", got)
+		}
+		if n := e.serve(); n != 1 {
+			t.Fatalf("the pass ended %d waits, want 1", n)
+		}
+		if got := e.waitState(3, w2); got != "waiting:1" {
+			t.Fatalf("w2 once w1 expired: %s, want waiting:1", got)
+		}
+		if _, err := e.waitFor(3, w1, one(7, 1), time.Minute); !errors.Is(err, holdfast.ErrWaitExpired) {
+			t.Fatalf("a retry of an expired wait: %v, want ErrWaitExpired", err)
+		}
+		e.Clock.Advance(2 * time.Minute)
+		e.serve()
+		if got := e.waitState(3, w2); got != "expired" {
+			t.Fatalf("w2 past its wait: %s, want expired", got)
+		}
+		evs := e.waitEvents(3)
+		if len(evs) != 2 || evs[0].Type != holdfast.EventWaitlistExpired || *evs[0].CheckoutID != w1 ||
+			evs[1].Type != holdfast.EventWaitlistExpired || *evs[1].CheckoutID != w2 {
+			t.Fatalf("events %+v, want waitlist.expired for w1 then w2", evs)
+		}
+		// No waiters left: returned units are for everyone again.
+		e.release(3, holder)
+		for range 2 {
+			e.mustReserve(3, one(7, 1), 0)
+		}
+		if l := e.level(k); l.Held != 2 {
+			t.Fatalf("after the queue emptied: %+v", l)
+		}
+	})
+}
+
+// testWaitlistWholeCarts: a waiting cart is held whole or not at all; the
+// units of its first key to come back wait for it (nobody else gets them)
+// until the rest comes back.
+func testWaitlistWholeCarts(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		a, b := key(4, 1), key(4, 2)
+		e.stock(a, 2)
+		e.stock(b, 3)
+		x := e.mustReserve(4, one(1, 2), 0)
+		y := e.mustReserve(4, one(2, 3), 0)
+		cart := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 2}, {ItemID: 2, LocationID: 1, Quantity: 1}}
+		w := uuid.New()
+		e.mustWait(4, w, cart, 10*time.Minute)
+		small := uuid.New()
+		if p := e.mustWait(4, small, one(2, 1), 10*time.Minute); p != 2 {
+			t.Fatalf("a cart behind w on key b: position %d, want 2", p)
+		}
+		e.release(4, x)
+		e.serve()
+		if got := e.waitState(4, w); got != "waiting:1" {
+			t.Fatalf("w with only key a back: %s", got)
+		}
+		if l := e.level(a); l.Held != 0 {
+			t.Fatalf("a partial hold: %+v", l)
+		}
+		if _, err := e.reserve(4, uuid.New(), one(1, 1)); !errors.Is(err, holdfast.ErrInsufficientStock) {
+			t.Fatalf("a new buyer of key a while w waits: %v, want ErrInsufficientStock", err)
+		}
+		e.checkInvariant(false)
+		e.release(4, y)
+		e.serve()
+		if got := e.waitState(4, w); got != "held" {
+			t.Fatalf("w once both keys are back: %s", got)
+		}
+		if got := e.waitState(4, small); got != "held" {
+			t.Fatalf("the cart behind w: %s", got)
+		}
+		hw := e.hold(4, w)
+		if len(hw.Lines) != 2 || hw.Lines[0] != cart[0] || hw.Lines[1] != cart[1] {
+			t.Fatalf("w's hold: %+v", hw)
+		}
+		if la, lb := e.level(a), e.level(b); la.Held != 2 || lb.Held != 2 {
+			t.Fatalf("levels: %+v %+v", la, lb)
+		}
+		// Key b is free of waiters: its last unit sells.
+		e.mustReserve(4, one(2, 1), 0)
+	})
+}
+
+// testWaitlistAnswers: when a reservation waits and when it does not, and
+// what its retries answer.
+func testWaitlistAnswers(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(5, 1)
+	// Nothing held: no unit will come back, so no wait.
+	if _, err := e.waitFor(5, uuid.New(), one(1, 1), 10*time.Minute); !isShortNotWaiting(err) {
+		t.Fatalf("no stock, no holds: %v, want ErrInsufficientStock", err)
+	}
+	e.stock(k, 3)
+	holder := e.mustReserve(5, one(1, 3), 0)
+	// More than the stock: returns can never serve it.
+	if _, err := e.waitFor(5, uuid.New(), one(1, 4), 10*time.Minute); !isShortNotWaiting(err) {
+		t.Fatalf("more than available: %v, want ErrInsufficientStock", err)
+	}
+	// Without Wait: short, as before.
+	if _, err := e.reserve(5, uuid.New(), one(1, 1)); !isShortNotWaiting(err) {
+		t.Fatalf("no wait asked: %v", err)
+	}
+	w := uuid.New()
+	e.mustWait(5, w, one(1, 2), 10*time.Minute)
+	// A retry answers the wait; other lines are a conflict.
+	if p := e.mustWait(5, w, one(1, 2), 10*time.Minute); p != 1 {
+		t.Fatalf("retry: position %d", p)
+	}
+	if _, err := e.waitFor(5, w, one(1, 1), 10*time.Minute); !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+		t.Fatalf("same checkout, other lines: %v, want ErrIdempotencyConflict", err)
+	}
+	e.release(5, holder)
+	e.serve()
+	hw, err := e.waitFor(5, w, one(1, 2), 10*time.Minute)
+	if err != nil || !hw.Replayed || hw.Status != holdfast.StatusHeld {
+		t.Fatalf("retry once granted: %+v %v, want the hold, replayed", hw, err)
+	}
+	// The granted hold has the normal TTL from the grant.
+	if !hw.ExpiresAt.Equal(hw.CreatedAt.Add(holdfast.HoldTTLDefault)) {
+		t.Fatalf("granted hold: %+v, want the default TTL", hw)
+	}
+	// The queue is empty: the last unit sells to anyone.
+	e.mustReserve(5, one(1, 1), 0)
+	if _, err := e.e.Hold(ctxb(), 5, uuid.New()); !errors.Is(err, holdfast.ErrNotFound) {
+		t.Fatalf("unknown checkout: %v", err)
+	}
+}
+
+func isShortNotWaiting(err error) bool {
+	return errors.Is(err, holdfast.ErrInsufficientStock) && !errors.Is(err, holdfast.ErrWaitlisted)
+}
+
+// testWaitlistBadInput: a bad Wait is an *ArgumentError naming "wait",
+// and nothing is written.
+func testWaitlistBadInput(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0], WaitMax: time.Hour}, Options{})
+	e.stock(key(6, 1), 1)
+	e.mustReserve(6, one(1, 1), 0)
+	rows := func() map[string]int {
+		if e.Rows == nil {
+			return nil
+		}
+		r, err := e.Rows(ctxb())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	before := rows()
+	for _, d := range []time.Duration{-time.Second, time.Hour + time.Second} {
+		_, err := e.waitFor(6, uuid.New(), one(1, 1), d)
+		var ae *holdfast.ArgumentError
+		if !errors.As(err, &ae) || ae.Field != "wait" {
+			t.Fatalf("wait %v: %v, want an *ArgumentError for wait", d, err)
+		}
+	}
+	if after := rows(); !maps.Equal(before, after) {
+		t.Fatalf("rows changed: %v -> %v", before, after)
+	}
+	if _, err := e.e.Hold(ctxb(), 6, uuid.Nil); !errors.Is(err, holdfast.ErrInvalidArgument) {
+		t.Fatalf("hold of a nil checkout: %v", err)
+	}
+}
+
+// waitEvents returns the waitlist events of a shop's feed, in order.
+func (e *env) waitEvents(shop int64) []holdfast.Event {
+	e.t.Helper()
+	var out []holdfast.Event
+	for _, ev := range e.events(shop, 0) {
+		if ev.Type == holdfast.EventWaitlistHeld || ev.Type == holdfast.EventWaitlistExpired {
+			if ev.CheckoutID == nil {
+				e.t.Fatalf("waitlist event without a checkout: %+v", ev)
+			}
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// release releases id or fails the test.
+func (e *env) release(shop int64, id uuid.UUID) {
+	e.t.Helper()
+	if _, err := e.e.Release(ctxb(), shop, id); err != nil {
+		e.t.Fatalf("release %s: %v", id, err)
+	}
+}
+
+// sweepNow sweeps without moving the clock.
+func (e *env) sweepNow() {
+	e.t.Helper()
+	if _, err := e.e.SweepOnce(ctxb()); err != nil {
+		e.t.Fatalf("sweep: %v", err)
+	}
+}

@@ -1,0 +1,114 @@
+package httpapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TestWaitlist walks a checkout through the waitlist over HTTP: a short
+// reservation with wait_seconds is 202 waiting (a retry too), a new buyer
+// without it is 409 while the unit comes back, GET answers 202 while it
+// waits, 200 with the hold once the server granted it, and a wait that ran
+// out is 410 wait_expired. Every answer is checked against openapi.json.
+func TestWaitlist(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	e.stock(1, 7, 1)
+	holder := uuid.New()
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(holder, line(7, 1), "")}, 201, "")
+
+	w := uuid.New()
+	body := reserveBody(w, line(7, 1), `,"wait_seconds":300,"ttl_seconds":600`)
+	res := e.expect(req{method: "POST", path: res1, key: "shop1", body: body}, 202, "")
+	if res.json["status"] != "waiting" || res.json["position"] != float64(1) || res.json["checkout_id"] != w.String() {
+		t.Fatalf("waiting answer: %s", res.body)
+	}
+	until, err := time.Parse(time.RFC3339Nano, res.json["wait_until"].(string))
+	if err != nil || !until.Equal(e.clock.Now().Add(300*time.Second)) {
+		t.Fatalf("wait_until %v (%v), want now + 300 s", res.json["wait_until"], err)
+	}
+	if res := e.expect(req{method: "POST", path: res1, key: "shop1", body: body}, 202, ""); res.json["position"] != float64(1) {
+		t.Fatalf("retry: %s", res.body)
+	}
+	second := uuid.New()
+	if res := e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(second, line(7, 1), `,"wait_seconds":60`)}, 202, ""); res.json["position"] != float64(2) {
+		t.Fatalf("second waiter: %s", res.body)
+	}
+	e.expect(req{method: "GET", path: res1 + "/" + w.String(), key: "shop1"}, 202, "")
+
+	e.expect(req{method: "POST", path: res1 + "/" + holder.String() + "/release", key: "shop1"}, 200, "")
+	// Back, not served yet: not for a new buyer.
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")}, 409, "insufficient_stock")
+	if _, err := e.hc.ServeWaitlist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := e.expect(req{method: "GET", path: res1 + "/" + w.String(), key: "shop1"}, 200, "")
+	if got.json["status"] != "held" {
+		t.Fatalf("granted: %s", got.body)
+	}
+	exp, _ := time.Parse(time.RFC3339Nano, got.json["expires_at"].(string))
+	if created, _ := time.Parse(time.RFC3339Nano, got.json["created_at"].(string)); !exp.Equal(created.Add(600 * time.Second)) {
+		t.Fatalf("granted hold %s, want its ttl_seconds (600)", got.body)
+	}
+	// A retry of the waiting request now answers the hold.
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: body}, 200, "")
+	if res := e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 202, ""); res.json["position"] != float64(1) {
+		t.Fatalf("second waiter after the first was served: %s", res.body)
+	}
+	e.clock.Advance(61 * time.Second)
+	e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 410, "wait_expired")
+	if _, err := e.hc.ServeWaitlist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 410, "wait_expired")
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(second, line(7, 1), `,"wait_seconds":60`)}, 410, "wait_expired")
+	e.expect(req{method: "POST", path: res1 + "/" + w.String() + "/claim", key: "shop1"}, 200, "")
+}
+
+// TestWaitlistBadInput: a bad wait_seconds is a clear error naming it, and
+// writes nothing (no hold, no wait).
+func TestWaitlistBadInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.stock(1, 7, 1)
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")}, 201, "")
+	waiters := func() int {
+		var n int
+		if err := e.db.Pool.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM waiters) + (SELECT count(*) FROM waiter_lines)").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before, beforeW := e.snapshot(), waiters()
+	for _, c := range []struct {
+		name, extra string
+		status      int
+		code, field string
+	}{
+		{"wait string", `,"wait_seconds":"60"`, 400, "wrong_type", "wait_seconds"},
+		{"wait fraction", `,"wait_seconds":1.5`, 400, "wrong_type", "wait_seconds"},
+		{"wait null", `,"wait_seconds":null`, 400, "wrong_type", "wait_seconds"},
+		{"wait negative", `,"wait_seconds":-1`, 422, "invalid_argument", "wait_seconds"},
+		{"wait above the cap", `,"wait_seconds":901`, 422, "invalid_argument", "wait_seconds"},
+		{"wait twice", `,"wait_seconds":5,"wait_seconds":6`, 400, "malformed_json", "wait_seconds"},
+		{"wait fine, quantity bad", `,"wait_seconds":60`, 0, "", ""},
+	} {
+		b := reserveBody(uuid.New(), line(7, 1), c.extra)
+		status, code, field := c.status, c.code, c.field
+		if status == 0 {
+			b = reserveBody(uuid.New(), line(7, 0), c.extra)
+			status, code, field = 422, "invalid_argument", "lines[0].quantity"
+		}
+		res := e.do(req{method: "POST", path: res1, key: "shop1", body: b})
+		if res.status != status || res.errCode() != code || res.errField() != field || res.errMember("message") == "" {
+			t.Errorf("%s: got %d %s/%q (%s), want %d %s/%q", c.name, res.status, res.errCode(), res.errField(), truncate(res.body), status, code, field)
+		}
+	}
+	if after := e.snapshot(); after != before || waiters() != beforeW {
+		t.Fatalf("bad input changed the database:\nbefore %+v, %d waiter rows\nafter  %+v, %d", before, beforeW, after, waiters())
+	}
+}

@@ -1,0 +1,20 @@
+-- End a batch of waits that ran out, and unmark their keys.
+-- $1 now (NULL: database clock), $2 batch size.
+WITH t AS (
+    SELECT coalesce($1::timestamptz, clock_timestamp()) AS now
+), b AS (
+    SELECT w.shop_id, w.checkout_id FROM waiters w, t
+    WHERE w.status = 'waiting' AND w.wait_until <= t.now
+    ORDER BY w.wait_until
+    LIMIT $2::int
+), e AS (
+    UPDATE waiters w SET status = 'expired', ended_at = t.now
+    FROM b, t
+    WHERE w.shop_id = b.shop_id AND w.checkout_id = b.checkout_id AND w.status = 'waiting'
+    RETURNING w.shop_id, w.checkout_id, w.lines
+), d AS (
+    DELETE FROM waiter_lines l USING e
+    WHERE l.shop_id = e.shop_id AND l.checkout_id = e.checkout_id
+    RETURNING 1
+)
+SELECT shop_id, checkout_id, lines, (SELECT count(*) FROM d) FROM e

@@ -1,0 +1,91 @@
+package holdfast
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Waitlist bounds.
+const (
+	// WaitMaxDefault is the default of Config.WaitMax: the longest a
+	// reservation may ask to wait for units to come back.
+	WaitMaxDefault = 15 * time.Minute
+	// WaitMaxLimit bounds Config.WaitMax.
+	WaitMaxLimit = 24 * time.Hour
+	// WaitlistScanMax bounds the waiting carts one pass of the waitlist
+	// server considers, oldest first: carts behind them wait for a later
+	// pass.
+	WaitlistScanMax = 500
+)
+
+// Errors of the waitlist.
+var (
+	// ErrWaitlisted: the reservation (ReserveParams.Wait set) was short
+	// while the short keys have outstanding holds, so the checkout waits in
+	// the keys' queue; nothing is held yet. The error is a
+	// *WaitlistedError. Units that come back go to the waiting carts
+	// first-come-first-served; read the checkout with Hold: it answers the
+	// hold once granted (with the normal TTL), ErrWaitlisted while it
+	// waits, ErrWaitExpired once the wait ran out. A retry of the same
+	// Reserve answers the same.
+	ErrWaitlisted = errors.New("holdfast: waiting for stock")
+	// ErrWaitExpired: the checkout waited (ErrWaitlisted) and its wait ran
+	// out before its whole cart could be held; nothing is held. Reserve
+	// under a new checkout id.
+	ErrWaitExpired = errors.New("holdfast: wait expired")
+)
+
+// WaitlistedError is a checkout waiting for its cart. It matches
+// ErrWaitlisted.
+type WaitlistedError struct {
+	// Position is 1 for the first waiting cart of the shop that shares a
+	// key with this one, 2 for the one behind it, and so on.
+	Position int
+	// WaitUntil is when the wait runs out.
+	WaitUntil time.Time
+	// Lines are the lines that were short when the checkout started to
+	// wait (the Shortfall of its first answer).
+	Lines []Shortfall
+}
+
+func (e *WaitlistedError) Error() string {
+	return fmt.Sprintf("holdfast: waiting for stock: position %d, until %s", e.Position, e.WaitUntil.UTC().Format(time.RFC3339))
+}
+
+func (e *WaitlistedError) Is(target error) bool { return target == ErrWaitlisted }
+
+// ValidateWait checks ReserveParams.Wait against cfg's bound (WaitMax, or
+// WaitMaxDefault when zero): every engine's one check of it.
+func ValidateWait(cfg Config, wait time.Duration) error {
+	if wait < 0 || wait > WaitMaxOf(cfg) {
+		return argError("wait", "must be between 0 and %v", WaitMaxOf(cfg))
+	}
+	return nil
+}
+
+// WaitMaxOf is cfg.WaitMax, or WaitMaxDefault when it is zero.
+func WaitMaxOf(cfg Config) time.Duration {
+	if cfg.WaitMax == 0 {
+		return WaitMaxDefault
+	}
+	return cfg.WaitMax
+}
+
+func validWaitMax(d time.Duration) error {
+	if d < 0 || d > WaitMaxLimit {
+		return argError("Config.WaitMax", "must be between 0 and %v, got %v", WaitMaxLimit, d)
+	}
+	return nil
+}
+
+// Events of the waitlist (in the shop's event feed, Engine.Events).
+const (
+	// EventWaitlistHeld: a waiting checkout's cart was held, with the
+	// hold's lines and expiry.
+	EventWaitlistHeld EventType = "waitlist.held"
+	// EventWaitlistExpired: a checkout's wait ran out before its cart
+	// could be held (or the checkout got a hold of its own meanwhile);
+	// nothing is held for it.
+	EventWaitlistExpired EventType = "waitlist.expired"
+)
