@@ -105,6 +105,7 @@ var tests = []struct {
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
+	{"Listings", testListings},
 }
 
 // long reports whether the heavier forms of the tests run.
