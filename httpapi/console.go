@@ -88,5 +88,3 @@ func (s *Server) consoleRoutes() error {
 	s.cfg.Workers = append(s.cfg.Workers, con)
 	return nil
 }
-
-

@@ -172,5 +172,3 @@ func (ceilingEngine) Ledger(context.Context, holdfast.LedgerQuery) (*holdfast.Le
 func (ceilingEngine) Keys(context.Context, holdfast.KeyQuery) ([]holdfast.Level, error) {
 	return nil, holdfast.ErrUnavailable
 }
-
-
