@@ -56,6 +56,11 @@ const (
 	ShopsMax = 100
 	// DoctorTimeout bounds the doctor's run behind the doctor page.
 	DoctorTimeout = 20 * time.Second
+	// ReadsMax bounds the console's requests that read the database at
+	// once (over every operator and tab): the console shares the engine's
+	// pool with checkout and must never crowd it. Others wait for a turn
+	// within their own request.
+	ReadsMax = 2
 	// keyMaxLen bounds a key typed into the login form.
 	keyMaxLen = 256
 )
@@ -101,6 +106,7 @@ type Console struct {
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	charts *charts
+	reads  chan struct{} // ReadsMax turns
 }
 
 //go:embed templates/*.html
@@ -127,7 +133,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.Secret = randomSecret()
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{},
-		charts: newCharts(cfg.Gatherer, cfg.ChartInterval, cfg.Logger)}
+		charts: newCharts(cfg.Gatherer, cfg.ChartInterval, cfg.Logger), reads: make(chan struct{}, ReadsMax)}
 	funcs := template.FuncMap{
 		"since": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") },
 		"lines": linesText,
@@ -229,7 +235,7 @@ func (c *Console) authed(fn handler) http.HandlerFunc {
 			c.render(w, r, http.StatusForbidden, "error", map[string]any{"Status": http.StatusForbidden, "Message": err.Error()})
 			return
 		}
-		if err := fn(w, r, id); err != nil {
+		if err := c.turn(r, func() error { return fn(w, r, id) }); err != nil {
 			st, msg := c.status(r, err)
 			c.render(w, r, st, "error", map[string]any{"Status": st, "Message": msg, "Authed": true})
 		}
@@ -241,16 +247,25 @@ func (c *Console) authedJSON(fn handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := c.principal(r)
 		if err == nil {
-			err = fn(w, r, id)
+			err = c.turn(r, func() error { return fn(w, r, id) })
 		}
 		if err != nil {
 			st, msg := c.status(r, err)
-			if pe := (*pageError)(nil); errors.As(err, &pe) && pe.status == http.StatusForbidden {
-				st = http.StatusForbidden
-			}
 			writeJSON(w, st, map[string]any{"error": map[string]any{"status": st, "message": msg}})
 		}
 	}
+}
+
+// turn runs fn with one of the ReadsMax turns, waiting for one as long as
+// the request lives.
+func (c *Console) turn(r *http.Request, fn func() error) error {
+	select {
+	case c.reads <- struct{}{}:
+	case <-r.Context().Done():
+		return &pageError{status: http.StatusServiceUnavailable, msg: "gave up waiting for a turn to read the database"}
+	}
+	defer func() { <-c.reads }()
+	return fn()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,9 +1,11 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"math"
 	"slices"
 	"time"
 
@@ -20,7 +22,8 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 	if err != nil {
 		return nil, err
 	}
-	var at, id any
+	// The first page starts past every row.
+	at, id := any(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)), any(bytes.Repeat([]byte{0xff}, 16))
 	if cur != nil {
 		at, id = cur.CreatedAt.UTC(), cur.CheckoutID[:]
 	}
@@ -33,7 +36,7 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 	err = c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
 		page.Holds = page.Holds[:0]
 		rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "list_holds"),
-			c.now(), q.ShopID, at, at, at, id, filter, filter, status, status, q.Limit+1)
+			c.now(), q.ShopID, at, at, id, filter, filter, status, status, q.Limit+1)
 		if err != nil {
 			return err
 		}
@@ -82,7 +85,7 @@ func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.
 	if err != nil {
 		return nil, err
 	}
-	var after any
+	after := int64(math.MaxInt64) // the first page starts past every id
 	if cur != nil {
 		after = cur.ID
 	}
@@ -90,7 +93,7 @@ func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.
 	err = c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
 		page.Entries = page.Entries[:0]
 		rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "list_ledger"),
-			q.ShopID, q.ItemID, q.LocationID, after, after, q.Limit+1)
+			q.ShopID, q.ItemID, q.LocationID, after, q.Limit+1)
 		if err != nil {
 			return err
 		}
