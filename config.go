@@ -88,6 +88,10 @@ type Config struct {
 	// OutcomeRetention is how long a hold's outcome is kept after it ends.
 	// Defaults to 24 hours.
 	OutcomeRetention time.Duration
+	// EventRetention is how long a sequenced event stays in the feed
+	// (Events) before the sweeper purges it, in batches of SweepBatch.
+	// Defaults to EventRetentionDefault (7 days).
+	EventRetention time.Duration
 	// SweepInterval and ReplenishInterval pace the maintenance workers
 	// started by Start. Default to 30 seconds and 5 seconds.
 	SweepInterval     time.Duration
@@ -160,6 +164,7 @@ func (c Config) validate() error {
 		intIn("RetryMax", c.RetryMax, -1, RetryLimit),
 		intIn("MaintenanceConns", c.MaintenanceConns, 1, MaintenanceConnsLimit),
 		positive("OutcomeRetention", c.OutcomeRetention),
+		positive("EventRetention", c.EventRetention),
 		positive("SweepInterval", c.SweepInterval),
 		positive("ReplenishInterval", c.ReplenishInterval),
 		positive("LockTimeout", c.LockTimeout),
@@ -197,6 +202,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.LowWaterPercent, 30)
 	defInt(&c.SweepBatch, SweepBatchDefault)
 	def(&c.OutcomeRetention, OutcomeRetentionDefault)
+	def(&c.EventRetention, EventRetentionDefault)
 	def(&c.SweepInterval, 30*time.Second)
 	def(&c.ReplenishInterval, 5*time.Second)
 	defInt(&c.RetryMax, 8)

@@ -39,6 +39,9 @@ type Engine interface {
 	// SweepOnce expires every hold past its TTL, in bounded batches, and
 	// returns how many it expired.
 	SweepOnce(ctx context.Context) (int, error)
+	// Events reads a shop's event feed: the events with a cursor above
+	// after, in cursor order, at most limit of them (events.go).
+	Events(ctx context.Context, shopID int64, after int64, limit int) ([]Event, error)
 	// Start starts the background maintenance workers; it does not block.
 	Start(ctx context.Context)
 	// Stop stops them; idempotent, safe before Start, bounded by ctx.

@@ -103,6 +103,9 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if _, err := c.SequenceEvents(ctx); err != nil {
+		return false, err
+	}
 	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch, nil
 }
 
@@ -202,6 +205,11 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 			}
 			n = max(n, int(tag.RowsAffected()))
 		}
+		tag, err := tx.Exec(ctx, c.q(ctx, RoutePurge, "purge_events"), c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch)
+		if err != nil {
+			return err
+		}
+		n = max(n, int(tag.RowsAffected()))
 		return nil
 	})
 	return n, err

@@ -106,6 +106,9 @@ var tests = []struct {
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
 	{"Listings", testListings},
+	{"Events", testEvents},
+	{"EventsBadArguments", testEventsBadArguments},
+	{"EventsConcurrentPaging", testEventsConcurrentPaging},
 }
 
 // long reports whether the heavier forms of the tests run.

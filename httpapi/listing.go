@@ -52,9 +52,9 @@ type ledgerPageJSON struct {
 	Next       string            `json:"next,omitempty"`
 }
 
-// query reads a listing's query string: only the parameters in allowed,
+// listQuery reads a listing's query string: only the parameters in allowed,
 // each at most once.
-func query(r *http.Request, allowed ...string) (url.Values, *apiError) {
+func listQuery(r *http.Request, allowed ...string) (url.Values, *apiError) {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, badRequest(CodeWrongType, "", "malformed query string: %v", err)
@@ -91,7 +91,7 @@ func queryInt(v url.Values, name string, most int64) (int64, *apiError) {
 }
 
 func (s *Server) listHolds(c *call) (int, any, error) {
-	v, apiErr := query(c.r, "item", "location", "status", "cursor", "limit")
+	v, apiErr := listQuery(c.r, "item", "location", "status", "cursor", "limit")
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
@@ -134,7 +134,7 @@ func (s *Server) ledger(c *call) (int, any, error) {
 	if k.LocationID, apiErr = parseID("location_id", c.r.PathValue("location_id")); apiErr != nil {
 		return 0, nil, apiErr
 	}
-	v, apiErr := query(c.r, "cursor", "limit")
+	v, apiErr := listQuery(c.r, "cursor", "limit")
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}

@@ -38,6 +38,7 @@ func (s *Server) routes() {
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 	s.shadowRoutes()
 	s.listingRoutes()
+	s.eventRoutes()
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -210,6 +210,7 @@ func withDefaults(c holdfast.Config) holdfast.Config {
 	defInt(&c.LowWaterPercent, 30)
 	defInt(&c.SweepBatch, holdfast.SweepBatchDefault)
 	def(&c.OutcomeRetention, holdfast.OutcomeRetentionDefault)
+	def(&c.EventRetention, holdfast.EventRetentionDefault)
 	def(&c.SweepInterval, 30*time.Second)
 	def(&c.ReplenishInterval, 5*time.Second)
 	defInt(&c.RetryMax, 8)

@@ -48,7 +48,7 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 		Refill: func(ctx context.Context) error { _, err := c.Replenish(ctx); return err },
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
-			for _, tbl := range []string{"inventory_levels", "inventory_locks", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "stock_changes"} {
+			for _, tbl := range []string{"inventory_levels", "inventory_locks", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "stock_changes", "holdfast_events"} {
 				var n int
 				if err := db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+tbl).Scan(&n); err != nil {
 					return nil, err

@@ -51,7 +51,14 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch, nil
+	if _, err := c.SequenceEvents(ctx); err != nil {
+		return false, err
+	}
+	e, err := c.PurgeEventsOnce(ctx)
+	if err != nil {
+		return false, err
+	}
+	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || e == c.cfg.SweepBatch, nil
 }
 
 // SweepOnce expires one batch (at most Config.SweepBatch) of holds past

@@ -54,9 +54,9 @@ func All() ([]Migration, error) {
 		out = append(out, Migration{Version: v, Name: m[2], SQL: string(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migrations: version %d missing", i+1)
+	for i := 1; i < len(out); i++ {
+		if out[i].Version == out[i-1].Version {
+			return nil, fmt.Errorf("migrations: version %d twice", out[i].Version)
 		}
 	}
 	return out, nil
@@ -118,11 +118,14 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 	if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
 		return nil, err
 	}
-	if current > len(all) {
-		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, len(all))
+	if latest := all[len(all)-1].Version; current > latest {
+		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, latest)
 	}
 	var applied []int
-	for _, m := range all[current:] {
+	for _, m := range all {
+		if m.Version <= current {
+			continue // gaps in numbering are fine: helpers take numbers in parallel
+		}
 		for i, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return applied, fmt.Errorf("migrations: %03d_%s statement %d: %w", m.Version, m.Name, i+1, err)
