@@ -211,7 +211,10 @@ type chartView struct {
 	ID     string
 	Title  string
 	Points string // "x,y x,y …"
-	N      int
+	// LastX and LastY place a dot on the newest point (a single point
+	// draws no line).
+	LastX, LastY string
+	N            int
 	Last   string
 	Max    string
 	Width  int
@@ -279,6 +282,7 @@ func draw(id, title string, values []float64, xs []int, n int, unit string) char
 			b.WriteByte(' ')
 		}
 		fmt.Fprintf(&b, "%.1f,%.1f", px, py)
+		cv.LastX, cv.LastY = strconv.FormatFloat(px, 'f', 1, 64), strconv.FormatFloat(py, 'f', 1, 64)
 	}
 	cv.Points = b.String()
 	cv.Last = strconv.FormatFloat(values[len(values)-1], 'f', 1, 64) + unit

@@ -34,6 +34,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/shadow"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // Bounds and defaults of the console.
@@ -50,6 +51,8 @@ const (
 	// LiveKeys and LiveHolds bound a shop page's live tables.
 	LiveKeys  = 20
 	LiveHolds = 20
+	// LiveEvents bounds a shop page's recent events.
+	LiveEvents = 20
 	// PageSize is the size of a key page's holds and ledger pages.
 	PageSize = 25
 	// ShopsMax bounds the shops listed on the overview.
@@ -80,6 +83,13 @@ type Config struct {
 	Shops func(ctx context.Context, n int) ([]int64, error)
 	// Doctor runs the doctor. Optional: without it the doctor page says so.
 	Doctor func(ctx context.Context) (*ops.Report, error)
+	// EventsHead returns the shop's newest event cursor (0: none yet), so
+	// the shop page can show the most recent events of Engine.Events.
+	// Optional: without it the page has no events panel.
+	EventsHead func(ctx context.Context, shop int64) (int64, error)
+	// Webhooks lists a shop's webhook endpoints with their delivery state.
+	// Optional: without it the page has no webhooks panel.
+	Webhooks func(ctx context.Context, shop int64) ([]webhook.Endpoint, error)
 	// Shadow is the shadow layer when the server runs one. Optional.
 	Shadow *shadow.Engine
 	// Gatherer is the server's metrics registry, read by the charts.
@@ -358,10 +368,38 @@ type liveHold struct {
 	ExpiresAt  string `json:"expires_at"`
 }
 
+// liveEvent is a row of a shop page's recent events.
+type liveEvent struct {
+	Cursor  int64  `json:"cursor"`
+	Type    string `json:"type"`
+	At      string `json:"at"`
+	Subject string `json:"subject"`
+	Detail  string `json:"detail"`
+}
+
+// liveWebhook is a row of a shop page's webhook endpoints: how far its
+// deliveries are behind the feed and why.
+type liveWebhook struct {
+	ID          int64  `json:"id"`
+	URL         string `json:"url"`
+	Cursor      int64  `json:"cursor"`
+	Behind      int64  `json:"behind"`
+	Attempts    int    `json:"attempts"`
+	NextAt      string `json:"next_attempt_at,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
+	DeadLetters int    `json:"dead_letters"`
+	State       string `json:"state"`
+}
+
 type liveView struct {
-	ShopID int64      `json:"shop_id"`
-	Keys   []liveKey  `json:"keys"`
-	Holds  []liveHold `json:"holds"`
+	ShopID   int64         `json:"shop_id"`
+	Keys     []liveKey     `json:"keys"`
+	Holds    []liveHold    `json:"holds"`
+	Events   []liveEvent   `json:"events,omitempty"`
+	Webhooks []liveWebhook `json:"webhooks,omitempty"`
+	// EventsOn and WebhooksOn say whether the server offers the panels.
+	EventsOn   bool `json:"events_on"`
+	WebhooksOn bool `json:"webhooks_on"`
 }
 
 func (c *Console) liveView(ctx context.Context, shop int64) (*liveView, error) {
@@ -381,7 +419,69 @@ func (c *Console) liveView(ctx context.Context, shop int64) (*liveView, error) {
 	for i, h := range page.Holds {
 		v.Holds[i] = toLiveHold(h)
 	}
+	var head int64
+	if c.cfg.EventsHead != nil {
+		v.EventsOn, v.Events = true, []liveEvent{}
+		if head, err = c.cfg.EventsHead(ctx, shop); err != nil {
+			return nil, err
+		}
+		if head > 0 {
+			evs, err := c.cfg.Engine.Events(ctx, shop, max(0, head-LiveEvents), LiveEvents)
+			if err != nil {
+				return nil, err
+			}
+			for i := len(evs) - 1; i >= 0; i-- { // newest first
+				v.Events = append(v.Events, toLiveEvent(evs[i]))
+			}
+		}
+	}
+	if c.cfg.Webhooks != nil {
+		v.WebhooksOn, v.Webhooks = true, []liveWebhook{}
+		eps, err := c.cfg.Webhooks(ctx, shop)
+		if err != nil {
+			return nil, err
+		}
+		for _, ep := range eps {
+			w := liveWebhook{ID: ep.ID, URL: ep.URL, Cursor: ep.Cursor, Behind: max(0, head-ep.Cursor),
+				Attempts: ep.Attempts, LastError: ep.LastError, DeadLetters: ep.DeadLetters, State: "up to date"}
+			if ep.NextAt != nil {
+				w.NextAt = ep.NextAt.UTC().Format("2006-01-02 15:04:05.000")
+			}
+			switch {
+			case ep.Attempts > 0:
+				w.State = fmt.Sprintf("retrying (attempt %d)", ep.Attempts)
+			case w.Behind > 0:
+				w.State = fmt.Sprintf("%d behind", w.Behind)
+			}
+			v.Webhooks = append(v.Webhooks, w)
+		}
+	}
 	return v, nil
+}
+
+func toLiveEvent(e holdfast.Event) liveEvent {
+	le := liveEvent{Cursor: e.Cursor, Type: string(e.Type), At: e.At.UTC().Format("2006-01-02 15:04:05.000")}
+	if e.CheckoutID != nil {
+		le.Subject = "checkout " + e.CheckoutID.String()
+		le.Detail = linesText(e.Lines)
+	} else {
+		le.Subject = fmt.Sprintf("item %d @ %d", e.ItemID, e.LocationID)
+		var parts []string
+		if e.Delta != nil {
+			parts = append(parts, fmt.Sprintf("%+d", *e.Delta))
+		}
+		if e.Available != nil {
+			parts = append(parts, fmt.Sprintf("available %d", *e.Available))
+		}
+		if e.Reason != "" {
+			parts = append(parts, e.Reason)
+		}
+		if e.Reference != "" {
+			parts = append(parts, e.Reference)
+		}
+		le.Detail = strings.Join(parts, " · ")
+	}
+	return le
 }
 
 func toLiveHold(h holdfast.Hold) liveHold {

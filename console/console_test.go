@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -46,8 +48,14 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Client: hc, KeyCacheTTL: -1,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The webhook deliverer runs as in holdfast serve, polling often.
+	del, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: hc, Poll: 100 * time.Millisecond,
+		BackoffMin: 200 * time.Millisecond, Timeout: 5 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Client: hc, KeyCacheTTL: -1, Logger: log, Workers: []httpapi.Worker{del},
 		Console: httpapi.ConsoleConfig{ChartInterval: 250 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +142,21 @@ func chromium(t *testing.T) string {
 func TestConsoleEndToEnd(t *testing.T) {
 	browser := chromium(t)
 	s := newServer(t)
+	// Two webhook endpoints: one that takes every event, one that is down.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hook.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	reg := webhook.NewRegistry(s.db.Pool)
+	for _, u := range []string{hook.URL + "/holdfast", down.URL + "/hooks"} {
+		if _, err := reg.Add(context.Background(), 1, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for item := int64(1); item <= 4; item++ {
 		s.stock(item, 40)
 	}
@@ -228,6 +251,13 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if f := strings.Fields(text(`#keys tr[data-key="4/1"]`)); len(f) < 6 || f[2] != "40" || f[3] != "3" || f[5] != "37" {
 		t.Errorf("key 4's live row %q, want available 40, held 3, sellable 37", f)
 	}
+	// The events panel shows the reservation; the webhook panel shows one
+	// endpoint keeping up and the other retrying, with its error.
+	step("the hold's event", visible(fmt.Sprintf(`#events tr[data-type="hold.created"]`)),
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`Array.from(document.querySelectorAll('#events tr[data-type="hold.created"]')).some(function (tr) { return tr.textContent.indexOf(%q) >= 0; })`, id.String()),
+			chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Poll[chromedp.Void](`(function () { var r = document.querySelectorAll('#webhooks tbody tr'); return r.length === 2 && r[0].textContent.indexOf('up to date') >= 0 && r[1].textContent.indexOf('retrying') >= 0 && r[1].textContent.indexOf('503') >= 0; })()`,
+			chromedp.WithPollingTimeout(60*time.Second)))
 	step("shop", shot("shop"))
 
 	// Follow the hold; claim it through the API; the page shows the claim

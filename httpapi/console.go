@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/ops"
 )
@@ -34,6 +35,7 @@ type ConsoleConfig struct {
 var (
 	sqlConsoleAdminLive = stmt("console", "console_admin_live")
 	sqlConsoleShops     = stmt("console", "console_shops")
+	sqlConsoleHead      = stmt("console", "console_events_head")
 )
 
 // consoleRoutes mounts the console and adds its chart sampler to the
@@ -48,8 +50,20 @@ func (s *Server) consoleRoutes() error {
 	if doctor == nil {
 		doctor = func(ctx context.Context) (*ops.Report, error) { return ops.Doctor(ctx, pool, ops.DoctorConfig{}) }
 	}
+	// The event feed's head is read from PostgreSQL: only when the engine's
+	// events live there (the PostgreSQL engine, or the shadow layer over it).
+	var head func(ctx context.Context, shop int64) (int64, error)
+	if _, pg := s.eng.(*holdfast.Client); pg || s.cfg.Shadow != nil {
+		head = func(ctx context.Context, shop int64) (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, sqlConsoleHead, shop).Scan(&n)
+			return n, err
+		}
+	}
 	con, err := console.New(console.Config{
-		Engine: s.eng,
+		EventsHead: head,
+		Webhooks:   s.registry().List,
+		Engine:     s.eng,
 		Authenticate: func(ctx context.Context, key string) (int64, bool, error) {
 			p, err := s.auth.authenticate(ctx, key)
 			return p.keyID, p.admin, err

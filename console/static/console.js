@@ -57,6 +57,41 @@
     holds.replaceChildren(hb);
     if (!v.keys.length) empty(keys, 7, "No stock yet.");
     if (!v.holds.length) empty(holds, 5, "No holds.");
+    var events = document.querySelector("#events tbody");
+    if (events && v.events) {
+      var eb = document.createDocumentFragment();
+      v.events.forEach(function (e) {
+        var tr = document.createElement("tr");
+        tr.dataset.cursor = String(e.cursor);
+        tr.dataset.type = e.type;
+        cell(tr, String(e.cursor));
+        cell(tr, e.type);
+        cell(tr, e.subject);
+        cell(tr, e.detail);
+        cell(tr, e.at);
+        eb.appendChild(tr);
+      });
+      events.replaceChildren(eb);
+      if (!v.events.length) empty(events, 5, "No events.");
+    }
+    var hooks = document.querySelector("#webhooks tbody");
+    if (hooks && v.webhooks) {
+      var wb = document.createDocumentFragment();
+      v.webhooks.forEach(function (w) {
+        var tr = document.createElement("tr");
+        tr.dataset.endpoint = String(w.id);
+        cell(tr, String(w.id));
+        cell(tr, w.url);
+        cell(tr, String(w.cursor));
+        cell(tr, w.state);
+        cell(tr, w.next_attempt_at || "");
+        cell(tr, w.last_error || "");
+        cell(tr, String(w.dead_letters));
+        wb.appendChild(tr);
+      });
+      hooks.replaceChildren(wb);
+      if (!v.webhooks.length) empty(hooks, 7, "No webhook endpoints (holdfast webhooks add).");
+    }
   }
 
   function pollLive(root) {

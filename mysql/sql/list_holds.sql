@@ -1,5 +1,6 @@
 -- A page of a shop's holds and outcomes, newest first: keyset pagination on
--- (created_at, checkout_id) within the shop's primary-key range. A hold
+-- (created_at, checkout_id), read through holds_shop_created (migration
+-- 006) backwards. A hold
 -- held past its expiry and not swept yet is listed (and filtered) as
 -- expired. The lines filter is JSON containment: the hold has a line with
 -- that item and/or location.
