@@ -1,9 +1,8 @@
 -- A page of a shop's holds and outcomes, newest first: keyset pagination on
--- (created_at, checkout_id), read through holds_shop_created (migration
--- 006) backwards. A hold
--- held past its expiry and not swept yet is listed (and filtered) as
--- expired. The lines filter is JSON containment: the hold has a line with
--- that item and/or location.
+-- (created_at, checkout_id), read backwards through holds_shop_created
+-- (migration 006). A hold held past its expiry and not swept yet is listed
+-- (and filtered) as expired. The lines filter is JSON containment: the
+-- hold has a line with that item and/or location.
 -- ? now, ? shop, ? cursor created_at twice and ? cursor checkout (the
 -- first page: past every row), ? lines filter (NULL: any) twice, ? status
 -- ('' any) twice, ? rows.
