@@ -2,10 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -141,7 +148,75 @@ the running server's when serve runs.`,
 			return tw.Flush()
 		})
 	}
-	cmd.AddCommand(add, list, remove, dead)
+	receive := &cobra.Command{
+		Use:   "receive [--addr HOST:PORT] [--secret-file FILE]",
+		Short: "a test receiver: verifies each delivery's signature and prints the event",
+		Long: `A receiver for trying webhooks out. It listens on --addr (port 0: any free
+port), prints its URL on the first line, then verifies each delivery's
+Holdfast-Signature with the endpoint's secret — read from --secret-file at
+each request (so it can be written after the endpoint is registered), else
+$HOLDFAST_WEBHOOK_SECRET — and prints "<cursor> <type> <checkout or key>
+(signature verified)" for each event it accepts. A delivery that does not
+verify, or is older than 5 minutes, gets 401; before there is a secret, 503
+(the sender retries).`,
+		Args: noArgs,
+	}
+	addr := receive.Flags().String("addr", "127.0.0.1:0", "listen address")
+	secretFile := receive.Flags().String("secret-file", "", "a file holding the endpoint's secret (default: $HOLDFAST_WEBHOOK_SECRET)")
+	receive.RunE = func(cmd *cobra.Command, _ []string) error {
+		secret := func() string {
+			if *secretFile == "" {
+				return os.Getenv("HOLDFAST_WEBHOOK_SECRET")
+			}
+			b, _ := os.ReadFile(*secretFile)
+			return strings.TrimSpace(string(b))
+		}
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		var mu sync.Mutex
+		fmt.Fprintf(out, "http://%s/holdfast\n", ln.Addr())
+		srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				http.Error(w, "cannot read the body", http.StatusBadRequest)
+				return
+			}
+			sec := secret()
+			if sec == "" {
+				http.Error(w, "no secret yet", http.StatusServiceUnavailable)
+				return
+			}
+			if err := webhook.Verify(sec, r.Header.Get(webhook.SignatureHeader), body, time.Now(), 0); err != nil {
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+			var ev holdfast.Event
+			if err := json.Unmarshal(body, &ev); err != nil {
+				http.Error(w, "not an event", http.StatusBadRequest)
+				return
+			}
+			what := fmt.Sprintf("item %d location %d", ev.ItemID, ev.LocationID)
+			if ev.CheckoutID != nil {
+				what = "checkout " + ev.CheckoutID.String()
+			}
+			mu.Lock()
+			fmt.Fprintf(out, "%d %s %s (signature verified)\n", ev.Cursor, ev.Type, what)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		})}
+		go func() {
+			<-cmd.Context().Done()
+			_ = srv.Close()
+		}()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+	cmd.AddCommand(add, list, remove, dead, receive)
 	return cmd
 }
 
