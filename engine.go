@@ -50,6 +50,12 @@ type Engine interface {
 	Start(ctx context.Context)
 	// Stop stops them; idempotent, safe before Start, bounded by ctx.
 	Stop(ctx context.Context) error
+	// Holds lists a page of a shop's holds and outcomes, newest first.
+	Holds(ctx context.Context, q HoldQuery) (*HoldPage, error)
+	// Ledger lists a page of a key's ledger, newest first.
+	Ledger(ctx context.Context, q LedgerQuery) (*LedgerPage, error)
+	// Keys lists a shop's keys by activity, with their levels.
+	Keys(ctx context.Context, q KeyQuery) ([]Level, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -106,6 +106,7 @@ var tests = []struct {
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
 	{"Waitlist", testWaitlist},
+	{"Listings", testListings},
 	{"Events", testEvents},
 	{"EventsBadArguments", testEventsBadArguments},
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},

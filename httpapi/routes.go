@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 	s.shadowRoutes()
+	s.listingRoutes()
 	s.eventRoutes()
 	s.precreateSeries()
 

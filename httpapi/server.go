@@ -134,6 +134,8 @@ type Config struct {
 	// MetricsHandler on its own listener). On the API handler /metrics
 	// needs an admin key.
 	NoMetricsRoute bool
+	// Console configures the operator console at /console (ConsoleConfig).
+	Console ConsoleConfig
 }
 
 // Server is the HTTP/JSON API. It is an http.Handler, safe for concurrent
@@ -261,6 +263,9 @@ func newServer(cfg Config) (*Server, error) {
 		}
 	}
 	s.routes()
+	if err := s.consoleRoutes(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/console"
+	"github.com/holdfast/holdfast/ops"
+)
+
+// ConsoleConfig configures the operator console (package console) that the
+// server mounts at /console when it has a Pool (for the API keys). The
+// zero value serves it with its defaults.
+type ConsoleConfig struct {
+	// Off leaves the console out: /console answers 404 route_not_found.
+	Off bool
+	// Secret signs its session cookies. Defaults to random bytes per
+	// process: a restart ends every session, and sessions do not carry
+	// from one replica to another.
+	Secret []byte
+	// SessionTTL is how long a login lasts (console.SessionTTLDefault).
+	SessionTTL time.Duration
+	// ChartInterval is how often its charts sample the server's metrics
+	// (console.ChartIntervalDefault).
+	ChartInterval time.Duration
+	// Doctor runs the doctor for its doctor page. Defaults to ops.Doctor
+	// on Pool.
+	Doctor func(ctx context.Context) (*ops.Report, error)
+}
+
+var (
+	sqlConsoleAdminLive = stmt("console", "console_admin_live")
+	sqlConsoleShops     = stmt("console", "console_shops")
+	sqlConsoleHead      = stmt("console", "console_events_head")
+)
+
+// consoleRoutes mounts the console and adds its chart sampler to the
+// server's workers.
+func (s *Server) consoleRoutes() error {
+	cc := s.cfg.Console
+	if cc.Off || s.pool == nil {
+		return nil
+	}
+	pool := s.pool
+	doctor := cc.Doctor
+	if doctor == nil {
+		doctor = func(ctx context.Context) (*ops.Report, error) { return ops.Doctor(ctx, pool, ops.DoctorConfig{}) }
+	}
+	// The event feed's head is read from PostgreSQL: only when the engine's
+	// events live there (the PostgreSQL engine, or the shadow layer over it).
+	var head func(ctx context.Context, shop int64) (int64, error)
+	if _, pg := s.eng.(*holdfast.Client); pg || s.cfg.Shadow != nil {
+		head = func(ctx context.Context, shop int64) (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, sqlConsoleHead, shop).Scan(&n)
+			return n, err
+		}
+	}
+	con, err := console.New(console.Config{
+		EventsHead: head,
+		Webhooks:   s.registry().List,
+		Engine:     s.eng,
+		Authenticate: func(ctx context.Context, key string) (int64, bool, error) {
+			p, err := s.auth.authenticate(ctx, key)
+			return p.keyID, p.admin, err
+		},
+		AdminLive: func(ctx context.Context, id int64) (bool, error) {
+			var ok bool
+			err := pool.QueryRow(ctx, sqlConsoleAdminLive, id).Scan(&ok)
+			return ok, err
+		},
+		Shops: func(ctx context.Context, n int) ([]int64, error) {
+			rows, err := pool.Query(ctx, sqlConsoleShops, n)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, pgx.RowTo[int64])
+		},
+		Doctor:        doctor,
+		Shadow:        s.cfg.Shadow,
+		Gatherer:      s.reg,
+		Secret:        cc.Secret,
+		SessionTTL:    cc.SessionTTL,
+		ChartInterval: cc.ChartInterval,
+		Logger:        s.log,
+	})
+	if err != nil {
+		return err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+			info.route = "console"
+		}
+		con.ServeHTTP(w, r)
+	})
+	s.mux.Handle(console.Prefix+"/", h)
+	s.mux.Handle("GET "+console.Prefix, http.RedirectHandler(console.Prefix+"/", http.StatusSeeOther))
+	s.cfg.Workers = append(s.cfg.Workers, con)
+	return nil
+}

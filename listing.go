@@ -1,0 +1,400 @@
+package holdfast
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Bounds of the listings (Holds, Ledger, Keys).
+const (
+	// ListLimitDefault is a page's size when the query's Limit is 0.
+	ListLimitDefault = 50
+	// ListLimitMax bounds a page of holds or ledger entries: a larger
+	// Limit is an *ArgumentError.
+	ListLimitMax = 500
+	// KeysLimitMax bounds Keys: a larger Limit is an *ArgumentError.
+	// Defaults to ListLimitDefault when Limit is 0.
+	KeysLimitMax = 100
+)
+
+// HoldQuery asks for a page of a shop's holds and outcomes (ended holds
+// are kept for Config.OutcomeRetention), newest first: by creation time,
+// then checkout id, both descending.
+type HoldQuery struct {
+	ShopID int64
+	// ItemID and LocationID keep the holds with a line on that item and/or
+	// location; 0 is any.
+	ItemID     int64
+	LocationID int64
+	// Status keeps the holds in that status as Hold reports it (a hold
+	// past its expiry that is not swept yet is expired); "" is any.
+	Status Status
+	// After is the Next of the previous page; "" is the first page.
+	After string
+	// Limit is the page size: 0 is ListLimitDefault, at most ListLimitMax.
+	Limit int
+}
+
+// HoldPage is one page of holds. Next, when not empty, is the After of the
+// next page. Paging is keyset pagination on (created_at, checkout_id),
+// which never changes for a hold: under concurrent writes no hold is
+// listed twice and none that existed before the first page is skipped
+// (holds created meanwhile may or may not be listed; a Status filter lists
+// a hold as it is when its page is read).
+type HoldPage struct {
+	Holds []Hold `json:"holds"`
+	Next  string `json:"next,omitempty"`
+}
+
+// LedgerQuery asks for a page of a key's ledger (inventory_ledger: every
+// change of its available stock), newest first.
+type LedgerQuery struct {
+	Key
+	// After is the Next of the previous page; "" is the first page.
+	After string
+	// Limit is the page size: 0 is ListLimitDefault, at most ListLimitMax.
+	Limit int
+}
+
+// LedgerEntry is one change of a key's available stock: a claim (reason
+// "claim", reference the checkout id) or a stock change.
+type LedgerEntry struct {
+	// ID orders the entries of a database; it is unique.
+	ID             int64     `json:"id"`
+	Delta          int       `json:"delta"`
+	AvailableAfter int       `json:"available_after"`
+	Reason         string    `json:"reason"`
+	Reference      string    `json:"reference,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// LedgerPage is one page of a key's ledger. Next, when not empty, is the
+// After of the next page. Paging is keyset pagination on the entry's ID:
+// entries are append-only, so no entry is listed twice and none that
+// existed before the first page is skipped.
+type LedgerPage struct {
+	Key
+	Entries []LedgerEntry `json:"entries"`
+	Next    string        `json:"next,omitempty"`
+}
+
+// KeyQuery asks for a shop's keys by activity (Keys).
+type KeyQuery struct {
+	ShopID int64
+	// Limit is how many keys: 0 is ListLimitDefault, at most KeysLimitMax.
+	Limit int
+}
+
+// HoldCursor is the decoded position of a HoldQuery.After.
+type HoldCursor struct {
+	CreatedAt  time.Time
+	CheckoutID uuid.UUID
+}
+
+// LedgerCursor is the decoded position of a LedgerQuery.After: the ID of
+// the last entry listed.
+type LedgerCursor struct {
+	ID int64
+}
+
+// Cursors are opaque to callers: a prefix naming the listing, then
+// base64url of the position. The prefix makes a ledger cursor sent to the
+// hold listing (or a stale format) a clear argument error.
+const (
+	holdCursorPrefix   = "h1."
+	ledgerCursorPrefix = "l1."
+)
+
+// Encode returns the cursor as the opaque After string.
+func (c HoldCursor) Encode() string {
+	var b [24]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
+	copy(b[8:], c.CheckoutID[:])
+	return holdCursorPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Encode returns the cursor as the opaque After string.
+func (c LedgerCursor) Encode() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(c.ID))
+	return ledgerCursorPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func decodeCursor(s, prefix string, n int) ([]byte, error) {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok {
+		return nil, argError("cursor", "not a cursor of this listing (use the next of the previous page)")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(b) != n {
+		return nil, argError("cursor", "malformed cursor (use the next of the previous page)")
+	}
+	return b, nil
+}
+
+// Validate checks q and returns it with its defaults filled in, and its
+// cursor (nil on the first page). A rejected query is an *ArgumentError
+// naming the field (shop_id, item_id, location_id, status, limit, cursor).
+// Every engine calls it before reading anything.
+func (q HoldQuery) Validate() (HoldQuery, *HoldCursor, error) {
+	if q.ShopID <= 0 {
+		return q, nil, argError("shop_id", "must be a positive integer")
+	}
+	if q.ItemID < 0 {
+		return q, nil, argError("item_id", "must be a positive integer, or 0 for any")
+	}
+	if q.LocationID < 0 {
+		return q, nil, argError("location_id", "must be a positive integer, or 0 for any")
+	}
+	switch q.Status {
+	case "", StatusHeld, StatusClaimed, StatusReleased, StatusExpired:
+	default:
+		return q, nil, argError("status", "must be held, claimed, released or expired, not %q", string(q.Status))
+	}
+	var err error
+	if q.Limit, err = checkLimit(q.Limit, ListLimitMax); err != nil {
+		return q, nil, err
+	}
+	if q.After == "" {
+		return q, nil, nil
+	}
+	b, err := decodeCursor(q.After, holdCursorPrefix, 24)
+	if err != nil {
+		return q, nil, err
+	}
+	c := &HoldCursor{CreatedAt: time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC()}
+	copy(c.CheckoutID[:], b[8:])
+	return q, c, nil
+}
+
+// LinesFilter is the JSON array a hold's lines must contain for the
+// query's item and location filter (both engines test containment), or nil
+// when the query filters on neither.
+func (q HoldQuery) LinesFilter() []byte {
+	if q.ItemID == 0 && q.LocationID == 0 {
+		return nil
+	}
+	m := map[string]int64{}
+	if q.ItemID != 0 {
+		m["item_id"] = q.ItemID
+	}
+	if q.LocationID != 0 {
+		m["location_id"] = q.LocationID
+	}
+	b, _ := json.Marshal([]map[string]int64{m})
+	return b
+}
+
+// Validate checks q and returns it with its defaults filled in, and its
+// cursor (nil on the first page). A rejected query is an *ArgumentError
+// naming the field (shop_id, item_id, location_id, limit, cursor).
+func (q LedgerQuery) Validate() (LedgerQuery, *LedgerCursor, error) {
+	if err := validateKey(q.Key); err != nil {
+		return q, nil, err
+	}
+	var err error
+	if q.Limit, err = checkLimit(q.Limit, ListLimitMax); err != nil {
+		return q, nil, err
+	}
+	if q.After == "" {
+		return q, nil, nil
+	}
+	b, err := decodeCursor(q.After, ledgerCursorPrefix, 8)
+	if err != nil {
+		return q, nil, err
+	}
+	id := int64(binary.BigEndian.Uint64(b))
+	if id <= 0 {
+		return q, nil, argError("cursor", "malformed cursor (use the next of the previous page)")
+	}
+	return q, &LedgerCursor{ID: id}, nil
+}
+
+// Validate checks q and returns it with its default filled in.
+func (q KeyQuery) Validate() (KeyQuery, error) {
+	if q.ShopID <= 0 {
+		return q, argError("shop_id", "must be a positive integer")
+	}
+	var err error
+	q.Limit, err = checkLimit(q.Limit, KeysLimitMax)
+	return q, err
+}
+
+func checkLimit(n, most int) (int, error) {
+	switch {
+	case n == 0:
+		return min(ListLimitDefault, most), nil
+	case n < 0 || n > most:
+		return n, argError("limit", "must be between 1 and %d", most)
+	}
+	return n, nil
+}
+
+// Holds lists a page of a shop's holds and outcomes, newest first (see
+// HoldQuery and HoldPage). A rejected query is an *ArgumentError and reads
+// nothing.
+func (c *Client) Holds(ctx context.Context, q HoldQuery) (*HoldPage, error) {
+	q, cur, err := q.Validate()
+	if err != nil {
+		return nil, err
+	}
+	var at *time.Time
+	var id *uuid.UUID
+	if cur != nil {
+		at, id = &cur.CreatedAt, &cur.CheckoutID
+	}
+	var filter *string
+	if f := q.LinesFilter(); f != nil {
+		s := string(f)
+		filter = &s
+	}
+	page := &HoldPage{Holds: []Hold{}}
+	err = c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		page.Holds, page.Next = page.Holds[:0], ""
+		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "list_holds"), q.ShopID, filter, string(q.Status), at, id, q.Limit+1, c.now())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			h := Hold{ShopID: q.ShopID}
+			var raw []byte
+			var status string
+			var lapsed bool
+			if err := rows.Scan(&h.CheckoutID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed); err != nil {
+				return err
+			}
+			h.Status = Status(status)
+			h.Claimable = h.Status == StatusHeld
+			if lapsed {
+				h.Status = StatusExpired
+			}
+			if err := json.Unmarshal(raw, &h.Lines); err != nil {
+				return err
+			}
+			page.Holds = append(page.Holds, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.trim(q.Limit)
+	return page, nil
+}
+
+// trim drops the row read past the page (there is a next page) and sets
+// Next from the last hold kept.
+func (p *HoldPage) trim(limit int) {
+	if len(p.Holds) <= limit {
+		p.Next = ""
+		return
+	}
+	p.Holds = p.Holds[:limit]
+	last := p.Holds[limit-1]
+	p.Next = HoldCursor{CreatedAt: last.CreatedAt, CheckoutID: last.CheckoutID}.Encode()
+}
+
+// TrimHoldPage is how every engine ends a page: it reads Limit+1 holds,
+// and the last one only says that there is a next page.
+func TrimHoldPage(p *HoldPage, limit int) { p.trim(limit) }
+
+// TrimLedgerPage is how every engine ends a page of the ledger: it reads
+// Limit+1 entries, and the last one only says that there is a next page.
+func TrimLedgerPage(p *LedgerPage, limit int) {
+	if len(p.Entries) <= limit {
+		p.Next = ""
+		return
+	}
+	p.Entries = p.Entries[:limit]
+	p.Next = LedgerCursor{ID: p.Entries[limit-1].ID}.Encode()
+}
+
+// Ledger lists a page of a key's ledger, newest first (see LedgerQuery and
+// LedgerPage). A key never stocked has an empty ledger. A rejected query
+// is an *ArgumentError and reads nothing.
+func (c *Client) Ledger(ctx context.Context, q LedgerQuery) (*LedgerPage, error) {
+	q, cur, err := q.Validate()
+	if err != nil {
+		return nil, err
+	}
+	var after *int64
+	if cur != nil {
+		after = &cur.ID
+	}
+	page := &LedgerPage{Key: q.Key, Entries: []LedgerEntry{}}
+	err = c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		page.Entries = page.Entries[:0]
+		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "list_ledger"), q.ShopID, q.ItemID, q.LocationID, after, q.Limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e LedgerEntry
+			if err := rows.Scan(&e.ID, &e.Delta, &e.AvailableAfter, &e.Reason, &e.Reference, &e.CreatedAt); err != nil {
+				return err
+			}
+			page.Entries = append(page.Entries, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	TrimLedgerPage(page, q.Limit)
+	return page, nil
+}
+
+// Keys lists a shop's keys by activity — the most units in active holds
+// first, then the most recently changed stock — with their levels (each
+// read as Level reads it). A rejected query is an *ArgumentError.
+func (c *Client) Keys(ctx context.Context, q KeyQuery) ([]Level, error) {
+	q, err := q.Validate()
+	if err != nil {
+		return nil, err
+	}
+	var keys []Key
+	err = c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		keys = keys[:0]
+		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "list_keys"), q.ShopID, q.Limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			k := Key{ShopID: q.ShopID}
+			if err := rows.Scan(&k.ItemID, &k.LocationID); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return KeyLevels(ctx, c, keys)
+}
+
+// KeyLevels reads each key's level with e.Level, in order: how every
+// engine answers Keys once it has listed them. A key's level is read on
+// its own, so two levels may be of different instants.
+func KeyLevels(ctx context.Context, e Engine, keys []Key) ([]Level, error) {
+	out := make([]Level, 0, len(keys))
+	for _, k := range keys {
+		l, err := e.Level(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *l)
+	}
+	return out, nil
+}
