@@ -83,7 +83,7 @@ type keyInfo struct {
 // SchemaVersion is the schema version (package migrate) this engine needs
 // at least. A newer schema is accepted: during a rolling upgrade the new
 // binary migrates while old ones still run.
-const SchemaVersion = 2
+const SchemaVersion = 5
 
 // schemaCheckTimeout bounds New's schema check.
 const schemaCheckTimeout = 30 * time.Second
@@ -335,7 +335,8 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, ErrIdempotencyConflict), errors.Is(err, ErrNotFound),
 		errors.Is(err, ErrHoldClaimed), errors.Is(err, ErrHoldReleased),
 		errors.Is(err, ErrHoldExpired), errors.Is(err, ErrLifetimeExceeded),
-		errors.Is(err, ErrOverCommitted):
+		errors.Is(err, ErrOverCommitted),
+		errors.Is(err, ErrRevisionConflict):
 		return err
 	}
 	// A COMMIT that was sent and not acknowledged — the connection failed,
