@@ -78,6 +78,14 @@ func (c *Client) edit(ctx context.Context, b beginner, own bool, p EditParams) (
 	if err != nil {
 		return nil, err
 	}
+	if own && !h.Replayed {
+		// As after a reservation: the grown keys are the replenisher's
+		// to top up, and a moved expiry the sweeper's to wait for.
+		c.noteReserved(p.ShopID, grow)
+		if p.TTL > 0 {
+			c.noteHold(h)
+		}
+	}
 	return h, nil
 }
 

@@ -105,6 +105,7 @@ var tests = []struct {
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
+	{"EditLifecycle", testEditLifecycle}, {"EditEndedHolds", testEditEndedHolds}, {"PartialClaim", testPartialClaim}, {"EditRacesReserves", testEditRacesReserves}, {"EditRacesLifecycle", testEditRacesLifecycle},
 }
 
 // long reports whether the heavier forms of the tests run.
