@@ -543,7 +543,7 @@ func testEditRacesReserves(t *testing.T, h *Harness) {
 }
 
 // testEditRacesLifecycle races an edit of a checkout against its claim,
-// its release and its expiry (sweep), round after round: each pair ends in
+// its partial claim, its release and its expiry (sweep), round after round: each pair ends in
 // one of the outcomes a serial order allows, and each answer says which.
 func testEditRacesLifecycle(t *testing.T, h *Harness) {
 	t.Parallel()
@@ -554,10 +554,10 @@ func testEditRacesLifecycle(t *testing.T, h *Harness) {
 	if long() {
 		rounds = 60
 	}
-	e.stock(k, 3*rounds*3)
+	e.stock(k, 4*rounds*3)
 	counts := map[string]int{}
 	for r := range rounds {
-		for _, op := range []string{"claim", "release", "expiry"} {
+		for _, op := range []string{"claim", "release", "expiry", "partial"} {
 			ttl := time.Duration(0)
 			if op == "expiry" {
 				ttl = time.Minute
@@ -586,6 +586,8 @@ func testEditRacesLifecycle(t *testing.T, h *Harness) {
 					otherH, otherErr = e.e.Claim(ctx, 3, id)
 				case "release":
 					otherH, otherErr = e.e.Release(ctx, 3, id)
+				case "partial":
+					otherH, otherErr = e.e.ClaimLines(ctx, 3, id, one(1, 1))
 				default:
 					swept, otherErr = e.e.SweepOnce(ctx)
 				}
@@ -621,6 +623,20 @@ func testEditRacesLifecycle(t *testing.T, h *Harness) {
 				}
 				if after.Held != before.Held-2 || after.Available != before.Available {
 					t.Fatalf("round %d: release: level %+v -> %+v", r, before, after)
+				}
+			case "partial":
+				var rel int
+				if len(otherH.Released) == 1 {
+					rel = otherH.Released[0].Quantity
+				}
+				switch {
+				case editFirst && otherH.Revision == 2 && rel == 2:
+					outcome = "edit then partial claim"
+				case errors.Is(editErr, holdfast.ErrHoldClaimed) && otherH.Revision == 1 && rel == 1:
+					outcome = "partial claim then edit"
+				}
+				if otherH.Lines[0].Quantity != 1 || after.Available != before.Available-1 || after.Held != before.Held-2 {
+					t.Fatalf("round %d: partial claim: %+v, level %+v -> %+v", r, otherH, before, after)
 				}
 			default:
 				switch {
