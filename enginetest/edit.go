@@ -3,6 +3,7 @@ package enginetest
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/faulttest"
 )
 
 // Issue #16: editing a held checkout (Engine.Edit) and partial claims
@@ -664,4 +666,42 @@ func testEditRacesLifecycle(t *testing.T, h *Harness) {
 		}
 	}
 	t.Logf("edit races over %d rounds: %s", rounds, fmt.Sprint(counts))
+}
+
+// editHistory is one edit of the history test (testHistory): a checkout's
+// one line gets a new quantity, at its next revision or (sometimes) a
+// stale, repeated or future one, keeping or moving the expiry. Exclusive
+// of the checkout's reserves and extends, as extends are. It returns the
+// answer's result ("" when it did not run).
+func editHistory(e *env, hist *faulttest.History, w int, r *rand.Rand, pick func(*rand.Rand) (*histCheckout, bool), keys []holdfast.Key, ttls []time.Duration) string {
+	co, ok := pick(r)
+	if !ok || !co.busy.TryLock() {
+		return ""
+	}
+	q := 1 + r.IntN(3)
+	var ttl time.Duration
+	if r.IntN(2) == 0 {
+		ttl = ttls[r.IntN(len(ttls))]
+	}
+	rev := co.edits + 2
+	if r.IntN(5) == 0 {
+		rev = co.edits + 1 + int64(r.IntN(3)) // a retry, the next one, or one ahead
+	}
+	now := e.Clock.Now()
+	call := hist.Now()
+	got, err := e.e.Edit(ctxb(), holdfast.EditParams{ShopID: 1, CheckoutID: co.id, Revision: rev, TTL: ttl,
+		Lines: []holdfast.Line{{ItemID: keys[co.key].ItemID, LocationID: keys[co.key].LocationID, Quantity: q}}})
+	if err == nil && !got.Replayed {
+		co.edits, co.qty = rev-1, q
+	}
+	co.busy.Unlock()
+	out := faulttest.Output{Result: faulttest.Classify(err)}
+	if err == nil {
+		out.Exp, out.Replayed = got.ExpiresAt.UnixMicro(), got.Replayed
+	}
+	hist.Add(w, faulttest.Input{Op: faulttest.OpEdit, Key: co.key, CO: co.num, Qty: q, Rev: rev, Now: now.UnixMicro(), TTL: ttl.Microseconds()}, call, out)
+	if out.Replayed {
+		return "replayed"
+	}
+	return out.Result
 }
