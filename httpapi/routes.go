@@ -85,8 +85,9 @@ type holdJSON struct {
 	// sweeper has not processed yet (status expired): a claim still
 	// succeeds. A held hold is claimable by its status alone.
 	Claimable bool `json:"claimable,omitempty"`
-	// Revision is the hold's version: 1 at reservation, +1 per edit.
-	Revision int64 `json:"revision"`
+	// Revision is the hold's version: 1 at reservation, +1 per edit;
+	// absent from answers of a shadow layer's legacy store (no revisions).
+	Revision int64 `json:"revision,omitempty"`
 	// Released is what a partial claim gave back.
 	Released []lineJSON `json:"released,omitempty"`
 }
