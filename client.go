@@ -336,7 +336,8 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, ErrIdempotencyConflict), errors.Is(err, ErrNotFound),
 		errors.Is(err, ErrHoldClaimed), errors.Is(err, ErrHoldReleased),
 		errors.Is(err, ErrHoldExpired), errors.Is(err, ErrLifetimeExceeded),
-		errors.Is(err, ErrOverCommitted):
+		errors.Is(err, ErrOverCommitted),
+		errors.Is(err, ErrRevisionConflict):
 		return err
 	}
 	// A COMMIT that was sent and not acknowledged — the connection failed,

@@ -291,7 +291,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 		return nil, err
 	}
 	for rows.Next() {
-		h := &Hold{Status: StatusHeld, Claimable: true}
+		h := &Hold{Status: StatusHeld, Claimable: true, Revision: 1}
 		if err := rows.Scan(&h.ShopID, &h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			rows.Close()
 			return nil, err

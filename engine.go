@@ -26,6 +26,11 @@ type Engine interface {
 	Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error)
 	// Extend moves a held checkout's expiry to now + ttl, within its deadline.
 	Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*Hold, error)
+	// Edit replaces a held checkout's lines atomically, moving only the
+	// differences; idempotent on the revision it makes.
+	Edit(ctx context.Context, p EditParams) (*Hold, error)
+	// ClaimLines claims part of a held checkout and releases the rest.
+	ClaimLines(ctx context.Context, shopID int64, checkoutID uuid.UUID, lines []Line) (*Hold, error)
 	// Hold reads a checkout's hold or outcome.
 	Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error)
 	// ChangeStock sets or moves a key's available stock.

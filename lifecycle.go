@@ -350,7 +350,7 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	h := &Hold{CheckoutID: checkout, ShopID: shop, Status: StatusHeld, Claimable: true}
 	var raw []byte
 	err := tx.QueryRow(ctx, c.q(ctx, RouteExtend, "extend_hold"), checkout, shop, ttl.Microseconds(), c.now()).
-		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+		Scan(&raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.Revision)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var status string
 		var fits bool
@@ -420,8 +420,9 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 	var raw []byte
 	var status string
 	var lapsed bool
+	var released []byte
 	err := q.QueryRow(ctx, c.q(ctx, route, stmt), checkout, shop, c.now()).
-		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed)
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed, &h.Revision, &released)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -438,6 +439,9 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
+	if err := unmarshalReleased(released, h); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -449,7 +453,7 @@ func (c *Client) endHold(ctx context.Context, tx pgx.Tx, route string, shop int6
 	var ended time.Time
 	var status string
 	err := tx.QueryRow(ctx, c.q(ctx, route, "end_hold"), checkout, shop, string(from), string(to), c.now()).
-		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended)
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &h.Revision)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -219,7 +219,7 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, er
 // buffer, then create the hold's lines. A sold-out answer rolls the hold
 // row back with the transaction, so it writes nothing.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*Hold, error) {
-	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Claimable: true, Lines: req.lines}
+	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Claimable: true, Lines: req.lines, Revision: 1}
 	err := tx.QueryRow(ctx, c.q(ctx, RouteReserve, "hold_insert"),
 		// The lines go as text: as []byte, pgx's exec and simple protocol
 		// modes (used behind PgBouncer) would send them as bytea.
@@ -566,6 +566,8 @@ func outcome(err error, h *Hold) string {
 		return "waitlisted"
 	case errors.Is(err, ErrWaitExpired):
 		return "wait_expired"
+	case errors.Is(err, ErrRevisionConflict):
+		return "revision_conflict"
 	}
 	return "error"
 }

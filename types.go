@@ -50,6 +50,12 @@ type Hold struct {
 	// expired) but not swept yet, so its units are still its own. False
 	// once the hold ended (claimed, released, expired and swept).
 	Claimable bool `json:"claimable"`
+	// Revision counts the hold's versions: 1 at Reserve, +1 per Edit. An
+	// Edit names the revision it makes (Revision + 1).
+	Revision int64 `json:"revision"`
+	// Released is what a partial claim (ClaimLines) gave back: the held
+	// quantities not claimed. Empty for every other hold.
+	Released []Line `json:"released,omitempty"`
 	// Replayed is true when the call found the outcome it asked for already
 	// in place: a retried Reserve of the same lines, a repeated Claim or
 	// Release. Callers treat it as success.

@@ -75,6 +75,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// RequestID is the request's id, as in the server's log line.
 	RequestID string
+	// CurrentRevision is the hold's revision, with revision_conflict: edit
+	// again with CurrentRevision + 1.
+	CurrentRevision int64
 }
 
 func (e *Error) Error() string {
@@ -99,6 +102,7 @@ var sentinels = map[string]error{
 	"wait_expired":         holdfast.ErrWaitExpired,
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,
 	"over_committed":       holdfast.ErrOverCommitted,
+	"revision_conflict":    holdfast.ErrRevisionConflict,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,
@@ -310,6 +314,7 @@ func decodeError(res *http.Response, b []byte) error {
 			Field   string               `json:"field"`
 			Lines   []holdfast.Shortfall `json:"lines"`
 			Request string               `json:"request_id"`
+			Current int64                `json:"current_revision"`
 		} `json:"error"`
 	}
 	e := &Error{Status: res.StatusCode}
@@ -320,6 +325,7 @@ func decodeError(res *http.Response, b []byte) error {
 		}
 	} else {
 		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, eb.Error.Lines
+		e.CurrentRevision = eb.Error.Current
 	}
 	e.RequestID = res.Header.Get("X-Request-Id")
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
@@ -337,12 +343,15 @@ type holdJSON struct {
 	ExpiresAt  time.Time       `json:"expires_at"`
 	Deadline   time.Time       `json:"deadline"`
 	EndedAt    *time.Time      `json:"ended_at"`
+	Revision   int64           `json:"revision"`
+	Released   []holdfast.Line `json:"released"`
 }
 
 func (h *holdJSON) hold() *holdfast.Hold {
 	return &holdfast.Hold{
 		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: h.Status, Lines: h.Lines,
 		CreatedAt: h.CreatedAt, ExpiresAt: h.ExpiresAt, Deadline: h.Deadline, EndedAt: h.EndedAt,
+		Revision: h.Revision, Released: h.Released,
 	}
 }
 

@@ -110,6 +110,7 @@ var tests = []struct {
 	{"Events", testEvents},
 	{"EventsBadArguments", testEventsBadArguments},
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},
+	{"EditLifecycle", testEditLifecycle}, {"EditEndedHolds", testEditEndedHolds}, {"PartialClaim", testPartialClaim}, {"EditRacesReserves", testEditRacesReserves}, {"EditRacesLifecycle", testEditRacesLifecycle},
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -41,6 +41,9 @@ type histCheckout struct {
 	// defect of the PostgreSQL engine (faulttest race/extend-vs-first-
 	// reserve), kept out of this schedule.
 	busy *sync.RWMutex
+	// edits is how many edits of the checkout were answered (its revision
+	// is 1 + edits), under busy held exclusively.
+	edits int64
 }
 
 // testHistory runs seeded concurrent epochs of single-line reserve,
@@ -74,6 +77,7 @@ func testHistory(t *testing.T, h *Harness) {
 			}
 			var mu sync.Mutex
 			var cos []*histCheckout
+			edits := map[string]int{} // edit answers by result, under mu
 			pick := func(r *rand.Rand) (*histCheckout, bool) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -132,6 +136,14 @@ func testHistory(t *testing.T, h *Harness) {
 						defer wg.Done()
 						r := rand.New(rand.NewPCG(seed, uint64(epoch*1000+w+2)))
 						for range opsPerEpoch {
+							if r.IntN(8) == 0 {
+								if res := editHistory(e, hist, w, r, pick, keys, ttls); res != "" {
+									mu.Lock()
+									edits[res]++
+									mu.Unlock()
+								}
+								continue
+							}
 							switch x := r.IntN(100); {
 							case x < 35: // a new checkout
 								mu.Lock()
@@ -224,7 +236,7 @@ func testHistory(t *testing.T, h *Harness) {
 			case res == porcupine.Unknown:
 				t.Logf("seed %d: the linearizability check of %d operations timed out after %v (not a failure)", seed, hist.Len(), historyCheckTimeout)
 			default:
-				t.Logf("%d operations, linearizable", hist.Len())
+				t.Logf("%d operations, linearizable; edits by answer: %v", hist.Len(), edits)
 			}
 		})
 	}

@@ -56,8 +56,8 @@ func testListings(t *testing.T, h *Harness) {
 	t.Run("UnderWrites", func(t *testing.T) { testListingUnderWrites(t, h) })
 }
 
-// sameHold reports whether a and b are the same hold in the same state.
-func sameHold(a, b holdfast.Hold) bool {
+// sameListedHold reports whether a and b are the same hold in the same state.
+func sameListedHold(a, b holdfast.Hold) bool {
 	ended := func(t *time.Time) string {
 		if t == nil {
 			return "-"
@@ -121,7 +121,7 @@ func testListing(t *testing.T, h *Harness) {
 		t.Errorf("a complete first page has next %q", all.Next)
 	}
 	for _, got := range all.Holds {
-		if want := e.hold(1, got.CheckoutID); !sameHold(got, *want) {
+		if want := e.hold(1, got.CheckoutID); !sameListedHold(got, *want) {
 			t.Errorf("listed %+v, Hold reads %+v", got, *want)
 		}
 	}

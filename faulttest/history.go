@@ -75,6 +75,8 @@ func Classify(err error) string {
 		return ResInvalid
 	case errors.Is(err, holdfast.ErrIdempotencyConflict):
 		return ResConflict
+	case errors.Is(err, holdfast.ErrRevisionConflict):
+		return ResRevisionConflict
 	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, holdfast.ErrOutcomeUnknown),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ResUnknown
@@ -128,6 +130,8 @@ type Input struct {
 	Skip    [SkipMax]int
 	NSkip   int
 	SkipAll bool
+	// Rev is an edit's revision (OpEdit).
+	Rev int64
 }
 
 // Lines is the cart's lines.
@@ -180,6 +184,7 @@ type mhold struct {
 	n             int
 	status        holdfast.Status
 	exp, deadline int64
+	edits         int64 // the hold's revision is 1 + edits
 }
 
 func (h mhold) cart() []CartLine { return h.lines[:h.n] }
@@ -299,6 +304,8 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 		}
 	case OpSweep:
 		return sweep(s, in)[0], true
+	case OpEdit:
+		return applyEdit(s, in)
 	}
 	return s, false
 }
@@ -447,6 +454,9 @@ func step(s keyModel, in Input, out Output) []keyModel {
 					return yes(n)
 				}
 			}
+		case h.status == holdfast.StatusHeld && out.Result == ResConflict && !slices.Equal(h.cart(), in.Lines()):
+			// An edit gave the hold other lines.
+			return yes(s)
 		case h.status == holdfast.StatusHeld:
 			if out.Result == ResOK && out.Exp == h.exp && slices.Equal(h.cart(), in.Lines()) {
 				return yes(s)
@@ -514,6 +524,8 @@ func step(s keyModel, in Input, out Output) []keyModel {
 				return yes(s)
 			}
 		}
+	case OpEdit:
+		return stepEdit(s, in, out)
 	case OpExtend:
 		if out.Late && exists {
 			// Its first attempt may have extended the hold before the

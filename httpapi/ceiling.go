@@ -50,7 +50,7 @@ func (ceilingEngine) Reserve(ctx context.Context, p holdfast.ReserveParams) (*ho
 	if ttl == 0 {
 		ttl = holdfast.HoldTTLDefault
 	}
-	return &holdfast.Hold{CheckoutID: p.CheckoutID, ShopID: p.ShopID, Status: holdfast.StatusHeld, Lines: p.Lines,
+	return &holdfast.Hold{CheckoutID: p.CheckoutID, ShopID: p.ShopID, Status: holdfast.StatusHeld, Lines: p.Lines, Revision: 1,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), Deadline: now.Add(holdfast.HoldLifetimeMaxDefault)}, nil
 }
 

@@ -39,6 +39,7 @@ const (
 	CodeWaitExpired         = "wait_expired"           // 410: the checkout's wait ran out (waitlist.go)
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
+	CodeRevisionConflict    = "revision_conflict"      // 409 (with current_revision): an edit of an out-of-date revision
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
 	CodeUnavailable         = "unavailable"            // 503 with Retry-After
 	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
@@ -55,6 +56,8 @@ type apiError struct {
 	Lines      []holdfast.Shortfall
 	RetryAfter int // seconds; 0 is none
 	cause      error
+	// CurrentRevision is the hold's revision, on revision_conflict.
+	CurrentRevision int64
 }
 
 func (e *apiError) Error() string {
@@ -81,6 +84,8 @@ type errorDetail struct {
 	Field     string          `json:"field,omitempty"`
 	Lines     []shortfallJSON `json:"lines,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`
+	// CurrentRevision is the hold's revision, on revision_conflict.
+	CurrentRevision int64 `json:"current_revision,omitempty"`
 }
 
 type shortfallJSON struct {
@@ -91,7 +96,7 @@ type shortfallJSON struct {
 }
 
 func (e *apiError) body() errorBody {
-	b := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}}
+	b := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field, CurrentRevision: e.CurrentRevision}}
 	for _, l := range e.Lines {
 		b.Error.Lines = append(b.Error.Lines, shortfallJSON(l))
 	}
@@ -120,6 +125,7 @@ func toAPIError(route string, err error) *apiError {
 	var arg *holdfast.ArgumentError
 	var short *holdfast.InsufficientStockError
 	var exp *holdfast.ExpiredError
+	var rev *holdfast.RevisionConflictError
 	e := &apiError{Status: http.StatusConflict, cause: err}
 	switch {
 	case errors.As(err, &arg):
@@ -130,10 +136,19 @@ func toAPIError(route string, err error) *apiError {
 		return invalid(field, "%s", arg.Reason)
 	case errors.As(err, &short):
 		e.Code, e.Message, e.Lines = CodeInsufficientStock, "not enough sellable stock for every line; nothing was held", short.Lines
+		if route == routeEdit {
+			e.Message = "not enough sellable stock for every new line; the hold is unchanged"
+		}
+	case errors.As(err, &rev):
+		e.Code, e.CurrentRevision = CodeRevisionConflict, rev.Current
+		e.Message = fmt.Sprintf("the hold is at revision %d; read it and edit with revision %d", rev.Current, rev.Current+1)
 	case errors.Is(err, holdfast.ErrIdempotencyConflict):
 		e.Code, e.Message = CodeIdempotencyConflict, "the checkout id is already used with other lines; use a new checkout id"
 		if route == routeSetStock || route == routeAdjustStock {
 			e.Message = "the adjustment id is already used for another change; use a new one"
+		}
+		if route == routeEdit {
+			e.Message = "this revision was already made with other lines; read the hold and edit with its next revision"
 		}
 	case errors.Is(err, holdfast.ErrHoldClaimed):
 		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"

@@ -227,6 +227,14 @@ func appendHold(b []byte, h *holdJSON) []byte {
 	if h.Claimable {
 		b = append(b, `,"claimable":true`...)
 	}
+	if h.Revision != 0 {
+		b = append(b, `,"revision":`...)
+		b = strconv.AppendInt(b, h.Revision, 10)
+	}
+	if len(h.Released) > 0 {
+		b = append(b, `,"released":`...)
+		b = appendLines(b, h.Released)
+	}
 	return append(b, "}\n"...)
 }
 

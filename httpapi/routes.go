@@ -30,7 +30,7 @@ func (s *Server) routes() {
 	const store, stock = ScopeStorefront, ScopeInventory
 	s.handle("POST "+res, routeReserve, routeOpts{body: true, scope: store}, s.reserve)
 	s.handle("GET "+res+"/{checkout_id}", routeGetHold, routeOpts{scope: store}, s.getHold)
-	s.handle("POST "+res+"/{checkout_id}/claim", routeClaim, routeOpts{optional: true, scope: store}, s.claim)
+	s.handle("POST "+res+"/{checkout_id}/claim", routeClaim, routeOpts{optional: true, scope: store}, s.claimRoute)
 	s.handle("POST "+res+"/{checkout_id}/release", routeRelease, routeOpts{optional: true, scope: store}, s.release)
 	s.handle("POST "+res+"/{checkout_id}/extend", routeExtend, routeOpts{body: true, scope: store}, s.extend)
 	s.handle("PUT "+inv, routeSetStock, routeOpts{body: true, scope: stock}, s.setStock)
@@ -39,6 +39,7 @@ func (s *Server) routes() {
 	s.shadowRoutes()
 	s.listingRoutes()
 	s.eventRoutes()
+	s.editRoutes()
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -86,6 +87,11 @@ type holdJSON struct {
 	// sweeper has not processed yet (status expired): a claim still
 	// succeeds. A held hold is claimable by its status alone.
 	Claimable bool `json:"claimable,omitempty"`
+	// Revision is the hold's version: 1 at reservation, +1 per edit;
+	// absent from answers of a shadow layer's legacy store (no revisions).
+	Revision int64 `json:"revision,omitempty"`
+	// Released is what a partial claim gave back.
+	Released []lineJSON `json:"released,omitempty"`
 }
 
 type lineJSON struct {
@@ -102,6 +108,10 @@ func toHoldJSON(h *holdfast.Hold) holdJSON {
 	}
 	for i, l := range h.Lines {
 		out.Lines[i] = lineJSON(l)
+	}
+	out.Revision = h.Revision
+	for _, l := range h.Released {
+		out.Released = append(out.Released, lineJSON(l))
 	}
 	if h.EndedAt != nil {
 		t := h.EndedAt.UTC()

@@ -426,7 +426,8 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, holdfast.ErrIdempotencyConflict), errors.Is(err, holdfast.ErrNotFound),
 		errors.Is(err, holdfast.ErrHoldClaimed), errors.Is(err, holdfast.ErrHoldReleased),
 		errors.Is(err, holdfast.ErrHoldExpired), errors.Is(err, holdfast.ErrLifetimeExceeded),
-		errors.Is(err, holdfast.ErrOverCommitted):
+		errors.Is(err, holdfast.ErrOverCommitted),
+		errors.Is(err, holdfast.ErrRevisionConflict):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("holdfast: %s: %w", route, err)
@@ -548,6 +549,8 @@ func outcome(err error, h *holdfast.Hold) string {
 		return "waitlisted"
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		return "wait_expired"
+	case errors.Is(err, holdfast.ErrRevisionConflict):
+		return "revision_conflict"
 	}
 	return "error"
 }

@@ -277,7 +277,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	out = make(map[checkoutKey]*holdfast.Hold, len(granted))
 	for rows.Next() {
 		var ck checkoutKey
-		h := &holdfast.Hold{Status: holdfast.StatusHeld, Claimable: true}
+		h := &holdfast.Hold{Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
 		if err := rows.Scan(&ck.id, &ck.shop, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			return nil, err
 		}

@@ -349,8 +349,9 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 	var status string
 	var ended sql.NullTime
 	var lapsed bool
+	var released []byte
 	err := tx.QueryRowContext(ctx, c.q(ctx, route, stmt), c.now(), shop, checkout[:]).
-		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &lapsed)
+		Scan(&status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &lapsed, &h.Revision, &released)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, holdfast.ErrNotFound
 	}
@@ -372,6 +373,11 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 		return nil, err
 	}
 	slices.SortFunc(h.Lines, compareLines)
+	if len(released) > 0 && string(released) != "null" {
+		if err := json.Unmarshal(released, &h.Released); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
 }
 

@@ -9,4 +9,4 @@ SET status = CASE WHEN $4::text = 'released' AND expires_at < coalesce($5::times
                   THEN 'expired' ELSE $4::text END,
     ended_at = coalesce($5::timestamptz, clock_timestamp())
 WHERE checkout_id = $1::uuid AND shop_id = $2::bigint AND status = $3::text
-RETURNING status, lines, created_at, expires_at, deadline, ended_at
+RETURNING status, lines, created_at, expires_at, deadline, ended_at, revision

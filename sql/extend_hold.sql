@@ -5,4 +5,4 @@ SET expires_at = t.now + $3::bigint * interval '1 microsecond'
 FROM (SELECT coalesce($4::timestamptz, clock_timestamp()) AS now) t
 WHERE checkout_id = $1::uuid AND shop_id = $2::bigint AND status = 'held'
   AND t.now + $3::bigint * interval '1 microsecond' <= deadline
-RETURNING lines, created_at, expires_at, deadline
+RETURNING lines, created_at, expires_at, deadline, revision

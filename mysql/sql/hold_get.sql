@@ -2,5 +2,6 @@
 -- (lapsed: expired but not swept yet, still claimable; a hold is valid up
 -- to and including its expiry instant). ? now, ? shop, ? checkout.
 SELECT status, cart, created_at, expires_at, deadline, ended_at,
-       status = 'held' AND expires_at < COALESCE(?, UTC_TIMESTAMP(6))
+       status = 'held' AND expires_at < COALESCE(?, UTC_TIMESTAMP(6)),
+       revision, released
 FROM holds WHERE shop_id = ? AND checkout_id = ?
