@@ -68,6 +68,7 @@ type Client struct {
 	dirty       sync.Map // Key -> struct{}
 	dirtyN      atomic.Int64
 	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
+	buyer       buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
 }
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's
@@ -83,7 +84,7 @@ type keyInfo struct {
 // SchemaVersion is the schema version (package migrate) this engine needs
 // at least. A newer schema is accepted: during a rolling upgrade the new
 // binary migrates while old ones still run.
-const SchemaVersion = 2
+const SchemaVersion = 7
 
 // schemaCheckTimeout bounds New's schema check.
 const schemaCheckTimeout = 30 * time.Second

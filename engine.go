@@ -43,6 +43,14 @@ type Engine interface {
 	Start(ctx context.Context)
 	// Stop stops them; idempotent, safe before Start, bounded by ctx.
 	Stop(ctx context.Context) error
+	// SetBuyerLimit sets a shop's per-buyer limit of an item (buyer.go).
+	SetBuyerLimit(ctx context.Context, l BuyerLimit) error
+	// BuyerLimit reads it; ErrNotFound when the item has none.
+	BuyerLimit(ctx context.Context, shopID, itemID int64) (*BuyerLimit, error)
+	// RemoveBuyerLimit removes it (no error when there is none).
+	RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error
+	// SetSafetyStock sets a key's safety stock (safety.go).
+	SetSafetyStock(ctx context.Context, k Key, safety int) (*Level, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

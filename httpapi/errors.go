@@ -38,6 +38,7 @@ const (
 	CodeHoldExpired         = "hold_expired"           // 410 (with lines from claim)
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
+	CodeBuyerLimitExceeded  = "buyer_limit_exceeded"   // 409 (with buyer_limit)
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
 	CodeUnavailable         = "unavailable"            // 503 with Retry-After
 	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
@@ -53,6 +54,7 @@ type apiError struct {
 	Field      string
 	Lines      []holdfast.Shortfall
 	RetryAfter int // seconds; 0 is none
+	BuyerLimit *holdfast.BuyerLimitError
 	cause      error
 }
 
@@ -79,6 +81,7 @@ type errorDetail struct {
 	Message   string          `json:"message"`
 	Field     string          `json:"field,omitempty"`
 	Lines     []shortfallJSON `json:"lines,omitempty"`
+	Buyer     *buyerLimitJSON `json:"buyer_limit,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`
 }
 
@@ -93,6 +96,9 @@ func (e *apiError) body() errorBody {
 	b := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}}
 	for _, l := range e.Lines {
 		b.Error.Lines = append(b.Error.Lines, shortfallJSON(l))
+	}
+	if e.BuyerLimit != nil {
+		b.Error.Buyer = toBuyerLimitJSON(e.BuyerLimit)
 	}
 	return b
 }
@@ -148,6 +154,8 @@ func toAPIError(route string, err error) *apiError {
 		}
 	case errors.Is(err, holdfast.ErrLifetimeExceeded):
 		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
+	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
+		return buyerLimitAPIError(err)
 	case errors.Is(err, holdfast.ErrOverCommitted):
 		e.Code, e.Message = CodeOverCommitted, "the key's stock was reduced below its holds; release the hold and refund"
 	case errors.Is(err, holdfast.ErrNotFound):

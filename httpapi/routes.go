@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 	s.shadowRoutes()
+	s.buyerRoutes() // buyer.go: per-buyer limits, safety stock
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -119,6 +120,7 @@ type levelJSON struct {
 	Sellable      int    `json:"sellable"`
 	OverCommitted bool   `json:"over_committed"`
 	Strategy      string `json:"strategy"`
+	Safety        int    `json:"safety"`
 }
 
 func toLevelJSON(l *holdfast.Level) levelJSON {
@@ -126,6 +128,7 @@ func toLevelJSON(l *holdfast.Level) levelJSON {
 		ShopID: l.ShopID, ItemID: l.ItemID, LocationID: l.LocationID,
 		Available: l.Available, Held: l.Held, Pooled: l.Pooled, Sellable: l.Sellable,
 		OverCommitted: l.OverCommitted, Strategy: string(l.Strategy),
+		Safety: l.Safety,
 	}
 }
 

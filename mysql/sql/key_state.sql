@@ -11,7 +11,8 @@ SELECT l.available IS NOT NULL,
        COALESCE((SELECT c.units FROM inventory_counters c
                  WHERE c.shop_id = k.shop AND c.inventory_item_id = k.item AND c.location_id = k.loc), 0),
        COALESCE(l.strategy, ?),
-       COALESCE(l.pool_cap, ?)
+       COALESCE(l.pool_cap, ?),
+       COALESCE(l.safety, 0)
 FROM (SELECT ? AS shop, ? AS item, ? AS loc) k
 LEFT JOIN inventory_levels l
        ON l.shop_id = k.shop AND l.inventory_item_id = k.item AND l.location_id = k.loc

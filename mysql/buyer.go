@@ -1,0 +1,176 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Per-buyer limits (holdfast.BuyerLimit) on MySQL/MariaDB. A reservation
+// with a buyer id locks one buyer_locks row per limited item of its cart,
+// in item order, before anything else it locks (the lock order: nothing
+// else ever locks these rows, so no cycle can go through them), then counts
+// in the next statement — under READ COMMITTED a fresh read view, which
+// sees every hold of the buyer that committed before the lock — what the
+// buyer has: units in held holds (expired but unswept included) plus units
+// claimed within the limit's window. The lock rows are created outside the
+// transaction (INSERT IGNORE, autocommit): a duplicate-key check inside it
+// would hold a shared lock, and two such waiters upgrading to exclusive
+// deadlock.
+
+// buyerKey caches the deployment's buyer secret once read.
+type buyerKey struct {
+	mu     sync.Mutex
+	secret []byte
+}
+
+// buyerSecret returns Config.BuyerSecret, else the secret stored in the
+// database (holdfast_secrets, created by the first engine that needs it).
+func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
+	if len(c.cfg.BuyerSecret) > 0 {
+		return c.cfg.BuyerSecret, nil
+	}
+	c.buyer.mu.Lock()
+	defer c.buyer.mu.Unlock()
+	if c.buyer.secret != nil {
+		return c.buyer.secret, nil
+	}
+	const route = holdfast.RouteReserve
+	if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "secret_create"), "buyer", holdfast.NewBuyerSecret(), c.now()); err != nil {
+		return nil, fmt.Errorf("%w: creating the buyer secret: %w", holdfast.ErrUnavailable, err)
+	}
+	var got []byte
+	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got); err != nil {
+		return nil, fmt.Errorf("%w: reading the buyer secret: %w", holdfast.ErrUnavailable, err)
+	}
+	c.buyer.secret = got
+	return got, nil
+}
+
+// checkBuyer enforces the buyer limits of a reservation's items and
+// returns the buyer's hash, for the hold. Over a limit, a checkout that
+// already has a hold or outcome is answered with it (a retry), else it is a
+// *holdfast.BuyerLimitError.
+func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, req *reservation) ([]byte, *holdfast.Hold, error) {
+	const route = holdfast.RouteReserve
+	secret, err := c.buyerSecret(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	hash := holdfast.BuyerHash(secret, req.shop, req.buyer)
+	items, qtys := holdfast.BuyerItemQuantities(req.lines)
+	type limit struct {
+		item   int64
+		limit  int
+		window int64
+		qty    int
+	}
+	var lims []limit
+	for i, item := range items {
+		l := limit{item: item, qty: qtys[i]}
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), req.shop, item).Scan(&l.limit, &l.window)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		lims = append(lims, l)
+	}
+	for _, l := range lims {
+		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), req.shop, l.item, hash); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, l := range lims {
+		// Item order: lims follows items, which follow the sorted lines.
+		if _, err := c.exists(ctx, tx, route, "buyer_lock", req.shop, l.item, hash); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, l := range lims {
+		var held int
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_count"),
+			req.shop, hash, req.checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
+			return nil, nil, err
+		}
+		if held+l.qty > l.limit {
+			h, err := c.existing(ctx, tx, req)
+			if errors.Is(err, holdfast.ErrNotFound) {
+				return nil, nil, &holdfast.BuyerLimitError{ItemID: l.item, Limit: l.limit, Held: held, Requested: l.qty}
+			}
+			return nil, h, err
+		}
+	}
+	return hash, nil, nil
+}
+
+// SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
+// item. See holdfast.Client.SetBuyerLimit.
+func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
+	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
+		return err
+	}
+	const route = holdfast.RouteAdjust
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_update"), l.Limit, l.Window.Microseconds(), c.now(), l.ShopID, l.ItemID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			return nil
+		}
+		// 0 rows: new, or unchanged (MySQL counts changed rows); the
+		// insert tells them apart.
+		_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_insert"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds(), c.now())
+		if isDup(err) {
+			return nil // unchanged, or set concurrently: last writer wins either way
+		}
+		return err
+	})
+}
+
+// BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
+// it has none.
+func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
+	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+		return nil, err
+	}
+	const route = holdfast.RouteRead
+	l := &holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}
+	found := false
+	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		var us int64
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		found, l.Window = err == nil, time.Duration(us)*time.Microsecond
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
+	}
+	return l, nil
+}
+
+// RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
+// one that does not exist is not an error.
+func (c *Client) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
+	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+		return err
+	}
+	const route = holdfast.RouteAdjust
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_delete"), shopID, itemID)
+		return err
+	})
+}
