@@ -75,6 +75,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// RequestID is the request's id, as in the server's log line.
 	RequestID string
+	// BuyerLimit is the item, its limit and what the buyer already holds,
+	// with buyer_limit_exceeded.
+	BuyerLimit *holdfast.BuyerLimitError
 }
 
 func (e *Error) Error() string {
@@ -98,6 +101,7 @@ var sentinels = map[string]error{
 	"hold_expired":         holdfast.ErrHoldExpired,
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,
 	"over_committed":       holdfast.ErrOverCommitted,
+	"buyer_limit_exceeded": holdfast.ErrBuyerLimitExceeded,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,
@@ -120,6 +124,9 @@ type ReserveRequest struct {
 	CheckoutID uuid.UUID
 	Lines      []holdfast.Line
 	TTL        time.Duration
+	// BuyerID names the buyer for per-buyer limits (see
+	// holdfast.ReserveParams.BuyerID); empty sends none.
+	BuyerID string
 }
 
 // Reserve holds every line for the checkout, or nothing. A retry of the
@@ -128,6 +135,9 @@ func (c *Client) Reserve(ctx context.Context, shopID int64, r ReserveRequest) (*
 	body := map[string]any{"checkout_id": r.CheckoutID.String(), "lines": r.Lines}
 	if r.TTL != 0 {
 		body["ttl_seconds"] = int64((r.TTL + time.Second - 1) / time.Second)
+	}
+	if r.BuyerID != "" {
+		body["buyer_id"] = r.BuyerID
 	}
 	var h holdJSON
 	status, err := c.do(ctx, http.MethodPost, fmt.Sprintf("/v1/shops/%d/reservations", shopID), body, &h, true)
@@ -222,7 +232,7 @@ func (c *Client) level(ctx context.Context, method string, k holdfast.Key, suffi
 	}
 	return &holdfast.Level{
 		Key: k, Available: l.Available, Held: l.Held, Pooled: l.Pooled, Sellable: l.Sellable,
-		OverCommitted: l.OverCommitted, Strategy: holdfast.Strategy(l.Strategy),
+		OverCommitted: l.OverCommitted, Strategy: holdfast.Strategy(l.Strategy), Safety: l.Safety,
 	}, nil
 }
 
@@ -292,6 +302,7 @@ func decodeError(res *http.Response, b []byte) error {
 			Field   string               `json:"field"`
 			Lines   []holdfast.Shortfall `json:"lines"`
 			Request string               `json:"request_id"`
+			Buyer   *buyerLimitJSON      `json:"buyer_limit"`
 		} `json:"error"`
 	}
 	e := &Error{Status: res.StatusCode}
@@ -302,6 +313,9 @@ func decodeError(res *http.Response, b []byte) error {
 		}
 	} else {
 		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, eb.Error.Lines
+		if b := eb.Error.Buyer; b != nil {
+			e.BuyerLimit = &holdfast.BuyerLimitError{ItemID: b.ItemID, Limit: b.Limit, Held: b.Held, Requested: b.Requested}
+		}
 	}
 	e.RequestID = res.Header.Get("X-Request-Id")
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
@@ -335,4 +349,5 @@ type levelJSON struct {
 	Sellable      int    `json:"sellable"`
 	OverCommitted bool   `json:"over_committed"`
 	Strategy      string `json:"strategy"`
+	Safety        int    `json:"safety"`
 }
