@@ -11,6 +11,8 @@
 -- it. Claims and stock changes are unchanged.
 ALTER TABLE inventory_levels
     ADD COLUMN safety integer NOT NULL DEFAULT 0 CHECK (safety >= 0);
+-- The doctor lists the keys with a safety stock without a full scan.
+CREATE INDEX inventory_levels_safety ON inventory_levels (shop_id, inventory_item_id, location_id) WHERE safety > 0;
 
 -- The buyer a hold was made for: HMAC-SHA256 of the shop's opaque buyer id
 -- under the deployment's secret (holdfast_secrets), never the raw id. NULL:
