@@ -89,8 +89,14 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, req *reservation) (
 	}
 	for _, l := range lims {
 		// Item order: lims follows items, which follow the sorted lines.
-		if _, err := c.exists(ctx, tx, route, "buyer_lock", req.shop, l.item, hash); err != nil {
+		locked, err := c.exists(ctx, tx, route, "buyer_lock", req.shop, l.item, hash)
+		if err != nil {
 			return nil, nil, err
+		}
+		if !locked {
+			// No row, no lock: removed since it was created (an operator's
+			// cleanup). Create it again on the next run.
+			return nil, nil, errRetry
 		}
 	}
 	for _, l := range lims {
