@@ -120,11 +120,20 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 	if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
 		return nil, err
 	}
-	if current > len(all) {
-		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, len(all))
+	if latest := all[len(all)-1].Version; current > latest {
+		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, latest)
 	}
 	var applied []int
-	for _, m := range all[current:] {
+	for _, m := range all {
+		// Versions may have gaps (features merge in any order): run each
+		// migration not recorded yet.
+		var done bool
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM schema_migrations WHERE version = ?", m.Version).Scan(&done); err != nil {
+			return applied, err
+		}
+		if done {
+			continue
+		}
 		for i, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return applied, fmt.Errorf("migrations: %03d_%s statement %d: %w", m.Version, m.Name, i+1, err)
