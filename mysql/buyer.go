@@ -18,10 +18,10 @@ import (
 // in the next statement — under READ COMMITTED a fresh read view, which
 // sees every hold of the buyer that committed before the lock — what the
 // buyer has: units in held holds (expired but unswept included) plus units
-// claimed within the limit's window. The lock rows are created outside the
-// transaction (INSERT IGNORE, autocommit): a duplicate-key check inside it
-// would hold a shared lock, and two such waiters upgrading to exclusive
-// deadlock.
+// claimed within the limit's window. A missing lock row is created outside
+// the transaction (INSERT IGNORE, autocommit) and then locked: a
+// duplicate-key check inside it would hold a shared lock, and two such
+// waiters upgrading to exclusive deadlock.
 
 // buyerKey caches the deployment's buyer secret once read.
 type buyerKey struct {
@@ -56,7 +56,7 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // returns the buyer's hash, for the hold. Over a limit, a checkout that
 // already has a hold or outcome is answered with it (a retry), else it is a
 // *holdfast.BuyerLimitError.
-func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, req *reservation) ([]byte, *holdfast.Hold, error) {
+func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *reservation) ([]byte, *holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
@@ -82,8 +82,10 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, req *reservation) (
 		}
 		lims = append(lims, l)
 	}
-	for _, l := range lims {
-		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), req.shop, l.item, hash); err != nil {
+	if len(lims) > 0 && !own {
+		// The count must see what committed before the lock: a caller's
+		// REPEATABLE READ transaction would read its old snapshot.
+		if err := c.requireReadCommitted(ctx, tx, route); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -93,10 +95,22 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, req *reservation) (
 		if err != nil {
 			return nil, nil, err
 		}
+		if locked {
+			continue
+		}
+		// A new (shop, item, buyer): create its row outside this
+		// transaction (committed at once, so no one waits on it), then
+		// lock it. Only for a missing row: an existing one may be locked
+		// by this very transaction (a caller's second ReserveTx), which an
+		// outside insert would wait for forever.
+		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), req.shop, l.item, hash); err != nil {
+			return nil, nil, err
+		}
+		if locked, err = c.exists(ctx, tx, route, "buyer_lock", req.shop, l.item, hash); err != nil {
+			return nil, nil, err
+		}
 		if !locked {
-			// No row, no lock: removed since it was created (an operator's
-			// cleanup). Create it again on the next run.
-			return nil, nil, errRetry
+			return nil, nil, errRetry // removed meanwhile: run again
 		}
 	}
 	for _, l := range lims {

@@ -223,7 +223,7 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 		// The buyer's lock rows first (the lock order, buyer.go).
 		var h *holdfast.Hold
 		var err error
-		if buyerHash, h, err = c.checkBuyer(ctx, tx, req); err != nil {
+		if buyerHash, h, err = c.checkBuyer(ctx, tx, own, req); err != nil {
 			return h, err
 		}
 	}
