@@ -195,11 +195,11 @@ func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
 
 // checkBuyer tags the reservation's hold row (already inserted, locked by
 // this transaction) with the buyer's hash and enforces the buyer limits of
-// its items: it takes each limited item's (shop, item, buyer) advisory lock
-// in item order — after the hold row, before any key lock (the lock order)
-// — so one buyer's reservations of an item run this check one at a time,
-// then counts, in a statement that starts after the locks, the units the
-// buyer has in active holds and claims within the window.
+// its items, in one round trip: it takes each item's (shop, item, buyer)
+// advisory lock in item order — after the hold row, before any key lock
+// (the lock order) — so one buyer's reservations of an item run this check
+// one at a time, then reads each limited item's limit and what the buyer
+// has, in a statement that starts after the locks.
 func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
 	const route = RouteReserve
 	secret, err := c.buyerSecret(ctx)
@@ -210,93 +210,50 @@ func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) er
 	items, qtys := BuyerItemQuantities(req.lines)
 	b := &pgx.Batch{}
 	b.Queue(c.q(ctx, route, "buyer_tag"), req.shop, req.checkout, hash)
-	b.Queue(c.q(ctx, route, "buyer_limits"), req.shop, items)
 	// A caller's REPEATABLE READ transaction (ReserveTx) would count from
 	// its old snapshot: refused below when a limit applies.
 	b.Queue("SELECT current_setting('transaction_isolation')")
+	for _, item := range items {
+		k1, k2 := buyerLockKey(req.shop, item, hash)
+		b.Queue(c.q(ctx, route, "buyer_lock"), k1, k2)
+	}
+	b.Queue(c.q(ctx, route, "buyer_count"), req.shop, hash, req.checkout, items, c.now())
 	br := tx.SendBatch(ctx, b)
+	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		br.Close()
-		return err
-	}
-	type limit struct {
-		item   int64
-		limit  int
-		window int64
-		qty    int
-	}
-	var lims []limit
-	for rows.Next() {
-		var l limit
-		if err := rows.Scan(&l.item, &l.limit, &l.window); err != nil {
-			rows.Close()
-			br.Close()
-			return err
-		}
-		for i, it := range items {
-			if it == l.item {
-				l.qty = qtys[i]
-			}
-		}
-		lims = append(lims, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		br.Close()
 		return err
 	}
 	var iso string
 	if err := br.QueryRow().Scan(&iso); err != nil {
-		br.Close()
 		return err
 	}
-	if iso != "read committed" && len(lims) > 0 {
-		br.Close()
-		return argError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
-	}
-	if err := br.Close(); err != nil {
-		return err
-	}
-	if len(lims) == 0 {
-		return nil
-	}
-	b = &pgx.Batch{}
-	litems := make([]int64, len(lims))
-	windows := make([]int64, len(lims))
-	for i, l := range lims {
-		k1, k2 := buyerLockKey(req.shop, l.item, hash)
-		b.Queue(c.q(ctx, route, "buyer_lock"), k1, k2)
-		litems[i], windows[i] = l.item, l.window
-	}
-	b.Queue(c.q(ctx, route, "buyer_count"), req.shop, hash, req.checkout, litems, windows, c.now())
-	br = tx.SendBatch(ctx, b)
-	defer br.Close()
-	for range lims {
+	for range items {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
 	}
-	rows, err = br.Query()
+	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for i := 0; rows.Next(); i++ {
+	for rows.Next() {
 		var item int64
-		var held int
-		if err := rows.Scan(&item, &held); err != nil {
+		var limit, held int
+		if err := rows.Scan(&item, &limit, &held); err != nil {
 			return err
 		}
-		if i >= len(lims) || item != lims[i].item {
-			return fmt.Errorf("holdfast: buyer_count returned item %d out of order", item)
+		if iso != "read committed" {
+			return argError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
 		}
-		if held+lims[i].qty > lims[i].limit {
-			return &BuyerLimitError{ItemID: item, Limit: lims[i].limit, Held: held, Requested: lims[i].qty}
+		q := 0
+		for i, it := range items {
+			if it == item {
+				q = qtys[i]
+			}
+		}
+		if held+q > limit {
+			return &BuyerLimitError{ItemID: item, Limit: limit, Held: held, Requested: q}
 		}
 	}
 	return rows.Err()
