@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ func testBuyerLimitsAndSafety(t *testing.T, h *Harness) {
 		{"IDNotStored", testBuyerIDNotStored},
 		{"Arguments", testBuyerArguments},
 		{"SafetyStock", testSafetyStock},
+		{"Randomized", testSafetyAndLimitsRandomized},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}
@@ -462,4 +464,147 @@ func testSafetyStock(t *testing.T, h *Harness) {
 			t.Fatalf("invariant saw %d keys", rep.Keys)
 		}
 	})
+}
+
+// testSafetyAndLimitsRandomized: reservations with and without buyer ids,
+// claims, releases, stock changes, safety stock changes, refills and
+// invariant checks race over two keys; the invariant (with the safety
+// stock) holds while it runs and after, every held hold is claimable
+// unless its key was over-committed, and no buyer ends up with more than
+// the limit in held and claimed units. The seed is logged; HOLDFAST_SEED=n
+// replays it (the interleaving is the machine's).
+func testSafetyAndLimitsRandomized(t *testing.T, h *Harness) {
+	t.Parallel()
+	seed := seedFor(t)
+	iterations, workers := 50, 8
+	if long() {
+		iterations, workers = 1000, 16
+	}
+	for _, s := range h.Strategies {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			t.Logf("seed %d (replay with HOLDFAST_SEED=%d)", seed, seed)
+			e := h.newEnv(t, holdfast.Config{Strategy: s, PoolCap: 5, Slots: 3}, Options{Conns: workers + 4})
+			e.allowOver = true
+			ctx := ctxb()
+			const limit = 3
+			keys := []holdfast.Key{key(1, 1), key(1, 2)}
+			for _, k := range keys {
+				e.stock(k, 20)
+			}
+			e.setBuyerLimit(1, 1, limit, 0)
+			buyers := []string{"", "ann", "bob", "cat"}
+			type made struct {
+				id    uuid.UUID
+				buyer string
+				q     int // units of item 1
+			}
+			var mu sync.Mutex
+			var holds []made
+			var bad errorSink
+			var wg sync.WaitGroup
+			for g := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rand.New(rand.NewPCG(seed, uint64(g)))
+					pick := func() (made, bool) {
+						mu.Lock()
+						defer mu.Unlock()
+						if len(holds) == 0 {
+							return made{}, false
+						}
+						return holds[r.IntN(len(holds))], true
+					}
+					for range iterations {
+						switch r.IntN(8) {
+						case 0, 1, 2:
+							buyer := buyers[r.IntN(len(buyers))]
+							var lines []holdfast.Line
+							q1 := 0
+							for _, i := range r.Perm(len(keys))[:1+r.IntN(2)] {
+								q := 1 + r.IntN(2)
+								if keys[i].ItemID == 1 {
+									q1 = q
+								}
+								lines = append(lines, holdfast.Line{ItemID: keys[i].ItemID, LocationID: 1, Quantity: q})
+							}
+							id := uuid.New()
+							_, err := e.e.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: lines, BuyerID: buyer})
+							switch {
+							case err == nil:
+								mu.Lock()
+								holds = append(holds, made{id, buyer, q1})
+								mu.Unlock()
+							case errors.Is(err, holdfast.ErrInsufficientStock), errors.Is(err, holdfast.ErrBuyerLimitExceeded) && buyer != "":
+							default:
+								bad.add("reserve: %v", err)
+							}
+						case 3:
+							if m, ok := pick(); ok {
+								if _, err := e.e.Claim(ctx, 1, m.id); err != nil && !errors.Is(err, holdfast.ErrHoldReleased) && !errors.Is(err, holdfast.ErrOverCommitted) {
+									bad.add("claim: %v", err)
+								}
+							}
+						case 4:
+							if m, ok := pick(); ok {
+								if _, err := e.e.Release(ctx, 1, m.id); err != nil && !errors.Is(err, holdfast.ErrHoldClaimed) {
+									bad.add("release: %v", err)
+								}
+							}
+						case 5:
+							if _, err := e.e.SetSafetyStock(ctx, keys[r.IntN(len(keys))], r.IntN(12)); err != nil {
+								bad.add("safety: %v", err)
+							}
+						case 6:
+							k := keys[r.IntN(len(keys))]
+							if _, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: r.IntN(7) - 2, Reason: "random adjust"}); err != nil && !errors.Is(err, holdfast.ErrInvalidArgument) {
+								bad.add("adjust: %v", err)
+							}
+						case 7:
+							if e.Refill != nil && r.IntN(2) == 0 {
+								if err := e.Refill(ctx); err != nil {
+									bad.add("refill: %v", err)
+								}
+								continue
+							}
+							rep, err := e.e.CheckInvariant(ctx)
+							if err != nil {
+								bad.add("check: %v", err)
+							} else if !rep.OK() {
+								bad.add("invariant broken mid-run: %s", rep)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if bad.n.Load() > 0 {
+				t.Logf("seed %d failed", seed)
+			}
+			bad.check(t)
+			e.checkInvariant(true)
+			// No buyer has more than the limit in held and claimed units.
+			per := map[string]int{}
+			for _, m := range holds {
+				if st := e.hold(1, m.id).Status; m.buyer != "" && (st == holdfast.StatusHeld || st == holdfast.StatusClaimed) {
+					per[m.buyer] += m.q
+				}
+			}
+			for b, n := range per {
+				if n > limit {
+					t.Errorf("seed %d: buyer %s has %d units of item 1 held or claimed, limit %d", seed, b, n, limit)
+				}
+			}
+			for _, m := range holds {
+				if e.hold(1, m.id).Status != holdfast.StatusHeld {
+					continue
+				}
+				if _, err := e.e.Claim(ctx, 1, m.id); err != nil && !errors.Is(err, holdfast.ErrOverCommitted) {
+					t.Fatalf("seed %d: held checkout %s not claimable: %v", seed, m.id, err)
+				}
+			}
+			e.checkInvariant(true)
+		})
+	}
 }
