@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -201,27 +202,47 @@ func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
 // one at a time, then reads each limited item's limit and what the buyer
 // has, in a statement that starts after the locks.
 func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
-	const route = RouteReserve
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
 		return err
 	}
-	hash := BuyerHash(secret, req.shop, req.buyer)
-	items, qtys := BuyerItemQuantities(req.lines)
+	return c.enforceBuyer(ctx, tx, RouteReserve, req.shop, req.checkout, req.lines, BuyerHash(secret, req.shop, req.buyer), true)
+}
+
+// checkBuyerLate enforces the buyer limits on a late claim, which takes a
+// swept hold's units afresh: like a new reservation, it must not take the
+// buyer past a limit (the hold's units were given back to the buyer's
+// allowance when it expired). tx holds the hold's row (the lock order).
+func (c *Client) checkBuyerLate(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []Line) error {
+	var hash []byte
+	if err := tx.QueryRow(ctx, c.q(ctx, RouteClaim, "buyer_of"), shop, checkout).Scan(&hash); err != nil || hash == nil {
+		return err
+	}
+	return c.enforceBuyer(ctx, tx, RouteClaim, shop, checkout, lines, hash, false)
+}
+
+// enforceBuyer is checkBuyer's work for a known hash; tag records it on the
+// hold.
+func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, lines []Line, hash []byte, tag bool) error {
+	items, qtys := BuyerItemQuantities(lines)
 	b := &pgx.Batch{}
-	b.Queue(c.q(ctx, route, "buyer_tag"), req.shop, req.checkout, hash)
+	if tag {
+		b.Queue(c.q(ctx, route, "buyer_tag"), shop, checkout, hash)
+	}
 	// A caller's REPEATABLE READ transaction (ReserveTx) would count from
 	// its old snapshot: refused below when a limit applies.
 	b.Queue("SELECT current_setting('transaction_isolation')")
 	for _, item := range items {
-		k1, k2 := buyerLockKey(req.shop, item, hash)
+		k1, k2 := buyerLockKey(shop, item, hash)
 		b.Queue(c.q(ctx, route, "buyer_lock"), k1, k2)
 	}
-	b.Queue(c.q(ctx, route, "buyer_count"), req.shop, hash, req.checkout, items, c.now())
+	b.Queue(c.q(ctx, route, "buyer_count"), shop, hash, checkout, items, c.now())
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return err
+	if tag {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 	}
 	var iso string
 	if err := br.QueryRow().Scan(&iso); err != nil {

@@ -27,6 +27,7 @@ func testBuyerLimitsAndSafety(t *testing.T, h *Harness) {
 	}{
 		{"Concurrent", testBuyerLimitConcurrent},
 		{"Window", testBuyerLimitWindow},
+		{"LateClaim", testBuyerLateClaim},
 		{"IDNotStored", testBuyerIDNotStored},
 		{"Arguments", testBuyerArguments},
 		{"SafetyStock", testSafetyStock},
@@ -607,4 +608,43 @@ func testSafetyAndLimitsRandomized(t *testing.T, h *Harness) {
 			e.checkInvariant(true)
 		})
 	}
+}
+
+// testBuyerLateClaim: a late claim takes a swept hold's units afresh, so it
+// is held to the buyer's limits like a new reservation: refused (nothing
+// changed) while the buyer's newer hold fills the allowance, claimed once
+// that hold is released.
+func testBuyerLateClaim(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	ctx := ctxb()
+	e.stock(key(1, 10), 10)
+	e.setBuyerLimit(1, 10, 2, 0)
+	old, _, err := e.buyerReserve(1, "ann", one(10, 2), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.sweep(2 * time.Minute); n != 1 {
+		t.Fatalf("sweep expired %d holds, want 1", n)
+	}
+	newer, _, err := e.buyerReserve(1, "ann", one(10, 2), 0)
+	if err != nil {
+		t.Fatalf("after the sweep: %v", err)
+	}
+	_, err = e.e.Claim(ctx, 1, old)
+	wantBuyerLimit(t, err, 10, 2, 2, 2)
+	if got := e.hold(1, old); got.Status != holdfast.StatusExpired {
+		t.Fatalf("a refused late claim changed the hold: %+v", got)
+	}
+	if l := e.level(key(1, 10)); l.Available != 10 || l.Held != 2 {
+		t.Fatalf("a refused late claim changed the level: %+v", l)
+	}
+	if _, err := e.e.Release(ctx, 1, newer); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.e.Claim(ctx, 1, old); err != nil || got.Status != holdfast.StatusClaimed {
+		t.Fatalf("late claim within the limit: %+v, %v", got, err)
+	}
+	_, _, err = e.buyerReserve(1, "ann", one(10, 1), 0)
+	wantBuyerLimit(t, err, 10, 2, 2, 1)
 }

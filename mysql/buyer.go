@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/holdfast/holdfast"
 )
 
@@ -57,13 +59,46 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // already has a hold or outcome is answered with it (a retry), else it is a
 // *holdfast.BuyerLimitError.
 func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *reservation) ([]byte, *holdfast.Hold, error) {
-	const route = holdfast.RouteReserve
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	hash := holdfast.BuyerHash(secret, req.shop, req.buyer)
-	items, qtys := holdfast.BuyerItemQuantities(req.lines)
+	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.shop, req.checkout, req.lines, hash)
+	if err != nil || over == nil {
+		return hash, nil, err
+	}
+	h, err := c.existing(ctx, tx, req)
+	if errors.Is(err, holdfast.ErrNotFound) {
+		return nil, nil, over
+	}
+	return nil, h, err
+}
+
+// checkBuyerLate enforces the buyer limits on a late claim, which takes a
+// swept hold's units afresh: like a new reservation, it must not take the
+// buyer past a limit (the hold's units went back to the buyer's allowance
+// when it expired).
+func (c *Client) checkBuyerLate(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+	var hash []byte
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteClaim, "buyer_of"), shop, checkout[:]).Scan(&hash); err != nil || hash == nil {
+		return err
+	}
+	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteClaim, shop, checkout, lines, hash)
+	if err != nil {
+		return err
+	}
+	if over != nil {
+		return over
+	}
+	return nil
+}
+
+// enforceBuyer locks the buyer's rows of the limited items among lines, in
+// item order, and returns the first limit the lines would exceed (nil:
+// none), counting what the buyer has besides checkout.
+func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line, hash []byte) (*holdfast.BuyerLimitError, error) {
+	items, qtys := holdfast.BuyerItemQuantities(lines)
 	type limit struct {
 		item   int64
 		limit  int
@@ -73,12 +108,12 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 	var lims []limit
 	for i, item := range items {
 		l := limit{item: item, qty: qtys[i]}
-		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), req.shop, item).Scan(&l.limit, &l.window)
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shop, item).Scan(&l.limit, &l.window)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		lims = append(lims, l)
 	}
@@ -86,14 +121,14 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 		// The count must see what committed before the lock: a caller's
 		// REPEATABLE READ transaction would read its old snapshot.
 		if err := c.requireReadCommitted(ctx, tx, route); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	for _, l := range lims {
 		// Item order: lims follows items, which follow the sorted lines.
-		locked, err := c.exists(ctx, tx, route, "buyer_lock", req.shop, l.item, hash)
+		locked, err := c.exists(ctx, tx, route, "buyer_lock", shop, l.item, hash)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if locked {
 			continue
@@ -103,31 +138,27 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 		// lock it. Only for a missing row: an existing one may be locked
 		// by this very transaction (a caller's second ReserveTx), which an
 		// outside insert would wait for forever.
-		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), req.shop, l.item, hash); err != nil {
-			return nil, nil, err
+		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), shop, l.item, hash); err != nil {
+			return nil, err
 		}
-		if locked, err = c.exists(ctx, tx, route, "buyer_lock", req.shop, l.item, hash); err != nil {
-			return nil, nil, err
+		if locked, err = c.exists(ctx, tx, route, "buyer_lock", shop, l.item, hash); err != nil {
+			return nil, err
 		}
 		if !locked {
-			return nil, nil, errRetry // removed meanwhile: run again
+			return nil, errRetry // removed meanwhile: run again
 		}
 	}
 	for _, l := range lims {
 		var held int
 		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_count"),
-			req.shop, hash, req.checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
-			return nil, nil, err
+			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
+			return nil, err
 		}
 		if held+l.qty > l.limit {
-			h, err := c.existing(ctx, tx, req)
-			if errors.Is(err, holdfast.ErrNotFound) {
-				return nil, nil, &holdfast.BuyerLimitError{ItemID: l.item, Limit: l.limit, Held: held, Requested: l.qty}
-			}
-			return nil, h, err
+			return &holdfast.BuyerLimitError{ItemID: l.item, Limit: l.limit, Held: held, Requested: l.qty}, nil
 		}
 	}
-	return hash, nil, nil
+	return nil, nil
 }
 
 // SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
