@@ -33,7 +33,10 @@ const BuyerSecretMinLen = 32
 // limit of one of its items; nothing was held. The error is a
 // *BuyerLimitError naming the item, the limit and what the buyer already
 // holds. Tell the buyer; a release or expiry of their holds (or the window
-// passing over their claims) gives the allowance back.
+// passing over their claims) gives the allowance back. Claim returns it too
+// for a late claim (the hold expired and was swept, so its units are taken
+// afresh) that the buyer's newer holds leave no room for: the hold stays
+// expired; refund, or release the newer hold first.
 var ErrBuyerLimitExceeded = errors.New("holdfast: buyer limit exceeded")
 
 // BuyerLimit is a per-(shop, item) limit on the units one buyer may have in
