@@ -69,6 +69,7 @@ type Client struct {
 	dirty       sync.Map                     // Key -> struct{}
 	dirtyN      atomic.Int64
 	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
+	buyer       buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
 }
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's

@@ -318,7 +318,9 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 // has not seen). The HTTP service admits such requests without a
 // connection slot of their own: they wait in the combiner.
 func (c *Client) Combinable(p ReserveParams) bool {
-	if len(p.Lines) != 1 || p.Wait != 0 { // a wait may need a transaction of its own (waitlist.go)
+	// A wait may need a transaction of its own (waitlist.go); a named
+	// buyer takes the plain path (buyer.go).
+	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" {
 		return false
 	}
 	k := Key{p.ShopID, p.Lines[0].ItemID, p.Lines[0].LocationID}

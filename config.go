@@ -133,6 +133,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives engine events for metrics. Nil is none.
 	Observer Observer
+	// BuyerSecret keys the HMAC that buyer ids are stored as (at least
+	// BuyerSecretMinLen bytes). Empty (the default): a random secret the
+	// first engine generates and stores in the database, shared by every
+	// replica (PostgreSQL holdfast_secrets, MySQL holdfast_secrets).
+	BuyerSecret []byte
 }
 
 // validate checks every bound of a Config with defaults filled in; New
@@ -176,6 +181,7 @@ func (c Config) validate() error {
 		positive("IdleInTransactionTimeout", c.IdleInTransactionTimeout),
 		positive("CombineLockWait", c.CombineLockWait),
 		validWaitMax(c.WaitMax),
+		ValidateBuyerSecret(c.BuyerSecret),
 	} {
 		if err != nil {
 			return err

@@ -44,6 +44,7 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 		Engine: c,
 		Clock:  clock,
 		Refill: func(ctx context.Context) error { _, err := c.Replenish(ctx); return err },
+		Grep:   containsText(db.Pool),
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
 			for _, tbl := range []string{"inventory_levels", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "waiters", "waiter_lines", "holdfast_events"} {

@@ -61,6 +61,14 @@ type Engine interface {
 	Ledger(ctx context.Context, q LedgerQuery) (*LedgerPage, error)
 	// Keys lists a shop's keys by activity, with their levels.
 	Keys(ctx context.Context, q KeyQuery) ([]Level, error)
+	// SetBuyerLimit sets a shop's per-buyer limit of an item (buyer.go).
+	SetBuyerLimit(ctx context.Context, l BuyerLimit) error
+	// BuyerLimit reads it; ErrNotFound when the item has none.
+	BuyerLimit(ctx context.Context, shopID, itemID int64) (*BuyerLimit, error)
+	// RemoveBuyerLimit removes it (no error when there is none).
+	RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error
+	// SetSafetyStock sets a key's safety stock (safety.go).
+	SetSafetyStock(ctx context.Context, k Key, safety int) (*Level, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

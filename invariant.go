@@ -16,6 +16,7 @@ type KeyAccount struct {
 	Held      int64 `json:"held"`
 	Pooled    int64 `json:"pooled"`
 	LedgerSum int64 `json:"ledger_sum"`
+	Safety    int64 `json:"safety,omitempty"`
 }
 
 // InvariantReport is the result of CheckInvariant.
@@ -80,7 +81,7 @@ func (c *Client) checkInvariant(ctx context.Context) (*InvariantReport, error) {
 		}
 		accts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyAccount, error) {
 			var a KeyAccount
-			err := row.Scan(&a.ShopID, &a.ItemID, &a.LocationID, &a.Available, &a.Held, &a.Pooled, &a.LedgerSum)
+			err := row.Scan(&a.ShopID, &a.ItemID, &a.LocationID, &a.Available, &a.Held, &a.Pooled, &a.LedgerSum, &a.Safety)
 			return a, err
 		})
 		if err != nil {
@@ -90,6 +91,8 @@ func (c *Client) checkInvariant(ctx context.Context) (*InvariantReport, error) {
 		for _, a := range accts {
 			switch {
 			case a.LedgerSum != a.Available:
+				rep.Violations = append(rep.Violations, a)
+			case !SafetyRespected(a):
 				rep.Violations = append(rep.Violations, a)
 			case a.Pooled+a.Held <= a.Available:
 			case a.Pooled == 0 && a.Held > a.Available:

@@ -100,6 +100,10 @@ func (c *Client) lateClaim(ctx context.Context, tx pgx.Tx, shop int64, checkout 
 	if h == nil {
 		return nil, errRetry
 	}
+	// A named buyer's late claim is a new sale: within its limits (buyer.go).
+	if err := c.checkBuyerLate(ctx, tx, shop, checkout, h.Lines); err != nil {
+		return nil, err
+	}
 	// Take the keys' advisory locks first, in key order, as adjustments
 	// do: both then touch levels and buffers only while holding them, so a
 	// late claim and a stock adjustment never wait for each other in a

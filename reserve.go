@@ -43,6 +43,7 @@ type reservation struct {
 	lines    []Line // sorted by (item, location)
 	linesRaw []byte // canonical JSON of lines
 	ttl      time.Duration
+	buyer    string // ReserveParams.BuyerID (buyer.go)
 }
 
 func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
@@ -64,6 +65,9 @@ func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
 		return nil, err
 	}
 	if err := ValidateWait(c.cfg, p.Wait); err != nil {
+		return nil, err
+	}
+	if err := ValidateBuyerID(p.BuyerID); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)
@@ -99,6 +103,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		c.cfg.Observer.Op(RouteReserve, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
+	req.buyer = p.BuyerID
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
 			err := &InsufficientStockError{Lines: short}
@@ -108,7 +113,8 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 	}
 	var h *Hold
 	combined, doubt := false, false
-	if own && len(req.lines) == 1 {
+	// A named buyer takes the plain path, where its limits are checked.
+	if own && len(req.lines) == 1 && req.buyer == "" {
 		k := Key{req.shop, req.lines[0].ItemID, req.lines[0].LocationID}
 		// A stale or missing cache entry is safe here: a key that is not
 		// (or no longer) a batch key has no units in its counter row, the
@@ -235,6 +241,12 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	}
 	if err != nil {
 		return nil, err
+	}
+	if req.buyer != "" {
+		// After the hold row, before any key lock (the lock order).
+		if err := c.checkBuyer(ctx, tx, req); err != nil {
+			return nil, err
+		}
 	}
 	short, err := c.take(ctx, tx, RouteReserve, req.shop, req.lines, mode)
 	if err != nil {
@@ -546,6 +558,8 @@ func outcome(err error, h *Hold) string {
 		return "invalid"
 	case errors.Is(err, ErrInsufficientStock):
 		return "insufficient_stock"
+	case errors.Is(err, ErrBuyerLimitExceeded):
+		return "buyer_limit_exceeded"
 	case errors.Is(err, ErrIdempotencyConflict):
 		return "conflict"
 	case errors.Is(err, ErrNotFound):

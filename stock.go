@@ -275,7 +275,8 @@ func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all
 		}
 		excess := st.pooled
 		if !all {
-			excess = min(st.pooled, st.pooled+st.held-(st.available+change))
+			// The buffer never holds units of the safety stock.
+			excess = min(st.pooled, st.pooled+st.held-(st.available-st.safety+change))
 		}
 		if excess <= 0 {
 			return nil
@@ -356,13 +357,14 @@ type keyState struct {
 	poolRows, counterUnits  int
 	strategy                Strategy
 	poolCap                 int
+	safety                  int // units withheld from sale (safety stock)
 }
 
 func (c *Client) keyState(ctx context.Context, tx pgx.Tx, route string, k Key) (keyState, error) {
 	var st keyState
 	var strategy string
 	err := tx.QueryRow(ctx, c.q(ctx, route, "key_state"), k.ShopID, k.ItemID, k.LocationID, string(c.cfg.Strategy), c.cfg.PoolCap).
-		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap)
+		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap, &st.safety)
 	st.pooled = st.poolRows + st.counterUnits
 	st.strategy = Strategy(strategy)
 	return st, err
@@ -375,7 +377,7 @@ func (c *Client) level(ctx context.Context, tx pgx.Tx, route string, k Key) (*Le
 	}
 	return &Level{
 		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
-		Sellable: max(0, st.available-st.held), OverCommitted: st.held > st.available,
+		Sellable: max(0, st.available-st.safety-st.held), OverCommitted: st.held > st.available, Safety: st.safety,
 		Strategy: st.strategy, PoolCap: st.poolCap,
 	}, nil
 }

@@ -75,6 +75,11 @@ type ReserveParams struct {
 	// (with TTL) first-come-first-served as units return. Zero is no wait;
 	// at most Config.WaitMax.
 	Wait time.Duration
+	// BuyerID, when not empty, names the buyer (an opaque id the shop
+	// chooses, at most BuyerIDMaxLen printable ASCII bytes): the hold counts
+	// against the buyer's limits (SetBuyerLimit). Only a keyed hash of it is
+	// stored.
+	BuyerID string
 }
 
 // Strategy is how a key's sellable units are buffered for reservation.
@@ -114,9 +119,12 @@ type Level struct {
 	Held int `json:"held"`
 	// Pooled is the units in the key's allocation buffer (pool rows or counters).
 	Pooled int `json:"pooled"`
-	// Sellable is what a new reservation can still get: Available - Held,
-	// never below zero.
+	// Sellable is what a new reservation can still get: Available - Safety
+	// - Held, never below zero.
 	Sellable int `json:"sellable"`
+	// Safety is the key's safety stock: units withheld from sale
+	// (SetSafetyStock). 0: none.
+	Safety int `json:"safety"`
 	// OverCommitted is true when active holds alone exceed Available (after
 	// a stock reduction). Nothing is reserved on the key until it is whole.
 	OverCommitted bool     `json:"over_committed"`

@@ -78,6 +78,9 @@ type Error struct {
 	// CurrentRevision is the hold's revision, with revision_conflict: edit
 	// again with CurrentRevision + 1.
 	CurrentRevision int64
+	// BuyerLimit is the item, its limit and what the buyer already holds,
+	// with buyer_limit_exceeded.
+	BuyerLimit *holdfast.BuyerLimitError
 }
 
 func (e *Error) Error() string {
@@ -103,6 +106,7 @@ var sentinels = map[string]error{
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,
 	"over_committed":       holdfast.ErrOverCommitted,
 	"revision_conflict":    holdfast.ErrRevisionConflict,
+	"buyer_limit_exceeded": holdfast.ErrBuyerLimitExceeded,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,
@@ -130,6 +134,9 @@ type ReserveRequest struct {
 	// answer is then a *holdfast.WaitlistedError (HTTP 202), and Hold
 	// reads the checkout until it is held (or holdfast.ErrWaitExpired).
 	Wait time.Duration
+	// BuyerID names the buyer for per-buyer limits (see
+	// holdfast.ReserveParams.BuyerID); empty sends none.
+	BuyerID string
 }
 
 // Reserve holds every line for the checkout, or nothing. A retry of the
@@ -141,6 +148,9 @@ func (c *Client) Reserve(ctx context.Context, shopID int64, r ReserveRequest) (*
 	}
 	if r.Wait != 0 {
 		body["wait_seconds"] = int64((r.Wait + time.Second - 1) / time.Second)
+	}
+	if r.BuyerID != "" {
+		body["buyer_id"] = r.BuyerID
 	}
 	var h holdJSON
 	var w waitingJSON // waitlist.go
@@ -244,7 +254,7 @@ func (c *Client) level(ctx context.Context, method string, k holdfast.Key, suffi
 	}
 	return &holdfast.Level{
 		Key: k, Available: l.Available, Held: l.Held, Pooled: l.Pooled, Sellable: l.Sellable,
-		OverCommitted: l.OverCommitted, Strategy: holdfast.Strategy(l.Strategy),
+		OverCommitted: l.OverCommitted, Strategy: holdfast.Strategy(l.Strategy), Safety: l.Safety,
 	}, nil
 }
 
@@ -315,6 +325,7 @@ func decodeError(res *http.Response, b []byte) error {
 			Lines   []holdfast.Shortfall `json:"lines"`
 			Request string               `json:"request_id"`
 			Current int64                `json:"current_revision"`
+			Buyer   *buyerLimitJSON      `json:"buyer_limit"`
 		} `json:"error"`
 	}
 	e := &Error{Status: res.StatusCode}
@@ -326,6 +337,9 @@ func decodeError(res *http.Response, b []byte) error {
 	} else {
 		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, eb.Error.Lines
 		e.CurrentRevision = eb.Error.Current
+		if b := eb.Error.Buyer; b != nil {
+			e.BuyerLimit = &holdfast.BuyerLimitError{ItemID: b.ItemID, Limit: b.Limit, Held: b.Held, Requested: b.Requested}
+		}
 	}
 	e.RequestID = res.Header.Get("X-Request-Id")
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
@@ -362,4 +376,5 @@ type levelJSON struct {
 	Sellable      int    `json:"sellable"`
 	OverCommitted bool   `json:"over_committed"`
 	Strategy      string `json:"strategy"`
+	Safety        int    `json:"safety"`
 }

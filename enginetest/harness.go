@@ -57,6 +57,10 @@ type Instance struct {
 	// (table name to count): the suite checks that rejected calls wrote
 	// nothing. Without it the suite checks what the contract can see.
 	Rows func(ctx context.Context) (map[string]int, error)
+	// Grep, when not nil, reports whether any row of any table the
+	// engine writes holds s in its text (the raw buyer id must never be
+	// stored). Without it the suite skips that check.
+	Grep func(ctx context.Context, s string) (bool, error)
 }
 
 // Clock is an injected clock: tests move it instead of sleeping.
@@ -111,6 +115,7 @@ var tests = []struct {
 	{"EventsBadArguments", testEventsBadArguments},
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},
 	{"EditLifecycle", testEditLifecycle}, {"EditEndedHolds", testEditEndedHolds}, {"PartialClaim", testPartialClaim}, {"EditRacesReserves", testEditRacesReserves}, {"EditRacesLifecycle", testEditRacesLifecycle},
+	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
 }
 
 // long reports whether the heavier forms of the tests run.
@@ -245,7 +250,7 @@ func (e *env) assertSellable(k holdfast.Key, want int) {
 			e.t.Fatalf("refill: %v", err)
 		}
 		l := e.level(k)
-		buf := l.Available - l.Held
+		buf := max(0, l.Available-l.Safety-l.Held)
 		if l.Strategy == holdfast.StrategyPool {
 			buf = min(buf, l.PoolCap)
 		}

@@ -274,7 +274,7 @@ func (o *object) ttlSeconds(required bool, lim limits) (time.Duration, *apiError
 func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams, *apiError) {
 	lim = lim.withDefaults()
 	p := holdfast.ReserveParams{ShopID: shop}
-	o, err := parseBody(body, "checkout_id", "lines", "ttl_seconds", "wait_seconds")
+	o, err := parseBody(body, "checkout_id", "lines", "ttl_seconds", "wait_seconds", "buyer_id")
 	if err != nil {
 		return p, err
 	}
@@ -331,6 +331,9 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 		}
 		seen[k] = i
 		p.Lines[i] = holdfast.Line{ItemID: itemID, LocationID: loc, Quantity: int(qty)}
+	}
+	if p.BuyerID, err = decodeBuyerID(o); err != nil {
+		return p, err
 	}
 	p.TTL, err = o.ttlSeconds(false, lim)
 	return p, err

@@ -40,6 +40,7 @@ const (
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
 	CodeRevisionConflict    = "revision_conflict"      // 409 (with current_revision): an edit of an out-of-date revision
+	CodeBuyerLimitExceeded  = "buyer_limit_exceeded"   // 409 (with buyer_limit)
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
 	CodeUnavailable         = "unavailable"            // 503 with Retry-After
 	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
@@ -55,6 +56,7 @@ type apiError struct {
 	Field      string
 	Lines      []holdfast.Shortfall
 	RetryAfter int // seconds; 0 is none
+	BuyerLimit *holdfast.BuyerLimitError
 	cause      error
 	// CurrentRevision is the hold's revision, on revision_conflict.
 	CurrentRevision int64
@@ -83,6 +85,7 @@ type errorDetail struct {
 	Message   string          `json:"message"`
 	Field     string          `json:"field,omitempty"`
 	Lines     []shortfallJSON `json:"lines,omitempty"`
+	Buyer     *buyerLimitJSON `json:"buyer_limit,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`
 	// CurrentRevision is the hold's revision, on revision_conflict.
 	CurrentRevision int64 `json:"current_revision,omitempty"`
@@ -99,6 +102,9 @@ func (e *apiError) body() errorBody {
 	b := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field, CurrentRevision: e.CurrentRevision}}
 	for _, l := range e.Lines {
 		b.Error.Lines = append(b.Error.Lines, shortfallJSON(l))
+	}
+	if e.BuyerLimit != nil {
+		b.Error.Buyer = toBuyerLimitJSON(e.BuyerLimit)
 	}
 	return b
 }
@@ -166,6 +172,8 @@ func toAPIError(route string, err error) *apiError {
 		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitExpired, "the checkout's wait ran out before its cart could be held; nothing is held: reserve again with a new checkout id"
 	case errors.Is(err, holdfast.ErrLifetimeExceeded):
 		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
+	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
+		return buyerLimitAPIError(err)
 	case errors.Is(err, holdfast.ErrOverCommitted):
 		e.Code, e.Message = CodeOverCommitted, "the key's stock was reduced below its holds; release the hold and refund"
 	case errors.Is(err, holdfast.ErrNotFound):

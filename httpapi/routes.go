@@ -40,6 +40,7 @@ func (s *Server) routes() {
 	s.listingRoutes()
 	s.eventRoutes()
 	s.editRoutes()
+	s.buyerRoutes() // buyer.go: per-buyer limits, safety stock
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -131,6 +132,7 @@ type levelJSON struct {
 	Sellable      int    `json:"sellable"`
 	OverCommitted bool   `json:"over_committed"`
 	Strategy      string `json:"strategy"`
+	Safety        int    `json:"safety"`
 }
 
 func toLevelJSON(l *holdfast.Level) levelJSON {
@@ -138,6 +140,7 @@ func toLevelJSON(l *holdfast.Level) levelJSON {
 		ShopID: l.ShopID, ItemID: l.ItemID, LocationID: l.LocationID,
 		Available: l.Available, Held: l.Held, Pooled: l.Pooled, Sellable: l.Sellable,
 		OverCommitted: l.OverCommitted, Strategy: string(l.Strategy),
+		Safety: l.Safety,
 	}
 }
 

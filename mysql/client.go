@@ -44,6 +44,8 @@ type Client struct {
 	workersMu  sync.Mutex
 	workers    []*maint.Worker
 	waitlister atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
+
+	buyer buyerKey // the buyer-id HMAC secret, once read (buyer.go)
 }
 
 var _ holdfast.Engine = (*Client)(nil)
@@ -72,6 +74,9 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 	}
 	if cfg.HoldTTLDefault < holdfast.HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
 		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", holdfast.HoldTTLMin, cfg.HoldLifetimeMax)
+	}
+	if err := holdfast.ValidateBuyerSecret(cfg.BuyerSecret); err != nil {
+		return nil, err
 	}
 	c := &Client{db: db, cfg: cfg, sql: map[string]string{}}
 	entries, err := sqlFiles.ReadDir("sql")
@@ -529,6 +534,8 @@ func outcome(err error, h *holdfast.Hold) string {
 		return "invalid"
 	case errors.Is(err, holdfast.ErrInsufficientStock):
 		return "insufficient_stock"
+	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
+		return "buyer_limit_exceeded"
 	case errors.Is(err, holdfast.ErrIdempotencyConflict):
 		return "conflict"
 	case errors.Is(err, holdfast.ErrNotFound):

@@ -62,7 +62,9 @@ type batchResult struct {
 // connection slot of their own: they wait in the combiner. As the
 // PostgreSQL engine's Client.Combinable.
 func (c *Client) Combinable(p holdfast.ReserveParams) bool {
-	if len(p.Lines) != 1 || p.Wait != 0 { // a wait may need a transaction of its own (waitlist.go)
+	// A wait may need a transaction of its own (waitlist.go); a named
+	// buyer takes the plain path (buyer.go).
+	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" {
 		return false
 	}
 	return c.batchKey(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})

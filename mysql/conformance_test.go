@@ -46,6 +46,7 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 		Engine: c,
 		Clock:  clock,
 		Refill: func(ctx context.Context) error { _, err := c.Replenish(ctx); return err },
+		Grep:   containsText(db.DB),
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
 			for _, tbl := range []string{"inventory_levels", "inventory_locks", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "stock_changes", "waiters", "waiter_lines", "holdfast_events"} {

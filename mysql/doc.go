@@ -54,7 +54,9 @@
 //     path refilling a later key's counter before taking an earlier one;
 //     an inline refill holding a counter row while it waited for the next
 //     key's lock row. It logs the deadlocks InnoDB detects (none in 14
-//     runs at 20 workers × 150 operations after the fixes).
+//     runs at 20 workers × 150 operations after the fixes). A reservation
+//     with a buyer id on a limited item takes its buyer_locks rows (item
+//     order) before all of this; nothing else locks them (buyer.go).
 //  4. A cart's pool lines are fetched in one round trip: one UNION ALL of
 //     per-line SELECT … LIMIT q FOR UPDATE SKIP LOCKED (the one place SQL
 //     text is composed at runtime: n copies of an embedded fragment, values

@@ -39,13 +39,15 @@ func (c *Client) checkInvariant(ctx context.Context) (*holdfast.InvariantReport,
 	}
 	for rows.Next() {
 		var a holdfast.KeyAccount
-		if err := rows.Scan(&a.ShopID, &a.ItemID, &a.LocationID, &a.Available, &a.Held, &a.Pooled, &a.LedgerSum); err != nil {
+		if err := rows.Scan(&a.ShopID, &a.ItemID, &a.LocationID, &a.Available, &a.Held, &a.Pooled, &a.LedgerSum, &a.Safety); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		rep.Keys++
 		switch {
 		case a.LedgerSum != a.Available:
+			rep.Violations = append(rep.Violations, a)
+		case !holdfast.SafetyRespected(a):
 			rep.Violations = append(rep.Violations, a)
 		case a.Pooled+a.Held <= a.Available:
 		case a.Pooled == 0 && a.Held > a.Available:

@@ -105,6 +105,10 @@ func (c *Client) lateClaim(ctx context.Context, tx *sql.Tx, own bool, shop int64
 	if h == nil {
 		return nil, errRetry
 	}
+	// A named buyer's late claim is a new sale: within its limits (buyer.go).
+	if err := c.checkBuyerLate(ctx, tx, own, shop, checkout, h.Lines); err != nil {
+		return nil, err
+	}
 	// The keys' lock rows first, in key order, as adjustments take them:
 	// both then touch levels and buffers only while holding them, so a late
 	// claim and a stock change never wait for each other in a cycle.

@@ -47,6 +47,7 @@ type reservation struct {
 	lines    []holdfast.Line // sorted by (item, location)
 	linesRaw []byte          // canonical JSON of lines
 	ttl      time.Duration
+	buyer    string // ReserveParams.BuyerID (buyer.go)
 }
 
 func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
@@ -65,6 +66,9 @@ func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error)
 		return nil, err
 	}
 	if err := holdfast.ValidateWait(c.cfg, p.Wait); err != nil {
+		return nil, err
+	}
+	if err := holdfast.ValidateBuyerID(p.BuyerID); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)
@@ -109,6 +113,7 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
+	req.buyer = p.BuyerID
 	own := outer == nil
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
@@ -127,7 +132,8 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 	}
 	var h *holdfast.Hold
 	combined := false
-	if own && len(req.lines) == 1 {
+	// A named buyer takes the plain path, where its limits are checked.
+	if own && len(req.lines) == 1 && req.buyer == "" {
 		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
 		if c.batchKey(k) {
 			// In flight until answered, on either path: the measure of
@@ -219,6 +225,15 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 // on the hold's primary key and then rolls its own units back.
 func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, mode takeMode) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
+	var buyerHash []byte
+	if req.buyer != "" {
+		// The buyer's lock rows first (the lock order, buyer.go).
+		var h *holdfast.Hold
+		var err error
+		if buyerHash, h, err = c.checkBuyer(ctx, tx, own, req); err != nil {
+			return h, err
+		}
+	}
 	short, err := c.take(ctx, tx, own, route, req.shop, req.lines, req.linesRaw, mode)
 	if err != nil {
 		return nil, err
@@ -247,6 +262,11 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 	}
 	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), req.shop, id); err != nil {
 		return nil, err
+	}
+	if buyerHash != nil {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), buyerHash, req.shop, id); err != nil {
+			return nil, err
+		}
 	}
 	h, err := c.readHold(ctx, tx, route, "hold_get", req.shop, req.checkout)
 	if err != nil {

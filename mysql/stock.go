@@ -227,7 +227,8 @@ func (c *Client) shrink(ctx context.Context, tx *sql.Tx, route string, k holdfas
 		}
 		excess := st.pooled
 		if !all {
-			excess = min(st.pooled, st.pooled+st.held-st.available)
+			// The buffer never holds units of the safety stock.
+			excess = min(st.pooled, st.pooled+st.held-(st.available-st.safety))
 		}
 		if excess <= 0 {
 			return nil
@@ -312,6 +313,7 @@ type keyState struct {
 	strategy                holdfast.Strategy
 	poolCap                 int
 	waited                  bool // the key has waiters (waitlist.go)
+	safety                  int // units withheld from sale (safety stock)
 }
 
 // keyState reads one key's state in one statement: one read view under
@@ -320,7 +322,7 @@ func (c *Client) keyState(ctx context.Context, tx *sql.Tx, route string, k holdf
 	var st keyState
 	var strategy string
 	err := tx.QueryRowContext(ctx, c.q(ctx, route, "key_state"), string(c.cfg.Strategy), c.cfg.PoolCap, k.ShopID, k.ItemID, k.LocationID).
-		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap, &st.waited)
+		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap, &st.waited, &st.safety)
 	st.pooled = st.poolRows + st.counterUnits
 	st.strategy = holdfast.Strategy(strategy)
 	return st, err
@@ -333,7 +335,7 @@ func (c *Client) level(ctx context.Context, tx *sql.Tx, route string, k holdfast
 	}
 	return &holdfast.Level{
 		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
-		Sellable: max(0, st.available-st.held), OverCommitted: st.held > st.available,
+		Sellable: max(0, st.available-st.safety-st.held), OverCommitted: st.held > st.available, Safety: st.safety,
 		Strategy: st.strategy, PoolCap: st.poolCap,
 	}, nil
 }
@@ -361,7 +363,7 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 	if st.strategy == holdfast.StrategyPool {
 		capacity = max(st.poolCap, need)
 	}
-	add := max(0, min(capacity-st.pooled, st.available-st.held-st.pooled))
+	add := max(0, min(capacity-st.pooled, st.available-st.safety-st.held-st.pooled)) // never safety stock
 	if st.waited {
 		add = 0 // units coming back go to the key's waiters first (waitlist.go)
 	}

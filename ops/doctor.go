@@ -213,6 +213,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*Report,
 		{"database", d.databaseCounters},
 		{"pool.fill", d.poolFill},
 		{"replenish.inline", d.inline},
+		{"safety", d.safety}, // safety.go
 		{"invariant", d.invariant},
 		{"webhooks.dead_letters", d.webhooks},
 	}

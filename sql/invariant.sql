@@ -17,7 +17,8 @@ SELECT k.shop_id, k.inventory_item_id, k.location_id,
      + (SELECT coalesce(sum(units), 0) FROM inventory_counters c
          WHERE (c.shop_id, c.inventory_item_id, c.location_id) = (k.shop_id, k.inventory_item_id, k.location_id))::bigint,
        (SELECT coalesce(sum(delta), 0) FROM inventory_ledger g
-         WHERE (g.shop_id, g.inventory_item_id, g.location_id) = (k.shop_id, k.inventory_item_id, k.location_id))::bigint
+         WHERE (g.shop_id, g.inventory_item_id, g.location_id) = (k.shop_id, k.inventory_item_id, k.location_id))::bigint,
+       coalesce(l.safety, 0)::bigint
 FROM keys k
 LEFT JOIN inventory_levels l USING (shop_id, inventory_item_id, location_id)
 ORDER BY 1, 2, 3

@@ -9,7 +9,8 @@ SELECT l.available IS NOT NULL,
        (SELECT coalesce(sum(c.units), 0) FROM inventory_counters c
          WHERE c.shop_id = $1::bigint AND c.inventory_item_id = $2::bigint AND c.location_id = $3::bigint)::int,
        coalesce(l.strategy, $4::text),
-       coalesce(l.pool_cap, $5::int)
+       coalesce(l.pool_cap, $5::int),
+       coalesce(l.safety, 0)::int
 FROM (SELECT 1) one
 LEFT JOIN inventory_levels l
        ON l.shop_id = $1::bigint AND l.inventory_item_id = $2::bigint AND l.location_id = $3::bigint

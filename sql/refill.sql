@@ -4,7 +4,8 @@
 -- meanwhile moves units between holds and buffers (or removes them from both
 -- holds and available) without changing what this statement may add.
 -- Every hold counts, expired or not: an unswept expired hold still owns its
--- units. The amount added is least(cap - pooled, available - held - pooled).
+-- units. The amount added is least(cap - pooled, available - safety - held -
+-- pooled): never units of the key's safety stock.
 -- $1 shops, $2 items, $3 locations, $4 default strategy, $5 default pool cap,
 -- $6 slots per slotted key.
 WITH k AS (
@@ -15,6 +16,7 @@ WITH k AS (
            CASE WHEN coalesce(l.strategy, $4::text) = 'pool'
                 THEN coalesce(l.pool_cap, $5::int) ELSE 2147483647 END::bigint AS cap,
            coalesce(l.available, 0)::bigint AS available,
+           coalesce(l.safety, 0)::bigint AS safety,
            (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
              WHERE r.shop_id = k.shop_id AND r.inventory_item_id = k.item
                AND r.location_id = k.location)::bigint AS held,
@@ -30,12 +32,12 @@ WITH k AS (
 ), plan AS (
     SELECT st.*,
            -- A key with waiters (waitlist.go) gets nothing: its units go
-           -- to the waiting carts first.
+           -- to the waiting carts first. Safety stock is never buffered.
            CASE WHEN EXISTS (SELECT 1 FROM waiter_lines w
                               WHERE w.shop_id = st.shop_id AND w.inventory_item_id = st.item
                                 AND w.location_id = st.location)
                 THEN 0
-                ELSE greatest(0, least(cap - pooled, available - held - pooled)) END::int AS add,
+                ELSE greatest(0, least(cap - pooled, available - safety - held - pooled)) END::int AS add,
            CASE strategy WHEN 'slots' THEN $6::int ELSE 1 END AS n
     FROM st
 ), pool_ins AS (

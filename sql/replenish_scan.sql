@@ -4,7 +4,7 @@
 -- $1..$3 cursor, $4 batch size, $5 default strategy, $6 default pool cap,
 -- $7 low-water percent.
 WITH page AS (
-    SELECT shop_id, inventory_item_id, location_id, available,
+    SELECT shop_id, inventory_item_id, location_id, available - safety AS available,
            coalesce(strategy, $5::text) AS strategy,
            coalesce(pool_cap, $6::int) AS cap
     FROM inventory_levels

@@ -1,7 +1,7 @@
 -- Available and held per key, from one snapshot and without locks: the cheap
 -- sold-out test that keeps sold-out reserves off the replenishment lock.
 -- $1 shop, $2 items, $3 locations.
-SELECT coalesce(l.available, 0)::int,
+SELECT (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
        (SELECT coalesce(sum(r.quantity), 0)
         FROM reserved_quantities r
         WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int,

@@ -4,7 +4,7 @@
 -- path to it); one whose hold is not visible does not count its units as
 -- held either. $1 shop, $2 checkout, $3 items, $4 locations.
 SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid),
-       coalesce(l.available, 0)::int,
+       (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
        (SELECT coalesce(sum(r.quantity), 0)
         FROM reserved_quantities r
         WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int

@@ -54,9 +54,11 @@ func All() ([]Migration, error) {
 		out = append(out, Migration{Version: v, Name: m[2], SQL: string(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i := 1; i < len(out); i++ {
-		if out[i].Version == out[i-1].Version {
-			return nil, fmt.Errorf("migrations: version %d twice", out[i].Version)
+	// Gaps are allowed (features get their numbers in advance and merge in
+	// any order); a number used twice is not.
+	for i, m := range out {
+		if i > 0 && m.Version == out[i-1].Version {
+			return nil, fmt.Errorf("migrations: version %d used twice", m.Version)
 		}
 	}
 	return out, nil
@@ -123,8 +125,14 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 	}
 	var applied []int
 	for _, m := range all {
-		if m.Version <= current {
-			continue // gaps in numbering are fine: helpers take numbers in parallel
+		// Versions may have gaps (features merge in any order): run each
+		// migration not recorded yet.
+		var done bool
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM schema_migrations WHERE version = ?", m.Version).Scan(&done); err != nil {
+			return applied, err
+		}
+		if done {
+			continue
 		}
 		for i, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {

@@ -14,7 +14,8 @@ SELECT k.shop_id, k.inventory_item_id, k.location_id,
                    AND c.location_id = k.location_id), 0),
        COALESCE((SELECT SUM(g.delta) FROM inventory_ledger g
                  WHERE g.shop_id = k.shop_id AND g.inventory_item_id = k.inventory_item_id
-                   AND g.location_id = k.location_id), 0)
+                   AND g.location_id = k.location_id), 0),
+       COALESCE(l.safety, 0)
 FROM (
     SELECT shop_id, inventory_item_id, location_id FROM inventory_levels
     UNION SELECT shop_id, inventory_item_id, location_id FROM reserved_quantities

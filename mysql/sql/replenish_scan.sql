@@ -8,7 +8,7 @@ SELECT s.shop_id, s.inventory_item_id, s.location_id,
        s.available - s.held - s.pooled > 0
        AND (s.strategy <> 'pool' OR s.pooled * 100 < s.cap * ?)
 FROM (
-    SELECT l.shop_id, l.inventory_item_id, l.location_id, l.available,
+    SELECT l.shop_id, l.inventory_item_id, l.location_id, l.available - l.safety AS available,
            COALESCE(l.strategy, ?) AS strategy,
            COALESCE(l.pool_cap, ?) AS cap,
            COALESCE((SELECT SUM(r.quantity) FROM reserved_quantities r

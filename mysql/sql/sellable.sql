@@ -1,6 +1,6 @@
 -- available and held per line, in the lines' order, from one snapshot,
 -- without locks. ? shop, ? lines (JSON).
-SELECT COALESCE(l.available, 0),
+SELECT COALESCE(l.available, 0) - COALESCE(l.safety, 0), -- safety stock is not for sale
        COALESCE((SELECT SUM(r.quantity) FROM reserved_quantities r
                  WHERE r.shop_id = s.shop AND r.inventory_item_id = j.item AND r.location_id = j.loc), 0),
        -- Whether the key has waiters (waitlist.go): nothing sellable then.

@@ -1,0 +1,227 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Per-buyer limits (holdfast.BuyerLimit) on MySQL/MariaDB. A reservation
+// with a buyer id locks one buyer_locks row per limited item of its cart,
+// in item order, before anything else it locks (the lock order: nothing
+// else ever locks these rows, so no cycle can go through them), then counts
+// in the next statement — under READ COMMITTED a fresh read view, which
+// sees every hold of the buyer that committed before the lock — what the
+// buyer has: units in held holds (expired but unswept included) plus units
+// claimed within the limit's window. A missing lock row is created outside
+// the transaction (INSERT IGNORE, autocommit) and then locked: a
+// duplicate-key check inside it would hold a shared lock, and two such
+// waiters upgrading to exclusive deadlock.
+
+// buyerKey caches the deployment's buyer secret once read.
+type buyerKey struct {
+	mu     sync.Mutex
+	secret []byte
+}
+
+// buyerSecret returns Config.BuyerSecret, else the secret stored in the
+// database (holdfast_secrets, created by the first engine that needs it).
+func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
+	if len(c.cfg.BuyerSecret) > 0 {
+		return c.cfg.BuyerSecret, nil
+	}
+	c.buyer.mu.Lock()
+	defer c.buyer.mu.Unlock()
+	if c.buyer.secret != nil {
+		return c.buyer.secret, nil
+	}
+	const route = holdfast.RouteReserve
+	if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "secret_create"), "buyer", holdfast.NewBuyerSecret(), c.now()); err != nil {
+		return nil, fmt.Errorf("%w: creating the buyer secret: %w", holdfast.ErrUnavailable, err)
+	}
+	var got []byte
+	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got); err != nil {
+		return nil, fmt.Errorf("%w: reading the buyer secret: %w", holdfast.ErrUnavailable, err)
+	}
+	c.buyer.secret = got
+	return got, nil
+}
+
+// checkBuyer enforces the buyer limits of a reservation's items and
+// returns the buyer's hash, for the hold. Over a limit, a checkout that
+// already has a hold or outcome is answered with it (a retry), else it is a
+// *holdfast.BuyerLimitError.
+func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *reservation) ([]byte, *holdfast.Hold, error) {
+	secret, err := c.buyerSecret(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	hash := holdfast.BuyerHash(secret, req.shop, req.buyer)
+	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.shop, req.checkout, req.lines, hash)
+	if err != nil || over == nil {
+		return hash, nil, err
+	}
+	h, err := c.existing(ctx, tx, req)
+	if errors.Is(err, holdfast.ErrNotFound) {
+		return nil, nil, over
+	}
+	return nil, h, err
+}
+
+// checkBuyerLate enforces the buyer limits on a late claim, which takes a
+// swept hold's units afresh: like a new reservation, it must not take the
+// buyer past a limit (the hold's units went back to the buyer's allowance
+// when it expired).
+func (c *Client) checkBuyerLate(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+	var hash []byte
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteClaim, "buyer_of"), shop, checkout[:]).Scan(&hash); err != nil || hash == nil {
+		return err
+	}
+	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteClaim, shop, checkout, lines, hash)
+	if err != nil {
+		return err
+	}
+	if over != nil {
+		return over
+	}
+	return nil
+}
+
+// enforceBuyer locks the buyer's rows of the limited items among lines, in
+// item order, and returns the first limit the lines would exceed (nil:
+// none), counting what the buyer has besides checkout.
+func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line, hash []byte) (*holdfast.BuyerLimitError, error) {
+	items, qtys := holdfast.BuyerItemQuantities(lines)
+	type limit struct {
+		item   int64
+		limit  int
+		window int64
+		qty    int
+	}
+	var lims []limit
+	for i, item := range items {
+		l := limit{item: item, qty: qtys[i]}
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shop, item).Scan(&l.limit, &l.window)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		lims = append(lims, l)
+	}
+	if len(lims) > 0 && !own {
+		// The count must see what committed before the lock: a caller's
+		// REPEATABLE READ transaction would read its old snapshot.
+		if err := c.requireReadCommitted(ctx, tx, route); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range lims {
+		// Item order: lims follows items, which follow the sorted lines.
+		locked, err := c.exists(ctx, tx, route, "buyer_lock", shop, l.item, hash)
+		if err != nil {
+			return nil, err
+		}
+		if locked {
+			continue
+		}
+		// A new (shop, item, buyer): create its row outside this
+		// transaction (committed at once, so no one waits on it), then
+		// lock it. Only for a missing row: an existing one may be locked
+		// by this very transaction (a caller's second ReserveTx), which an
+		// outside insert would wait for forever.
+		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), shop, l.item, hash); err != nil {
+			return nil, err
+		}
+		if locked, err = c.exists(ctx, tx, route, "buyer_lock", shop, l.item, hash); err != nil {
+			return nil, err
+		}
+		if !locked {
+			return nil, errRetry // removed meanwhile: run again
+		}
+	}
+	for _, l := range lims {
+		var held int
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_count"),
+			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
+			return nil, err
+		}
+		if held+l.qty > l.limit {
+			return &holdfast.BuyerLimitError{ItemID: l.item, Limit: l.limit, Held: held, Requested: l.qty}, nil
+		}
+	}
+	return nil, nil
+}
+
+// SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
+// item. See holdfast.Client.SetBuyerLimit.
+func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
+	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
+		return err
+	}
+	const route = holdfast.RouteAdjust
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_update"), l.Limit, l.Window.Microseconds(), c.now(), l.ShopID, l.ItemID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			return nil
+		}
+		// 0 rows: new, or unchanged (MySQL counts changed rows); the
+		// insert tells them apart.
+		_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_insert"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds(), c.now())
+		if isDup(err) {
+			return nil // unchanged, or set concurrently: last writer wins either way
+		}
+		return err
+	})
+}
+
+// BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
+// it has none.
+func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
+	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+		return nil, err
+	}
+	const route = holdfast.RouteRead
+	l := &holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}
+	found := false
+	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		var us int64
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		found, l.Window = err == nil, time.Duration(us)*time.Microsecond
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
+	}
+	return l, nil
+}
+
+// RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
+// one that does not exist is not an error.
+func (c *Client) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
+	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+		return err
+	}
+	const route = holdfast.RouteAdjust
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_delete"), shopID, itemID)
+		return err
+	})
+}

@@ -1,0 +1,2 @@
+-- A deployment secret. ? name.
+SELECT secret FROM holdfast_secrets WHERE name = ?

@@ -1,0 +1,3 @@
+-- A shop's per-buyer limit of an item. $1 shop, $2 item.
+SELECT buyer_limit, window_us FROM buyer_limits
+WHERE shop_id = $1::bigint AND inventory_item_id = $2::bigint
