@@ -215,10 +215,10 @@ type chartView struct {
 	// draws no line).
 	LastX, LastY string
 	N            int
-	Last   string
-	Max    string
-	Width  int
-	Height int
+	Last         string
+	Max          string
+	Width        int
+	Height       int
 }
 
 type chartsView struct {

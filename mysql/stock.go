@@ -313,7 +313,7 @@ type keyState struct {
 	strategy                holdfast.Strategy
 	poolCap                 int
 	waited                  bool // the key has waiters (waitlist.go)
-	safety                  int // units withheld from sale (safety stock)
+	safety                  int  // units withheld from sale (safety stock)
 }
 
 // keyState reads one key's state in one statement: one read view under
