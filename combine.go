@@ -318,7 +318,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 // has not seen). The HTTP service admits such requests without a
 // connection slot of their own: they wait in the combiner.
 func (c *Client) Combinable(p ReserveParams) bool {
-	if len(p.Lines) != 1 {
+	if len(p.Lines) != 1 || p.Lines[0].Allocated() {
 		return false
 	}
 	k := Key{p.ShopID, p.Lines[0].ItemID, p.Lines[0].LocationID}

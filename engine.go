@@ -43,6 +43,11 @@ type Engine interface {
 	Start(ctx context.Context)
 	// Stop stops them; idempotent, safe before Start, bounded by ctx.
 	Stop(ctx context.Context) error
+	// SetLocationOrder sets a shop's default location order, the candidates
+	// of allocated lines that name none (empty clears it).
+	SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error
+	// LocationOrder reads a shop's default location order (empty: none).
+	LocationOrder(ctx context.Context, shopID int64) ([]int64, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -92,6 +92,9 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		c.cfg.Observer.Op(RouteReserve, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
+	if HasAllocation(req.lines) {
+		return c.reserveAllocated(ctx, b, own, req, start)
+	}
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
 			err := &InsufficientStockError{Lines: short}

@@ -301,7 +301,7 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 	p.Lines = make([]holdfast.Line, len(items))
 	for i, item := range items {
 		prefix := fmt.Sprintf("lines[%d].", i)
-		lo, err := parseObject(item, prefix, "item_id", "location_id", "quantity")
+		lo, err := parseObject(item, prefix, "item_id", "location_id", "quantity", "candidates", "split")
 		if err != nil {
 			return p, err
 		}
@@ -309,7 +309,7 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 		if err != nil {
 			return p, err
 		}
-		loc, _, err := lo.int64("location_id", true, 1, 1<<63-1)
+		loc, _, err := lo.int64("location_id", true, 0, 1<<63-1) // 0: allocate
 		if err != nil {
 			return p, err
 		}
@@ -317,12 +317,19 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 		if err != nil {
 			return p, err
 		}
+		cands, split, err := decodeAllocation(lo, loc)
+		if err != nil {
+			return p, err
+		}
+		if err := allocatedTwice(p.Lines[:i], itemID, loc, i); err != nil {
+			return p, err
+		}
 		k := [2]int64{itemID, loc}
 		if j, dup := seen[k]; dup {
 			return p, invalid(fmt.Sprintf("lines[%d]", i), "duplicates lines[%d] (item %d at location %d); merge them", j, itemID, loc)
 		}
 		seen[k] = i
-		p.Lines[i] = holdfast.Line{ItemID: itemID, LocationID: loc, Quantity: int(qty)}
+		p.Lines[i] = holdfast.Line{ItemID: itemID, LocationID: loc, Quantity: int(qty), Candidates: cands, Split: split}
 	}
 	p.TTL, err = o.ttlSeconds(false, lim)
 	return p, err

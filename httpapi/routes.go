@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 	s.shadowRoutes()
+	s.allocationRoutes()
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +100,7 @@ func toHoldJSON(h *holdfast.Hold) holdJSON {
 		Claimable: h.Claimable && h.Status == holdfast.StatusExpired,
 	}
 	for i, l := range h.Lines {
-		out.Lines[i] = lineJSON(l)
+		out.Lines[i] = lineJSON{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity}
 	}
 	if h.EndedAt != nil {
 		t := h.EndedAt.UTC()
@@ -172,7 +173,7 @@ func (s *Server) combinable(p holdfast.ReserveParams) bool {
 	if cb, ok := s.eng.(Combiner); ok {
 		return cb.Combinable(p)
 	}
-	return s.batch && len(p.Lines) == 1
+	return s.batch && len(p.Lines) == 1 && !p.Lines[0].Allocated()
 }
 
 func (c *call) checkout() (uuid.UUID, *apiError) {

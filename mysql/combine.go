@@ -62,7 +62,7 @@ type batchResult struct {
 // connection slot of their own: they wait in the combiner. As the
 // PostgreSQL engine's Client.Combinable.
 func (c *Client) Combinable(p holdfast.ReserveParams) bool {
-	if len(p.Lines) != 1 {
+	if len(p.Lines) != 1 || p.Lines[0].Allocated() {
 		return false
 	}
 	return c.batchKey(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})

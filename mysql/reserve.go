@@ -102,6 +102,9 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
+	if holdfast.HasAllocation(req.lines) {
+		return c.reserveAllocated(ctx, outer, req, start)
+	}
 	own := outer == nil
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
