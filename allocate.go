@@ -147,13 +147,15 @@ func NeedsLocationOrder(lines []Line) bool {
 
 // ExpandAllocation returns lines (validated, sorted) with every allocated
 // line's empty Candidates replaced by the shop's default order. An allocated
-// line with no candidates in a shop without an order is an *ArgumentError.
-func ExpandAllocation(lines []Line, order []int64) ([]Line, error) {
+// line with no candidates in a shop without an order is an *ArgumentError
+// naming its location_id in input (the lines as the caller gave them).
+func ExpandAllocation(lines, input []Line, order []int64) ([]Line, error) {
 	out := slices.Clone(lines)
 	for i, l := range out {
 		if l.Allocated() && l.Candidates.Len() == 0 {
 			if len(order) == 0 {
-				return nil, argError("candidates", "item %d: no candidates given and the shop has no default location order (set one, or send candidates)", l.ItemID)
+				j := slices.IndexFunc(input, func(o Line) bool { return o.Allocated() && o.ItemID == l.ItemID })
+				return nil, argError(fmt.Sprintf("lines[%d].location_id", j), "0 allocates from candidates or the shop's default location order, and the line has no candidates and the shop no order (set one, or send candidates)")
 			}
 			out[i].Candidates = LocationsOf(order...)
 		}
@@ -302,4 +304,6 @@ func allocatedShort(requested []Line, short []Shortfall) bool {
 }
 
 // AllocatedShort is allocatedShort for other engines.
-func AllocatedShort(requested []Line, short []Shortfall) bool { return allocatedShort(requested, short) }
+func AllocatedShort(requested []Line, short []Shortfall) bool {
+	return allocatedShort(requested, short)
+}

@@ -93,7 +93,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		return nil, err
 	}
 	if HasAllocation(req.lines) {
-		return c.reserveAllocated(ctx, b, own, req, start)
+		return c.reserveAllocated(ctx, b, own, req, p.Lines, start)
 	}
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {

@@ -32,7 +32,7 @@ import (
 // flight on a pool key) re-runs the attempt one level slower, then as a
 // retry: it never reaches the caller as a shortfall of a location that
 // allocation picked.
-func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req *reservation, start time.Time) (*Hold, error) {
+func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req *reservation, input []Line, start time.Time) (*Hold, error) {
 	var h *Hold
 	var keys []Line
 	var beforeSlow func() error
@@ -48,7 +48,7 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 			mode = takeLocked
 		}
 		var err error
-		h, keys, err = c.allocateOnce(ctx, tx, req, mode)
+		h, keys, err = c.allocateOnce(ctx, tx, req, input, mode)
 		return err
 	})
 	c.cfg.Observer.Op(RouteReserve, outcome(err, h), time.Since(start))
@@ -64,7 +64,7 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 
 // allocateOnce is one attempt of reserveAllocated. It also returns the
 // candidate keys, for the refill between the fast and the slow attempt.
-func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*Hold, []Line, error) {
+func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, input []Line, mode takeMode) (*Hold, []Line, error) {
 	const route = RouteReserve
 	var order []int64
 	if NeedsLocationOrder(req.lines) {
@@ -73,7 +73,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 			return nil, nil, err
 		}
 	}
-	lines, err := ExpandAllocation(req.lines, order)
+	lines, err := ExpandAllocation(req.lines, input, order)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -29,7 +29,7 @@ import (
 // so carts allocating the same items in opposite orders cannot deadlock. A
 // shortage the take finds on a chosen key (units in flight on a pool key)
 // re-runs the attempt one level slower, then as a retry.
-func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reservation, start time.Time) (*holdfast.Hold, error) {
+func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
 	own := outer == nil
 	var h *holdfast.Hold
 	var keys []holdfast.Line
@@ -46,7 +46,7 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 			mode = takeLocked
 		}
 		var err error
-		h, keys, err = c.allocateOnce(ctx, tx, own, req, mode)
+		h, keys, err = c.allocateOnce(ctx, tx, own, req, input, mode)
 		return err
 	})
 	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
@@ -56,7 +56,7 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 	return h, nil
 }
 
-func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
+func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, input []holdfast.Line, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
 	const route = holdfast.RouteReserve
 	var order []int64
 	if holdfast.NeedsLocationOrder(req.lines) {
@@ -65,7 +65,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 			return nil, nil, err
 		}
 	}
-	lines, err := holdfast.ExpandAllocation(req.lines, order)
+	lines, err := holdfast.ExpandAllocation(req.lines, input, order)
 	if err != nil {
 		return nil, nil, err
 	}

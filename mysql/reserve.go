@@ -103,7 +103,7 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		return nil, err
 	}
 	if holdfast.HasAllocation(req.lines) {
-		return c.reserveAllocated(ctx, outer, req, start)
+		return c.reserveAllocated(ctx, outer, req, p.Lines, start)
 	}
 	own := outer == nil
 	if own && c.recentlySoldOut(req) {
