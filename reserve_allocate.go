@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,6 +160,10 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	if len(short) > 0 {
 		return nil, keys, &InsufficientStockError{Lines: short}
 	}
+	if mode == takeFast {
+		h, err := c.allocateFast(ctx, tx, req, h, resolved)
+		return h, keys, err
+	}
 	short, err = c.take(ctx, tx, route, req.shop, resolved, mode)
 	if err != nil {
 		return nil, keys, err
@@ -185,6 +190,56 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	h.Lines = resolved
 	return h, keys, nil
+}
+
+// allocateFast takes the resolved lines and writes the hold's lines in one
+// round trip: every take (on counter rows this transaction already locked,
+// or pool rows it skips when others hold them) and the two writes, which
+// the rollback undoes when a take comes up short. The choice was made on
+// sellable stock, so a short take means a buffer that needs a refill (or
+// pool units in flight): the slow path, never a shortfall.
+func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, h *Hold, resolved []Line) (*Hold, error) {
+	const route = RouteReserve
+	infos, err := c.keyInfos(ctx, tx, route, req.shop, resolved, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(resolved)
+	if err != nil {
+		return nil, err
+	}
+	batch := &pgx.Batch{}
+	for i, l := range resolved {
+		switch infos[i].strategy {
+		case StrategyPool:
+			batch.Queue(c.q(ctx, route, "take_pool"), req.shop, l.ItemID, l.LocationID, l.Quantity)
+		case StrategySlots:
+			batch.Queue(c.q(ctx, route, "take_slot"), req.shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots))
+		default:
+			batch.Queue(c.q(ctx, route, "take_counter"), req.shop, l.ItemID, l.LocationID, l.Quantity)
+		}
+	}
+	items, locs, qtys := columns(resolved)
+	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
+	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt)
+	br := tx.SendBatch(ctx, batch)
+	short := false
+	for _, l := range resolved {
+		var got int
+		if err := br.QueryRow().Scan(&got); err != nil {
+			br.Close()
+			return nil, err
+		}
+		short = short || got < l.Quantity
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	if short {
+		return nil, errSlowPath
+	}
+	h.Lines = resolved
+	return h, nil
 }
 
 // existingAllocated answers an allocated Reserve whose checkout already has
