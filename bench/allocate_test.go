@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -48,7 +49,7 @@ func TestAllocationScenarios(t *testing.T) {
 //	go test -run '^$' -bench AllocationRatio -benchtime 2000x ./bench/
 func BenchmarkAllocationRatio(b *testing.B) {
 	for _, clients := range []int{1, 8} {
-		b.Run("c="+string(rune('0'+clients)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("c=%d", clients), func(b *testing.B) {
 			ctx := context.Background()
 			o := Options{HotStock: 10_000_000}
 			sc, _ := allocScenario(ScenarioAlloc3, &o)
