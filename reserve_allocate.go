@@ -18,14 +18,19 @@ import (
 //     retry of the same checkout waits there, as for any reservation;
 //  2. on the slowest level only, every candidate key's advisory lock in key
 //     order, and a refill of each;
-//  3. every counter row of every candidate key (and fixed key), in key and
-//     slot order (alloc_lock.sql), then one sellable snapshot of them: with
-//     those rows locked no reservation is in flight on them, so the
-//     snapshot is what this attempt can take;
+//  3. one sellable snapshot of every candidate key (and fixed key); on the
+//     slower levels after locking every counter row of them, in key and
+//     slot order (alloc_lock.sql): with those rows locked no reservation is
+//     in flight on them, so the snapshot is what this attempt can take. The
+//     fast path takes no such locks: its lock-free snapshot can only
+//     over-count (units in flight to others), never under-count, so it
+//     never passes over a candidate that could supply the line; a choice it
+//     over-counted comes up short at the take and goes the slow way;
 //  4. the choice (ResolveAllocation: per line, the first candidate in
-//     priority order that can supply it, or a split), then the usual take
-//     of the resolved cart, whose keys are all locked already;
-//  5. the hold's resolved lines (alloc_hold_lines.sql, hold_lines_create.sql).
+//     priority order that can supply it, or a split), then the take of the
+//     resolved cart in key order, like any cart's;
+//  5. the hold's resolved lines (alloc_hold_lines.sql, hold_lines_create.sql),
+//     on the fast path in the take's round trip.
 //
 // Locks are taken in the one global order whatever the candidates'
 // priority order, so carts allocating the same items in opposite orders
@@ -112,10 +117,13 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 			return nil, keys, err
 		}
 	} else {
-		// One round trip: hold row, counter locks, snapshot.
+		// One round trip: hold row, counter locks (not on the fast
+		// path), snapshot.
 		batch := &pgx.Batch{}
 		batch.Queue(c.q(ctx, route, "hold_insert"), insert...)
-		batch.Queue(c.q(ctx, route, "alloc_lock"), req.shop, items, locs)
+		if mode != takeFast {
+			batch.Queue(c.q(ctx, route, "alloc_lock"), req.shop, items, locs)
+		}
 		batch.Queue(c.q(ctx, route, "sellable"), req.shop, items, locs)
 		br := tx.SendBatch(ctx, batch)
 		err := br.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
@@ -124,9 +132,11 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 			br.Close()
 			return nil, keys, err
 		}
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, keys, err
+		if mode != takeFast {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return nil, keys, err
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {

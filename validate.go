@@ -9,7 +9,9 @@ import (
 // line, at most LinesPerCartMax, positive ids, quantities 1..QuantityMax, no
 // two lines for one key) and returns them sorted in (item, location) order,
 // the one lock order of every engine. A rejected cart is an *ArgumentError
-// naming the offending line. Every engine validates carts with it.
+// naming the offending line. Every engine validates carts with it. A line
+// with LocationID 0 is allocated by the engine (Line.Candidates, Split;
+// allocate.go), and its item may appear on no other line.
 func ValidateLines(cfg Config, in []Line) ([]Line, error) {
 	cfg = cfg.withDefaults()
 	if len(in) == 0 {

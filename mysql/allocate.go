@@ -17,9 +17,9 @@ import (
 //
 //  1. on the slowest level only, every candidate key's lock row in key
 //     order, and a refill of each key that has one;
-//  2. the counter rows of every candidate key (and fixed key), in key order
-//     (alloc_lock.sql), then one sellable read of them: with those rows
-//     locked no reservation is in flight on them;
+//  2. on the slower levels, the counter rows of every candidate key (and
+//     fixed key), in key order (alloc_lock.sql): with those rows locked no
+//     reservation is in flight on them; then one sellable read of them;
 //  3. the choice (holdfast.ResolveAllocation: per line, the first candidate
 //     in priority order that can supply it, or a split), then the usual
 //     take of the resolved cart, whose counter rows are all locked already;
@@ -94,8 +94,14 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "alloc_lock"), string(keysRaw), req.shop); err != nil {
-		return nil, keys, err
+	if mode != takeFast {
+		// Lock-free on the fast path: the read can only over-count (units
+		// in flight to others), so it never passes over a candidate that
+		// could supply a line; an over-counted choice comes up short at
+		// the take and goes the slow way.
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "alloc_lock"), string(keysRaw), req.shop); err != nil {
+			return nil, keys, err
+		}
 	}
 	sellable, err := c.sellable(ctx, tx, route, req.shop, keysRaw)
 	if err != nil {

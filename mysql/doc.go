@@ -123,10 +123,11 @@
 // A line with LocationID 0 is allocated from its candidates (or the shop's
 // default order, table location_orders) by reserveAllocated
 // (allocate.go), on the plain path only: on the slowest level every
-// candidate key's lock row in key order first; then every candidate's
-// counter row in key order (alloc_lock.sql, a STRAIGHT_JOIN from the sorted
-// keys); then one sellable read, the choice in priority order, and the
-// usual take of the resolved lines, whose counter rows are already locked.
+// candidate key's lock row in key order first; then, on the slower levels,
+// every candidate's counter row in key order (alloc_lock.sql, a
+// STRAIGHT_JOIN from the sorted keys); then one sellable read (lock-free on
+// the fast level: it can only over-count), the choice in priority order,
+// and the usual take of the resolved lines.
 // The candidates' priority order never changes the lock order, so carts
 // allocating the same items in opposite orders do not deadlock
 // (enginetest AllocationRaces).

@@ -1,6 +1,7 @@
 -- Lock every counter row (every slot) of the keys an allocation may take
 -- from, in key and slot order (the order every path that locks several
--- counter rows uses), after the hold row and before any take. While they
+-- counter rows uses), after the hold row and before any take, on the slow
+-- levels of an allocation (the fast one reads lock-free). While they
 -- are locked no other reservation takes from these keys and no reservation
 -- is in flight on them, so the sellable snapshot that follows is what the
 -- allocation can get (pool keys excepted: their rows are taken with SKIP

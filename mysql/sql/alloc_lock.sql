@@ -1,7 +1,8 @@
 -- Lock the counter rows of every key an allocation may take from, in key
 -- order (the keys arrive sorted; a STRAIGHT_JOIN from JSON_TABLE reads and
 -- locks them in that order by primary key, never a scan of the shop), after
--- the lock rows and before any take. While they are locked no reservation
+-- the lock rows and before any take, on the slow levels of an allocation
+-- (the fast one reads lock-free). While they are locked no reservation
 -- is in flight on these keys, so the sellable read that follows is what the
 -- allocation can get (pool keys excepted).
 -- ? keys (JSON, sorted), ? shop.
