@@ -116,15 +116,34 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 ) ENGINE = InnoDB`); err != nil {
 		return nil, err
 	}
-	var current int
-	if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+	// Versions may have gaps (features take numbers in parallel), so what
+	// runs is every migration the database has not recorded, in order.
+	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
 		return nil, err
 	}
-	if current > len(all) {
-		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, len(all))
+	done := map[int]bool{}
+	current := 0
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		done[v], current = true, max(current, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if latest := all[len(all)-1].Version; current > latest {
+		return nil, fmt.Errorf("migrations: database is at version %d, newer than this build's %d", current, latest)
 	}
 	var applied []int
-	for _, m := range all[current:] {
+	for _, m := range all {
+		if done[m.Version] {
+			continue
+		}
 		for i, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return applied, fmt.Errorf("migrations: %03d_%s statement %d: %w", m.Version, m.Name, i+1, err)
