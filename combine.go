@@ -319,8 +319,8 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 // connection slot of their own: they wait in the combiner.
 func (c *Client) Combinable(p ReserveParams) bool {
 	// A wait may need a transaction of its own (waitlist.go); a named
-	// buyer takes the plain path (buyer.go).
-	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" {
+	// buyer (buyer.go) and an allocated line (allocate.go) take the plain path.
+	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" || p.Lines[0].Allocated() {
 		return false
 	}
 	k := Key{p.ShopID, p.Lines[0].ItemID, p.Lines[0].LocationID}

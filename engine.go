@@ -69,6 +69,11 @@ type Engine interface {
 	RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error
 	// SetSafetyStock sets a key's safety stock (safety.go).
 	SetSafetyStock(ctx context.Context, k Key, safety int) (*Level, error)
+	// SetLocationOrder sets a shop's default location order, the candidates
+	// of allocated lines that name none (empty clears it).
+	SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error
+	// LocationOrder reads a shop's default location order (empty: none).
+	LocationOrder(ctx context.Context, shopID int64) ([]int64, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

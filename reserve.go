@@ -104,6 +104,9 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		return nil, err
 	}
 	req.buyer = p.BuyerID
+	if HasAllocation(req.lines) {
+		return c.reserveAllocated(ctx, b, own, req, p.Lines, start)
+	}
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
 			err := &InsufficientStockError{Lines: short}

@@ -19,6 +19,14 @@ type Line struct {
 	ItemID     int64 `json:"item_id"`
 	LocationID int64 `json:"location_id"`
 	Quantity   int   `json:"quantity"`
+	// Candidates, on a line with LocationID 0, are the locations the engine
+	// may allocate it from, in priority order (at most
+	// CandidatesPerLineMax); empty means the shop's default order
+	// (Engine.SetLocationOrder). Only on allocated lines; see allocate.go.
+	Candidates Locations `json:"candidates,omitzero"`
+	// Split, on a line with LocationID 0, lets the engine split it across
+	// candidates when no single one can supply it.
+	Split bool `json:"split,omitempty"`
 }
 
 // Status is where a hold is in its lifecycle: held, then exactly one of

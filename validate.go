@@ -9,7 +9,9 @@ import (
 // line, at most LinesPerCartMax, positive ids, quantities 1..QuantityMax, no
 // two lines for one key) and returns them sorted in (item, location) order,
 // the one lock order of every engine. A rejected cart is an *ArgumentError
-// naming the offending line. Every engine validates carts with it.
+// naming the offending line. Every engine validates carts with it. A line
+// with LocationID 0 is allocated by the engine (Line.Candidates, Split;
+// allocate.go), and its item may appear on no other line.
 func ValidateLines(cfg Config, in []Line) ([]Line, error) {
 	cfg = cfg.withDefaults()
 	if len(in) == 0 {
@@ -19,16 +21,22 @@ func ValidateLines(cfg Config, in []Line) ([]Line, error) {
 		return nil, argError("lines", "at most %d lines per cart, got %d", cfg.LinesPerCartMax, len(in))
 	}
 	for i, l := range in {
+		if err := validateAllocationLine(i, l); err != nil {
+			return nil, err
+		}
 		switch {
 		case l.ItemID <= 0:
 			return nil, argError(fmt.Sprintf("lines[%d].item_id", i), "must be a positive integer")
-		case l.LocationID <= 0:
-			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "must be a positive integer")
+		case l.LocationID < 0:
+			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "must be a positive integer, or 0 to allocate from candidates")
 		case l.Quantity <= 0:
 			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at least 1")
 		case l.Quantity > cfg.QuantityMax:
 			return nil, argError(fmt.Sprintf("lines[%d].quantity", i), "must be at most %d", cfg.QuantityMax)
 		}
+	}
+	if err := checkAllocatedItems(in); err != nil {
+		return nil, err
 	}
 	lines := slices.Clone(in)
 	slices.SortFunc(lines, compareLines)

@@ -62,6 +62,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			rep.Ceilings[c] = ceiling
 			for _, st := range o.Strategies {
+				if sc.engineOnly && !IsEngine(st) {
+					continue
+				}
 				res, err := r.run(ctx, st, sc, c)
 				if err != nil {
 					return rep, fmt.Errorf("bench: %s %s c=%d: %w", st, name, c, err)

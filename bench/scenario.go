@@ -38,6 +38,8 @@ type scenario struct {
 	inTx bool
 	// lines returns the next cart.
 	lines func(r *rand.Rand) []holdfast.Line
+	// engineOnly: the baselines cannot run it (allocation scenarios).
+	engineOnly bool
 }
 
 func keyRange(n int) []holdfast.Key {
@@ -54,6 +56,9 @@ func oneLine(item int64) []holdfast.Line {
 
 // newScenario builds the named scenario for o.
 func newScenario(name string, o *Options) (*scenario, error) {
+	if sc, ok := allocScenario(name, o); ok {
+		return sc, nil
+	}
 	switch name {
 	case ScenarioHot, ScenarioHotTx:
 		return &scenario{

@@ -105,6 +105,8 @@ var tests = []struct {
 	{"CheckoutIDsPerShop", testCheckoutIDsPerShop},
 	{"ConcurrentIdempotentRetries", testConcurrentIdempotentRetries},
 	{"OppositeOrderCarts", testOppositeOrderCarts},
+	{"Allocation", testAllocation},
+	{"AllocationRaces", testAllocationRaces},
 	{"CombinedReservations", testCombinedReservations},
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},

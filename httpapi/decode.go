@@ -309,7 +309,7 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 	p.Lines = make([]holdfast.Line, len(items))
 	for i, item := range items {
 		prefix := fmt.Sprintf("lines[%d].", i)
-		lo, err := parseObject(item, prefix, "item_id", "location_id", "quantity")
+		lo, err := parseObject(item, prefix, "item_id", "location_id", "quantity", "candidates", "split")
 		if err != nil {
 			return p, err
 		}
@@ -317,7 +317,7 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 		if err != nil {
 			return p, err
 		}
-		loc, _, err := lo.int64("location_id", true, 1, 1<<63-1)
+		loc, _, err := lo.int64("location_id", true, 0, 1<<63-1) // 0: allocate
 		if err != nil {
 			return p, err
 		}
@@ -325,12 +325,19 @@ func decodeReserve(shop int64, body []byte, lim limits) (holdfast.ReserveParams,
 		if err != nil {
 			return p, err
 		}
+		cands, split, err := decodeAllocation(lo, loc)
+		if err != nil {
+			return p, err
+		}
+		if err := allocatedTwice(p.Lines[:i], itemID, loc, i); err != nil {
+			return p, err
+		}
 		k := [2]int64{itemID, loc}
 		if j, dup := seen[k]; dup {
 			return p, invalid(fmt.Sprintf("lines[%d]", i), "duplicates lines[%d] (item %d at location %d); merge them", j, itemID, loc)
 		}
 		seen[k] = i
-		p.Lines[i] = holdfast.Line{ItemID: itemID, LocationID: loc, Quantity: int(qty)}
+		p.Lines[i] = holdfast.Line{ItemID: itemID, LocationID: loc, Quantity: int(qty), Candidates: cands, Split: split}
 	}
 	if p.BuyerID, err = decodeBuyerID(o); err != nil {
 		return p, err

@@ -41,6 +41,7 @@ func (s *Server) routes() {
 	s.eventRoutes()
 	s.editRoutes()
 	s.buyerRoutes() // buyer.go: per-buyer limits, safety stock
+	s.allocationRoutes()
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -108,11 +109,11 @@ func toHoldJSON(h *holdfast.Hold) holdJSON {
 		Claimable: h.Claimable && h.Status == holdfast.StatusExpired,
 	}
 	for i, l := range h.Lines {
-		out.Lines[i] = lineJSON(l)
+		out.Lines[i] = lineJSON{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity}
 	}
 	out.Revision = h.Revision
 	for _, l := range h.Released {
-		out.Released = append(out.Released, lineJSON(l))
+		out.Released = append(out.Released, lineJSON{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity})
 	}
 	if h.EndedAt != nil {
 		t := h.EndedAt.UTC()
@@ -190,7 +191,9 @@ func (s *Server) combinable(p holdfast.ReserveParams) bool {
 	if cb, ok := s.eng.(Combiner); ok {
 		return cb.Combinable(p)
 	}
-	return s.batch && len(p.Lines) == 1 && p.Wait == 0 // a wait may need a transaction of its own
+	// A wait may need a transaction of its own (waitlist.go); a named buyer
+	// and an allocated line take the engine's plain path.
+	return s.batch && len(p.Lines) == 1 && p.Wait == 0 && p.BuyerID == "" && !p.Lines[0].Allocated()
 }
 
 func (c *call) checkout() (uuid.UUID, *apiError) {

@@ -63,8 +63,8 @@ type batchResult struct {
 // PostgreSQL engine's Client.Combinable.
 func (c *Client) Combinable(p holdfast.ReserveParams) bool {
 	// A wait may need a transaction of its own (waitlist.go); a named
-	// buyer takes the plain path (buyer.go).
-	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" {
+	// buyer (buyer.go) and an allocated line (allocate.go) take the plain path.
+	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" || p.Lines[0].Allocated() {
 		return false
 	}
 	return c.batchKey(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})

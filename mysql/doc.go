@@ -120,6 +120,20 @@
 // package mariadbcluster); against MySQL 8.0 it is untested here — run the
 // tests with TEST_MYSQL_URL pointing at one.
 //
+// # Allocation across locations
+//
+// A line with LocationID 0 is allocated from its candidates (or the shop's
+// default order, table location_orders) by reserveAllocated
+// (allocate.go), on the plain path only: on the slowest level every
+// candidate key's lock row in key order first; then, on the slower levels,
+// every candidate's counter row in key order (alloc_lock.sql, a
+// STRAIGHT_JOIN from the sorted keys); then one sellable read (lock-free on
+// the fast level: it can only over-count), the choice in priority order,
+// and the usual take of the resolved lines.
+// The candidates' priority order never changes the lock order, so carts
+// allocating the same items in opposite orders do not deadlock
+// (enginetest AllocationRaces).
+//
 // # Connections
 //
 // New takes a *sql.DB whose DSN parses times (parseTime=true, UTC) and

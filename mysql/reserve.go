@@ -114,6 +114,9 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		return nil, err
 	}
 	req.buyer = p.BuyerID
+	if holdfast.HasAllocation(req.lines) {
+		return c.reserveAllocated(ctx, outer, req, p.Lines, start)
+	}
 	own := outer == nil
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {

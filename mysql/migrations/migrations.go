@@ -54,11 +54,11 @@ func All() ([]Migration, error) {
 		out = append(out, Migration{Version: v, Name: m[2], SQL: string(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	// Gaps are allowed (features get their numbers in advance and merge in
-	// any order); a number used twice is not.
+	// Gaps are allowed (features take their numbers in parallel); each
+	// version appears once.
 	for i, m := range out {
 		if i > 0 && m.Version == out[i-1].Version {
-			return nil, fmt.Errorf("migrations: version %d used twice", m.Version)
+			return nil, fmt.Errorf("migrations: version %d appears twice", m.Version)
 		}
 	}
 	return out, nil
@@ -116,8 +116,24 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 ) ENGINE = InnoDB`); err != nil {
 		return nil, err
 	}
-	var current int
-	if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+	// Versions may have gaps (features take numbers in parallel), so what
+	// runs is every migration the database has not recorded, in order.
+	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return nil, err
+	}
+	done := map[int]bool{}
+	current := 0
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		done[v], current = true, max(current, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if latest := all[len(all)-1].Version; current > latest {
@@ -125,13 +141,7 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 	}
 	var applied []int
 	for _, m := range all {
-		// Versions may have gaps (features merge in any order): run each
-		// migration not recorded yet.
-		var done bool
-		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM schema_migrations WHERE version = ?", m.Version).Scan(&done); err != nil {
-			return applied, err
-		}
-		if done {
+		if done[m.Version] {
 			continue
 		}
 		for i, stmt := range m.Statements() {
