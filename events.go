@@ -3,6 +3,7 @@ package holdfast
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,8 +48,13 @@ const (
 	// EventSequenceBatch bounds the events one sequencer transaction
 	// assigns cursors to.
 	EventSequenceBatch = 1000
-	// EventRetentionDefault is how long sequenced events are kept.
-	EventRetentionDefault = 7 * 24 * time.Hour
+	// EventRetentionDefault is how long sequenced events are kept, as
+	// long as outcome records.
+	EventRetentionDefault = 24 * time.Hour
+	// EventSequencePassMax is the most events one SequenceEvents call
+	// sequences (EventSequencePasses batches); the sweeper calls again at
+	// once when a call was full.
+	EventSequencePassMax = eventSequencePasses * EventSequenceBatch
 )
 
 // Event is one state change in a shop's event feed. Cursor is the shop's
@@ -162,7 +168,36 @@ func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
 	return c.sequenceEvents(ctx, c.maintenance())
 }
 
+// sequencer coalesces a process's sequencing: one caller at a time runs
+// it (waiting in memory, holding no connection), and a caller that started
+// before a run that has since begun and finished needs no run of its own:
+// that run saw every event committed before the caller came.
+type sequencer struct {
+	mu      sync.Mutex
+	lastRun time.Time // when the last completed run began
+}
+
+// sequencers holds each Client's sequencer (kept out of Client's struct).
+var sequencers sync.Map // *Client -> *sequencer
+
 func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	called := time.Now()
+	v, _ := sequencers.LoadOrStore(c, &sequencer{})
+	sq := v.(*sequencer)
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	if sq.lastRun.After(called) {
+		return 0, nil
+	}
+	began := time.Now()
+	n, err := c.sequenceEventsLocked(ctx, pool)
+	if err == nil {
+		sq.lastRun = began
+	}
+	return n, err
+}
+
+func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	total := 0
 	// A bounded number of batches per call: under a steady stream of
 	// writes the next call (or the sweeper's next tick) carries on.

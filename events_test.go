@@ -3,6 +3,7 @@ package holdfast_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,5 +165,81 @@ func TestEventsAcrossRestarts(t *testing.T) {
 	}
 	if len(left) != 1 || left[0].Cursor != rest[3].Cursor+1 {
 		t.Fatalf("after the purge: %+v, want only the new event at cursor %d", left, rest[3].Cursor+1)
+	}
+}
+
+// TestEventsTwoSequencers (#17): two clients (two processes' worth of
+// sequencers) write and read one shop's feed at once; both readers see the
+// same events, with contiguous cursors, none twice.
+func TestEventsTwoSequencers(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 24)
+	ctx := context.Background()
+	var cs [2]*holdfast.Client
+	for i := range cs {
+		c, err := holdfast.New(db.Pool, holdfast.Config{Strategy: holdfast.StrategyCounter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs[i] = c
+	}
+	if _, err := cs[0].SetAvailable(ctx, holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}, 1_000_000, "stocktake", ""); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 6, 20
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(c *holdfast.Client) {
+			defer wg.Done()
+			for range each {
+				if _, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(cs[w%2])
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var seen [2][]int64
+	var rg sync.WaitGroup
+	for i, c := range cs {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			var after int64
+			for finished := false; ; {
+				select {
+				case <-done:
+					finished = true
+				default:
+				}
+				page, err := c.Events(ctx, 1, after, 5)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, ev := range page {
+					seen[i] = append(seen[i], ev.Cursor)
+					after = ev.Cursor
+				}
+				if finished && len(page) == 0 {
+					return
+				}
+			}
+		}()
+	}
+	rg.Wait()
+	want := 1 + writers*each
+	for i := range seen {
+		if len(seen[i]) != want {
+			t.Fatalf("reader %d saw %d events, want %d", i, len(seen[i]), want)
+		}
+		for j, cur := range seen[i] {
+			if cur != int64(j+1) {
+				t.Fatalf("reader %d: event %d has cursor %d (a gap or a repeat)", i, j, cur)
+			}
+		}
 	}
 }
