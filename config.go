@@ -90,7 +90,7 @@ type Config struct {
 	OutcomeRetention time.Duration
 	// EventRetention is how long a sequenced event stays in the feed
 	// (Events) before the sweeper purges it, in batches of SweepBatch.
-	// Defaults to EventRetentionDefault (7 days).
+	// Defaults to EventRetentionDefault (24 hours).
 	EventRetention time.Duration
 	// SweepInterval and ReplenishInterval pace the maintenance workers
 	// started by Start. Default to 30 seconds and 5 seconds.

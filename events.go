@@ -3,6 +3,7 @@ package holdfast
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,8 +48,13 @@ const (
 	// EventSequenceBatch bounds the events one sequencer transaction
 	// assigns cursors to.
 	EventSequenceBatch = 1000
-	// EventRetentionDefault is how long sequenced events are kept.
-	EventRetentionDefault = 7 * 24 * time.Hour
+	// EventRetentionDefault is how long sequenced events are kept, as
+	// long as outcome records.
+	EventRetentionDefault = 24 * time.Hour
+	// EventSequencePassMax is the most events one SequenceEvents call
+	// sequences (EventSequencePasses batches); the sweeper calls again at
+	// once when a call was full.
+	EventSequencePassMax = eventSequencePasses * EventSequenceBatch
 )
 
 // Event is one state change in a shop's event feed. Cursor is the shop's
@@ -97,8 +103,8 @@ func ValidateEventsArgs(shopID, after int64, limit int) (int, error) {
 // after, in cursor order (limit 0 means EventsLimitDefault, at most
 // EventsLimitMax). An empty answer means nothing new yet: ask again (the
 // HTTP feed long-polls). Events first sequences the events that committed
-// since the last pass, unless another sequencer is at it, so the feed is
-// never older than the call. Safe for concurrent use.
+// before the call (waiting for a sequencer at work), so the feed is never
+// older than the call. Safe for concurrent use.
 func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]Event, error) {
 	limit, err := ValidateEventsArgs(shopID, after, limit)
 	if err != nil {
@@ -155,14 +161,43 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 // SequenceEvents assigns per-shop cursors to the events that committed
 // since the last pass, in batches of EventSequenceBatch until a batch comes
 // back short, and derives key events (sold out, back in stock) for the keys
-// they touched. One sequencer runs at a time across every process: when
-// another holds the lock, SequenceEvents returns 0 at once. The sweeper
-// runs it on every tick; Events runs it before reading.
+// they touched. One sequencer runs at a time across every process (a
+// transaction-scoped advisory lock; a second waits for the first's batch).
+// The sweeper runs it on every tick; Events runs it before reading.
 func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
 	return c.sequenceEvents(ctx, c.maintenance())
 }
 
+// sequencer coalesces a process's sequencing: one caller at a time runs
+// it (waiting in memory, holding no connection), and a caller that started
+// before a run that has since begun and finished needs no run of its own:
+// that run saw every event committed before the caller came.
+type sequencer struct {
+	mu      sync.Mutex
+	lastRun time.Time // when the last completed run began
+}
+
+// sequencers holds each Client's sequencer (kept out of Client's struct).
+var sequencers sync.Map // *Client -> *sequencer
+
 func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	called := time.Now()
+	v, _ := sequencers.LoadOrStore(c, &sequencer{})
+	sq := v.(*sequencer)
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	if sq.lastRun.After(called) {
+		return 0, nil
+	}
+	began := time.Now()
+	n, err := c.sequenceEventsLocked(ctx, pool)
+	if err == nil {
+		sq.lastRun = began
+	}
+	return n, err
+}
+
+func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	total := 0
 	// A bounded number of batches per call: under a steady stream of
 	// writes the next call (or the sweeper's next tick) carries on.
@@ -174,10 +209,10 @@ func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, e
 		if !pending {
 			return total, nil
 		}
-		n, locked := 0, true
+		n := 0
 		err := c.run(ctx, pool, RouteSweep, true, true, func(tx pgx.Tx, _ int) error {
 			n = 0
-			if err := tx.QueryRow(ctx, c.q(ctx, RouteSweep, "events_lock")).Scan(&locked); err != nil || !locked {
+			if _, err := tx.Exec(ctx, c.q(ctx, RouteSweep, "events_lock")); err != nil {
 				return err
 			}
 			rows, err := tx.Query(ctx, c.q(ctx, RouteSweep, "events_sequence"), EventSequenceBatch)
@@ -216,8 +251,8 @@ func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, e
 			return err
 		})
 		total += n
-		if err != nil || !locked || n < EventSequenceBatch {
-			if err == nil && locked && n > 0 {
+		if err != nil || n < EventSequenceBatch {
+			if err == nil && n > 0 {
 				// Key events derived by this pass wait for the next
 				// batch: sequence them now.
 				continue

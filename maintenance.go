@@ -106,10 +106,11 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := c.SequenceEvents(ctx); err != nil {
+	q, err := c.SequenceEvents(ctx)
+	if err != nil {
 		return false, err
 	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch, nil
+	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || q >= EventSequencePassMax, nil
 }
 
 // untilNextExpiry is the sweeper's wait before its next tick: until the

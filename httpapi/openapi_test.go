@@ -99,18 +99,26 @@ func checkRequest(method, path string, body []byte) error {
 func findOperation(doc map[string]any, method, path string) (string, map[string]any) {
 	path, _, _ = strings.Cut(path, "?")
 	segs := strings.Split(path, "/")
-	for tmpl, item := range doc["paths"].(map[string]any) {
+	// The most literal template wins, as in net/http's mux
+	// (…/webhooks/dead-letters over …/webhooks/{webhook_id}).
+	best, bestParams := "", len(segs)+1
+	for tmpl := range doc["paths"].(map[string]any) {
 		ts := strings.Split(tmpl, "/")
 		if len(ts) != len(segs) || !matches(ts, segs) {
 			continue
 		}
-		op, ok := item.(map[string]any)[strings.ToLower(method)].(map[string]any)
-		if !ok {
-			return tmpl, nil
+		if n := strings.Count(tmpl, "{"); n < bestParams {
+			best, bestParams = tmpl, n
 		}
-		return tmpl, op
 	}
-	return "", nil
+	if best == "" {
+		return "", nil
+	}
+	op, ok := doc["paths"].(map[string]any)[best].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	if !ok {
+		return best, nil
+	}
+	return best, op
 }
 
 func matches(tmpl, segs []string) bool {

@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	s.handle("POST "+inv+"/adjust", routeAdjustStock, routeOpts{body: true, scope: stock}, s.adjustStock)
 	s.handle("GET "+inv, routeGetStock, routeOpts{}, s.getStock)
 	s.shadowRoutes()
+	s.eventRoutes()
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,9 +14,10 @@ import (
 
 // Events returns up to limit events of shopID's feed with a cursor above
 // after, in cursor order (limit 0 means holdfast.EventsLimitDefault). It
-// first sequences the events committed since the last pass, unless another
-// sequencer is at it. Hold and stock events are written by triggers
-// (migration 005) in the change's own transaction; see holdfast.Event.
+// first sequences the events committed before the call (waiting for a
+// sequencer at work), so the feed is never older than the call. Hold and
+// stock events are written by triggers (migration 005) in the change's own
+// transaction; see holdfast.Event.
 func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
 	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
 	if err != nil {
@@ -68,17 +70,44 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 	return out, rows.Err()
 }
 
-// eventSequencePasses bounds the batches one SequenceEvents call runs.
-const eventSequencePasses = 8
+// eventSequencePasses bounds the batches one SequenceEvents call runs
+// (holdfast.EventSequencePassMax events).
+const eventSequencePasses = holdfast.EventSequencePassMax / holdfast.EventSequenceBatch
 
 // SequenceEvents assigns per-shop cursors to the events committed since
 // the last pass, in batches of holdfast.EventSequenceBatch, and derives key
 // events (sold out, back in stock) for the keys they touched. One sequencer
 // runs at a time across every process (the lock row of
-// holdfast_event_sequencer, taken with SKIP LOCKED): when another holds
-// it, SequenceEvents returns at once. The sweeper runs it on every tick;
+// holdfast_event_sequencer; a second waits for the first's batch). The sweeper runs it on every tick;
 // Events runs it before reading.
 func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
+	called := time.Now()
+	v, _ := sequencers.LoadOrStore(c, &sequencer{})
+	sq := v.(*sequencer)
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	if sq.lastRun.After(called) {
+		return 0, nil
+	}
+	began := time.Now()
+	n, err := c.sequenceEvents(ctx)
+	if err == nil {
+		sq.lastRun = began
+	}
+	return n, err
+}
+
+// sequencer coalesces a process's sequencing: one caller at a time runs
+// it (waiting in memory, holding no connection), and a caller that started
+// before a run that has since begun and finished needs no run of its own.
+type sequencer struct {
+	mu      sync.Mutex
+	lastRun time.Time // when the last completed run began
+}
+
+var sequencers sync.Map // *Client -> *sequencer
+
+func (c *Client) sequenceEvents(ctx context.Context) (int, error) {
 	const route = holdfast.RouteSweep
 	total := 0
 	for pass := 0; pass < eventSequencePasses; pass++ {

@@ -54,14 +54,15 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := c.SequenceEvents(ctx); err != nil {
+	q, err := c.SequenceEvents(ctx)
+	if err != nil {
 		return false, err
 	}
 	e, err := c.PurgeEventsOnce(ctx)
 	if err != nil {
 		return false, err
 	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || e == c.cfg.SweepBatch, nil
+	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || e == c.cfg.SweepBatch || q >= holdfast.EventSequencePassMax, nil
 }
 
 // SweepOnce expires one batch (at most Config.SweepBatch) of holds past

@@ -214,6 +214,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*Report,
 		{"pool.fill", d.poolFill},
 		{"replenish.inline", d.inline},
 		{"invariant", d.invariant},
+		{"webhooks.dead_letters", d.webhooks},
 	}
 	for _, c := range checks {
 		cctx, cancel := context.WithTimeout(ctx, cfg.CheckTimeout)

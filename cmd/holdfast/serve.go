@@ -199,11 +199,18 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		Sampler: ops.SamplerConfig{Logger: log},
 		Bloat:   ops.BloatConfig{Logger: log},
 	})
+	// Webhook delivery (docs/API.md): its own bounded pool of workers and
+	// connections, so a slow endpoint never slows checkout.
+	hooks, closeHooks, err := startWebhooks(ctx, db, hc, log)
+	if err != nil {
+		return err
+	}
+	defer closeHooks()
 	cfg := httpapi.Config{
 		Engine: hc, Pool: pool, Logger: log, Registry: reg,
 		Collectors: []prometheus.Collector{engine, mon.Sampler, mon.Bloat,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
-		Workers:      []httpapi.Worker{hc, mon},
+		Workers:      []httpapi.Worker{hc, mon, hooks},
 		MaxInFlight:  f.maxInFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
 		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,

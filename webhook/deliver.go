@@ -1,0 +1,301 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Defaults of the delivery pool.
+const (
+	WorkersDefault    = 4
+	TimeoutDefault    = 10 * time.Second
+	ResponseMax       = 64 << 10
+	BackoffMinDefault = time.Second
+	BackoffMaxDefault = 5 * time.Minute
+	HorizonDefault    = 24 * time.Hour
+	PollDefault       = time.Second
+	// BatchMax bounds the events one lease of an endpoint delivers.
+	BatchMax = 100
+	// leaseExtra is how much longer than its work a lease lasts: a
+	// deliverer that dies leaves its endpoints to another after it.
+	leaseExtra = time.Minute
+)
+
+// Events is what the deliverer reads: holdfast.Engine.Events.
+type Events interface {
+	Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error)
+}
+
+// Config configures a Deliverer. The zero value of each field but Pool and
+// Events means its default.
+type Config struct {
+	// Pool is the database of the registry. Required.
+	Pool *pgxpool.Pool
+	// Events is the feed, the engine. Required.
+	Events Events
+	// Workers bounds the endpoints delivered to at once (the pool). A slow
+	// endpoint holds one worker, never a checkout's connection. Defaults
+	// to 4.
+	Workers int
+	// Timeout bounds one delivery request. Defaults to 10s.
+	Timeout time.Duration
+	// BackoffMin and BackoffMax bound the wait between attempts: BackoffMin
+	// doubling per attempt. Default to 1s and 5m.
+	BackoffMin, BackoffMax time.Duration
+	// Horizon is how long an event is retried after its first failure
+	// before it becomes a dead letter. Defaults to 24h.
+	Horizon time.Duration
+	// Poll is how often the deliverer looks for due endpoints and new
+	// events. Defaults to 1s.
+	Poll time.Duration
+	// Client sends the requests. Defaults to one with Timeout that follows
+	// no redirects (only the registered URL is ever called).
+	Client *http.Client
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Deliverer is the delivery pool of holdfast serve: Start, Stop (the
+// httpapi.Worker shape). Several, in several processes, share the work:
+// each endpoint is leased to one at a time.
+type Deliverer struct {
+	cfg    Config
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewDeliverer returns a Deliverer; it does nothing until Start.
+func NewDeliverer(cfg Config) (*Deliverer, error) {
+	if cfg.Pool == nil || cfg.Events == nil {
+		return nil, errors.New("webhook: Config.Pool and Config.Events are required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = WorkersDefault
+	}
+	def(&cfg.Timeout, TimeoutDefault)
+	def(&cfg.BackoffMin, BackoffMinDefault)
+	def(&cfg.BackoffMax, BackoffMaxDefault)
+	def(&cfg.Horizon, HorizonDefault)
+	def(&cfg.Poll, PollDefault)
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{
+			Timeout:       cfg.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Deliverer{cfg: cfg}, nil
+}
+
+// Start starts the pool; it does not block.
+func (d *Deliverer) Start(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel != nil {
+		return
+	}
+	ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	d.done = make(chan struct{})
+	go d.loop(ctx, d.done)
+}
+
+// Stop stops the pool and waits for deliveries in flight, bounded by ctx.
+// Idempotent; safe before Start. An endpoint whose delivery was cut keeps
+// its cursor: the event is delivered again (at least once).
+func (d *Deliverer) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	cancel, done := d.cancel, d.done
+	d.cancel, d.done = nil, nil
+	d.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	free := make(chan struct{}, d.cfg.Workers)
+	for range d.cfg.Workers {
+		free <- struct{}{}
+	}
+	kick := make(chan struct{}, 1)
+	t := time.NewTicker(d.cfg.Poll)
+	defer t.Stop()
+	for {
+		n := len(free)
+		if n > 0 {
+			eps, err := d.lease(ctx, n)
+			if err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Warn("webhooks: leasing endpoints", "err", err.Error())
+			}
+			for _, ep := range eps {
+				<-free
+				wg.Add(1)
+				go func(ep leased) {
+					defer wg.Done()
+					more := d.deliver(ctx, ep)
+					free <- struct{}{}
+					if more {
+						select {
+						case kick <- struct{}{}:
+						default:
+						}
+					}
+				}(ep)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+	}
+}
+
+type leased struct {
+	id, shop, cursor int64
+	url, secret      string
+	attempts         int
+	firstFailed      *time.Time
+}
+
+func (d *Deliverer) lease(ctx context.Context, n int) ([]leased, error) {
+	leaseFor := (2*d.cfg.Timeout + leaseExtra).Microseconds()
+	rows, err := d.cfg.Pool.Query(ctx, stmt("lease"), leaseFor, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []leased
+	for rows.Next() {
+		var l leased
+		if err := rows.Scan(&l.id, &l.shop, &l.url, &l.secret, &l.cursor, &l.attempts, &l.firstFailed); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// deliver sends ep's next events in cursor order until one fails, the
+// batch ends or the lease's time is half gone, then gives the lease back.
+// It reports whether more may be waiting (a full batch or a cut one).
+func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
+	start := time.Now()
+	// The bookkeeping outlives a Stop in the middle of a request: a
+	// delivery that was answered is recorded.
+	bg := context.WithoutCancel(ctx)
+	defer func() {
+		c, cancel := context.WithTimeout(bg, 5*time.Second)
+		defer cancel()
+		_, _ = d.cfg.Pool.Exec(c, stmt("unlease"), ep.id)
+	}()
+	evs, err := d.cfg.Events.Events(ctx, ep.shop, ep.cursor, BatchMax)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.cfg.Logger.Warn("webhooks: reading events", "shop", ep.shop, "err", err.Error())
+		}
+		return false
+	}
+	for _, ev := range evs {
+		if time.Since(start) > d.cfg.Timeout+leaseExtra/2 {
+			return true // the lease (2×Timeout + leaseExtra) must outlast the next request
+		}
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return false
+		}
+		sendErr := d.send(ctx, ep, ev.Cursor, body)
+		if ctx.Err() != nil {
+			return false // stopping: the event is sent again after a restart
+		}
+		c, cancel := context.WithTimeout(bg, 5*time.Second)
+		if sendErr == nil {
+			_, err = d.cfg.Pool.Exec(c, stmt("delivered"), ep.id, ev.Cursor)
+			cancel()
+			if err != nil {
+				return false
+			}
+			ep.attempts = 0
+			continue
+		}
+		ep.attempts++
+		wait := d.cfg.BackoffMin << min(ep.attempts-1, 30)
+		if wait > d.cfg.BackoffMax || wait <= 0 {
+			wait = d.cfg.BackoffMax
+		}
+		var past bool
+		msg := sendErr.Error()
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+		err = d.cfg.Pool.QueryRow(c, stmt("failed"), ep.id, ep.attempts, msg, wait.Microseconds(), d.cfg.Horizon.Microseconds()).Scan(&past)
+		if err == nil && past {
+			_, err = d.cfg.Pool.Exec(c, stmt("dead_letter"), ep.id, ep.shop, ev.Cursor, body, ep.attempts, msg)
+			if err == nil {
+				d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.id, "shop", ep.shop, "cursor", ev.Cursor, "attempts", ep.attempts, "err", msg)
+			}
+		}
+		cancel()
+		return false
+	}
+	return len(evs) == BatchMax
+}
+
+// send POSTs one event; nil only for a 2xx answer.
+func (d *Deliverer) send(ctx context.Context, ep leased, cursor int64, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "holdfast-webhooks")
+	req.Header.Set(SignatureHeader, Sign(ep.secret, time.Now(), body))
+	req.Header.Set(CursorHeader, strconv.FormatInt(cursor, 10))
+	req.Header.Set(EndpointHeader, strconv.FormatInt(ep.id, 10))
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	// Read a bounded part of the answer, so the connection can be reused
+	// and a huge answer costs nothing.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, ResponseMax))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("answered %d", resp.StatusCode)
+	}
+	return nil
+}

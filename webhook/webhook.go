@@ -1,0 +1,341 @@
+// Package webhook delivers a shop's event feed (holdfast.Engine.Events) to
+// the HTTP(S) endpoints the shop's admin registered: the registry (stored
+// in PostgreSQL next to the API keys, migration 008), the signature a
+// receiver verifies, and the delivery pool holdfast serve runs.
+//
+// Delivery is at least once, in cursor order per endpoint (so in cursor
+// order per checkout), one event per request. A failed delivery is retried
+// with exponential backoff (BackoffMin doubling up to BackoffMax) until the
+// retry horizon (Horizon) after its first failure; then the event becomes a
+// dead letter (listed by the API and counted by the doctor) and delivery
+// moves on. While an event is retried, the endpoint's later events wait:
+// that is what keeps each checkout's events in order.
+//
+// Each request carries the header
+//
+//	Holdfast-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
+//
+// A receiver recomputes the HMAC over the timestamp, a dot and the raw body
+// with the endpoint's secret, compares in constant time, and refuses a
+// timestamp older than its tolerance (Verify does all of this; 5 minutes
+// by default): a captured request cannot be replayed later. Deliveries may
+// repeat (at least once): deduplicate on Holdfast-Event-Cursor per shop.
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+func stmt(name string) string {
+	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+	if err != nil {
+		panic("webhook: no statement " + name)
+	}
+	return "/* app='holdfast',route='webhooks' */ " + string(b)
+}
+
+// Headers of a delivery.
+const (
+	SignatureHeader = "Holdfast-Signature"
+	CursorHeader    = "Holdfast-Event-Cursor"
+	EndpointHeader  = "Holdfast-Webhook-Id"
+)
+
+// Bounds of the registry.
+const (
+	// URLMaxLen bounds an endpoint's URL.
+	URLMaxLen = 2000
+	// EndpointsPerShopMax bounds a shop's endpoints.
+	EndpointsPerShopMax = 20
+	// DeadLettersLimitMax bounds one listing of dead letters.
+	DeadLettersLimitMax = 1000
+	// ToleranceDefault is how old a signature's timestamp Verify accepts
+	// when given a zero tolerance.
+	ToleranceDefault = 5 * time.Minute
+)
+
+// Endpoint is a registered webhook target. Its secret is shown only when
+// it is registered.
+type Endpoint struct {
+	ID     int64  `json:"id"`
+	ShopID int64  `json:"shop_id"`
+	URL    string `json:"url"`
+	// Cursor is the last event delivered (or dead-lettered).
+	Cursor int64 `json:"cursor"`
+	// Attempts, NextAt and LastError describe a delivery being retried.
+	Attempts    int        `json:"attempts"`
+	NextAt      *time.Time `json:"next_attempt_at,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DeadLetters int        `json:"dead_letters"`
+	// Secret is set only in the answer to Add.
+	Secret string `json:"secret,omitempty"`
+}
+
+// DeadLetter is an event an endpoint did not accept within the horizon.
+type DeadLetter struct {
+	ID         int64           `json:"id"`
+	EndpointID int64           `json:"endpoint_id"`
+	ShopID     int64           `json:"shop_id"`
+	Cursor     int64           `json:"cursor"`
+	Event      json.RawMessage `json:"event"`
+	Attempts   int             `json:"attempts"`
+	LastError  string          `json:"last_error"`
+	DeadAt     time.Time       `json:"dead_at"`
+}
+
+// ErrNotFound: no such endpoint in the shop.
+var ErrNotFound = errors.New("webhook: no such endpoint")
+
+// ErrTooMany: the shop has EndpointsPerShopMax endpoints already.
+var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
+
+// Registry is the endpoints of every shop, in PostgreSQL. Safe for
+// concurrent use.
+type Registry struct {
+	pool *pgxpool.Pool
+}
+
+// NewRegistry returns the registry in pool's database (migrated to 008).
+func NewRegistry(pool *pgxpool.Pool) *Registry { return &Registry{pool: pool} }
+
+func argError(field, format string, args ...any) error {
+	return &holdfast.ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ValidateURL accepts only absolute http and https URLs with a host, no
+// user info and no fragment, at most URLMaxLen bytes.
+func ValidateURL(raw string) error {
+	if raw == "" {
+		return argError("url", "required")
+	}
+	if len(raw) > URLMaxLen {
+		return argError("url", "at most %d bytes", URLMaxLen)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return argError("url", "not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return argError("url", "must be an http:// or https:// URL")
+	case u.Host == "" || u.Hostname() == "":
+		return argError("url", "must name a host")
+	case u.User != nil:
+		return argError("url", "must not carry user info (the signature authenticates deliveries)")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return argError("url", "must not have a fragment")
+	}
+	return nil
+}
+
+func validShop(shop int64) error {
+	if shop <= 0 {
+		return argError("shop_id", "must be positive")
+	}
+	return nil
+}
+
+// Add registers rawURL for shop and returns the endpoint with its secret
+// (shown only now). Delivery starts after cursor after, or after the
+// shop's current feed head when after is nil. Bad input is an
+// *holdfast.ArgumentError and writes nothing.
+func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *int64) (*Endpoint, error) {
+	if err := validShop(shop); err != nil {
+		return nil, err
+	}
+	if err := ValidateURL(rawURL); err != nil {
+		return nil, err
+	}
+	if after != nil && *after < 0 {
+		return nil, argError("after", "must not be negative")
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	secret := "whsec_" + hex.EncodeToString(b)
+	ep, err := scanEndpoint(r.pool.QueryRow(ctx, stmt("endpoint_insert"), shop, rawURL, secret, after, EndpointsPerShopMax), false)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrTooMany
+	}
+	if err != nil {
+		return nil, err
+	}
+	ep.Secret = secret
+	return ep, nil
+}
+
+// List returns a shop's endpoints, without secrets.
+func (r *Registry) List(ctx context.Context, shop int64) ([]Endpoint, error) {
+	if err := validShop(shop); err != nil {
+		return nil, err
+	}
+	rows, err := r.pool.Query(ctx, stmt("endpoint_list"), shop)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Endpoint{}
+	for rows.Next() {
+		ep, err := scanEndpoint(rows, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *ep)
+	}
+	return out, rows.Err()
+}
+
+// Remove deletes a shop's endpoint and its dead letters; ErrNotFound when
+// the shop has no such endpoint.
+func (r *Registry) Remove(ctx context.Context, shop, id int64) (*Endpoint, error) {
+	if err := validShop(shop); err != nil {
+		return nil, err
+	}
+	if id <= 0 {
+		return nil, argError("webhook_id", "must be positive")
+	}
+	ep, err := scanEndpoint(r.pool.QueryRow(ctx, stmt("endpoint_delete"), shop, id), false)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return ep, err
+}
+
+// DeadLetters returns a shop's dead letters, newest first, at most limit
+// (1..DeadLettersLimitMax).
+func (r *Registry) DeadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error) {
+	if err := validShop(shop); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > DeadLettersLimitMax {
+		return nil, argError("limit", "must be between 1 and %d", DeadLettersLimitMax)
+	}
+	rows, err := r.pool.Query(ctx, stmt("dead_letters"), shop, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []DeadLetter{}
+	for rows.Next() {
+		var d DeadLetter
+		if err := rows.Scan(&d.ID, &d.EndpointID, &d.ShopID, &d.Cursor, &d.Event, &d.Attempts, &d.LastError, &d.DeadAt); err != nil {
+			return nil, err
+		}
+		d.DeadAt = d.DeadAt.UTC()
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// DeadLetterCount is how many dead letters there are, and on how many
+// endpoints, over every shop (the doctor's check).
+func DeadLetterCount(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (letters, endpoints int64, err error) {
+	err = q.QueryRow(ctx, stmt("dead_count")).Scan(&letters, &endpoints)
+	return letters, endpoints, err
+}
+
+func scanEndpoint(row pgx.Row, withDead bool) (*Endpoint, error) {
+	var ep Endpoint
+	var lastErr *string
+	dst := []any{&ep.ID, &ep.ShopID, &ep.URL, &ep.Cursor, &ep.Attempts, &ep.NextAt, &lastErr, &ep.CreatedAt}
+	if withDead {
+		dst = append(dst, &ep.DeadLetters)
+	}
+	if err := row.Scan(dst...); err != nil {
+		return nil, err
+	}
+	if lastErr != nil {
+		ep.LastError = *lastErr
+	}
+	ep.CreatedAt = ep.CreatedAt.UTC()
+	if ep.NextAt != nil {
+		t := ep.NextAt.UTC()
+		ep.NextAt = &t
+	}
+	return &ep, nil
+}
+
+// Sign returns the Holdfast-Signature header value for body sent at t.
+func Sign(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+}
+
+func mac(secret, ts string, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// Errors of Verify.
+var (
+	ErrBadSignature = errors.New("webhook: signature does not match")
+	ErrStale        = errors.New("webhook: signature timestamp outside the tolerance (a replay?)")
+	ErrNoSignature  = errors.New("webhook: malformed or missing " + SignatureHeader + " header")
+)
+
+// Verify checks a Holdfast-Signature header against body and secret: the
+// HMAC must match (compared in constant time) and the timestamp must be
+// within tolerance of now (0: ToleranceDefault), else ErrBadSignature,
+// ErrStale or ErrNoSignature.
+func Verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		tolerance = ToleranceDefault
+	}
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			if b, err := hex.DecodeString(v); err == nil {
+				sigs = append(sigs, b)
+			}
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return ErrNoSignature
+	}
+	want := mac(secret, ts, body)
+	ok := false
+	for _, s := range sigs {
+		if hmac.Equal(s, want) {
+			ok = true
+		}
+	}
+	if !ok {
+		return ErrBadSignature
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return ErrStale
+	}
+	return nil
+}
