@@ -145,10 +145,16 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		}
 		for rows.Next() {
 			var avail, held int
-			if err := rows.Scan(&avail, &held); err != nil {
+			var waited bool
+			if err := rows.Scan(&avail, &held, &waited); err != nil {
 				rows.Close()
 				br.Close()
 				return nil, keys, err
+			}
+			if waited {
+				// The key's units go to its waiters first (waitlist.go):
+				// nothing is sellable to this cart there.
+				avail = 0
 			}
 			sellable = append(sellable, max(0, avail-held))
 		}
