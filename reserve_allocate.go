@@ -53,6 +53,11 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 		case level > 0:
 			mode = takeLocked
 		}
+		if req.buyer != "" {
+			// A named buyer's locks come after the hold row and before any
+			// buffer: only this level takes its hold row on its own first.
+			mode = takeLocked
+		}
 		var err error
 		h, keys, err = c.allocateOnce(ctx, tx, req, input, mode)
 		return err
@@ -97,6 +102,12 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		}
 		if err != nil {
 			return nil, keys, err
+		}
+		if req.buyer != "" {
+			// After the hold row, before any key lock (the lock order).
+			if err := c.checkBuyer(ctx, tx, req); err != nil {
+				return nil, keys, err
+			}
 		}
 		// Key locks before buffers, all of them, in key order; each key
 		// refilled under its lock.
@@ -145,10 +156,14 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		}
 		for rows.Next() {
 			var avail, held int
-			if err := rows.Scan(&avail, &held); err != nil {
+			var waited bool
+			if err := rows.Scan(&avail, &held, &waited); err != nil {
 				rows.Close()
 				br.Close()
 				return nil, keys, err
+			}
+			if waited {
+				avail = 0 // units coming back go to the key's waiters first (waitlist.go)
 			}
 			sellable = append(sellable, max(0, avail-held))
 		}
