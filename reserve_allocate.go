@@ -209,6 +209,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	ritems, rlocs, rqtys := columns(resolved)
 	batch := &pgx.Batch{}
 	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
+	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.checkout, req.shop)
 	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, ritems, rlocs, rqtys, h.ExpiresAt, h.CreatedAt)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, keys, err
@@ -246,6 +247,7 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	items, locs, qtys := columns(resolved)
 	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
+	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.checkout, req.shop)
 	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt)
 	br := tx.SendBatch(ctx, batch)
 	short := false
