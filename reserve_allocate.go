@@ -163,7 +163,9 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 				return nil, keys, err
 			}
 			if waited {
-				avail = 0 // units coming back go to the key's waiters first (waitlist.go)
+				// The key's units go to its waiters first (waitlist.go):
+				// nothing is sellable to this cart there.
+				avail = 0
 			}
 			sellable = append(sellable, max(0, avail-held))
 		}

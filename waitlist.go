@@ -1,6 +1,7 @@
 package holdfast
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,25 +131,22 @@ func (c *Client) waitIfShort(ctx context.Context, p ReserveParams, h *Hold, err 
 				return err
 			}
 		}
-		answer = c.waiterAnswer(ctx, tx, RouteReserve, req.shop, req.checkout, req.lines)
+		werr := c.waiterAnswer(ctx, tx, RouteReserve, req.shop, req.checkout, req.lines)
+		if !errors.Is(werr, ErrWaitlisted) {
+			return werr // a failed read: roll the wait back
+		}
+		answer = werr
 		return nil
 	})
 	if runErr == nil && out == nil && answer != nil && errors.Is(answer, ErrWaitlisted) {
 		c.kickWaitlist()
 	}
-	err = cmp2(runErr, answer)
+	err = cmp.Or(runErr, answer)
 	c.cfg.Observer.Op(RouteReserve, outcome(err, out), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-func cmp2(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,

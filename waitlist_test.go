@@ -46,3 +46,26 @@ func TestWaitsPurgedAfterRetention(t *testing.T) {
 		t.Fatalf("after the purge: %v, want ErrNotFound", err)
 	}
 }
+
+// TestReserveTxRefusesWait: a reservation inside the caller's transaction
+// cannot wait (its enqueue would need a transaction of its own); the
+// caller's transaction is left usable and nothing is written.
+func TestReserveTxRefusesWait(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, holdfast.Config{}, 0)
+	ctx := context.Background()
+	e.stock(holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}, 1)
+	tx, err := e.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	_, err = e.c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(1, 1), Wait: time.Minute})
+	var ae *holdfast.ArgumentError
+	if !errors.As(err, &ae) || ae.Field != "wait" {
+		t.Fatalf("ReserveTx with Wait: %v, want an *ArgumentError for wait", err)
+	}
+	if _, err := e.c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(1, 1)}); err != nil {
+		t.Fatalf("the caller's transaction after the refusal: %v", err)
+	}
+}

@@ -134,7 +134,11 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 				return err
 			}
 		}
-		answer = c.waiterAnswer(ctx, tx, route, req.shop, req.checkout, req.lines)
+		werr := c.waiterAnswer(ctx, tx, route, req.shop, req.checkout, req.lines)
+		if !errors.Is(werr, holdfast.ErrWaitlisted) {
+			return werr // a failed read: roll the wait back
+		}
+		answer = werr
 		return nil
 	})
 	if runErr == nil && out == nil && errors.Is(answer, holdfast.ErrWaitlisted) {

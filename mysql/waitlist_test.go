@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
 )
 
 // TestWaitsPurgedAfterRetention: an ended wait answers ErrWaitExpired for
@@ -44,5 +45,29 @@ func TestWaitsPurgedAfterRetention(t *testing.T) {
 	}
 	if _, err := e.c.Hold(ctx, 1, w); !errors.Is(err, holdfast.ErrNotFound) {
 		t.Fatalf("after the purge: %v, want ErrNotFound", err)
+	}
+}
+
+// TestReserveTxRefusesWait: a reservation inside the caller's transaction
+// cannot wait (its enqueue would need a transaction of its own); the
+// caller's transaction is left usable.
+func TestReserveTxRefusesWait(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0, holdfast.Config{})
+	ctx := context.Background()
+	e.stock(holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}, 1)
+	tx, err := e.db.DB.BeginTx(ctx, mysql.TxOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	lines := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}
+	_, err = e.c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: lines, Wait: time.Minute})
+	var ae *holdfast.ArgumentError
+	if !errors.As(err, &ae) || ae.Field != "wait" {
+		t.Fatalf("ReserveTx with Wait: %v, want an *ArgumentError for wait", err)
+	}
+	if _, err := e.c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: lines}); err != nil {
+		t.Fatalf("the caller's transaction after the refusal: %v", err)
 	}
 }
