@@ -205,6 +205,19 @@ func testCrossSafety(t *testing.T, h *Harness) {
 		if l := e.level(kw); l.Held != 3 || l.Sellable != 0 {
 			t.Fatalf("after the grant: %+v", l)
 		}
+
+		// A cart asking more than could ever be sold (available less the
+		// safety stock) is short, not queued behind the holds.
+		kq := key(1, 4)
+		e.stock(kq, 5)
+		if _, err := e.e.SetSafetyStock(ctxb(), kq, 3); err != nil {
+			t.Fatal(err)
+		}
+		e.mustReserve(1, one(4, 2), 0)
+		if _, err := e.waitFor(1, uuid.New(), one(4, 3), 10*time.Minute); !isShortNotWaiting(err) {
+			t.Fatalf("wait for 3 of 2 sellable ever: %v, want ErrInsufficientStock (not waitlisted)", err)
+		}
+		e.mustWait(1, uuid.New(), one(4, 2), 10*time.Minute)
 	})
 }
 
