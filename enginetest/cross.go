@@ -27,6 +27,7 @@ func testCross(t *testing.T, h *Harness) {
 	t.Run("WaitlistNoJump", func(t *testing.T) { testCrossWaitlistNoJump(t, h) })
 	t.Run("Refused", func(t *testing.T) { testCrossRefused(t, h) })
 	t.Run("Events", func(t *testing.T) { testCrossEvents(t, h) })
+	t.Run("LateClaim", func(t *testing.T) { testCrossLateClaim(t, h) })
 }
 
 // asBuyer reserves lines for a named buyer under a new checkout id.
@@ -358,4 +359,40 @@ func testCrossEvents(t *testing.T, h *Harness) {
 	if rel < 0 || grant < 0 || rel > grant {
 		t.Fatalf("events: %v: want hold.released a before waitlist.held w", got)
 	}
+}
+
+// testCrossLateClaim: a late claim takes its units afresh, so it never
+// takes units of the safety stock, nor units a waiter is queued for.
+func testCrossLateClaim(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		k := key(1, 1)
+		e.stock(k, 5)
+		if _, err := e.e.SetSafetyStock(ctxb(), k, 2); err != nil {
+			t.Fatal(err)
+		}
+		a := e.mustReserve(1, one(1, 3), time.Minute)
+		kw := key(1, 2)
+		e.stock(kw, 2)
+		b := e.mustReserve(1, one(2, 2), time.Minute)
+		w := uuid.New()
+		e.mustWait(1, w, one(2, 2), 10*time.Minute)
+		if n := e.sweep(2 * time.Minute); n != 2 {
+			t.Fatalf("swept %d holds, want 2", n)
+		}
+		e.mustReserve(1, one(1, 2), 0)
+		if _, err := e.e.Claim(ctxb(), 1, a); !errors.Is(err, holdfast.ErrHoldExpired) {
+			t.Fatalf("late claim of 3 with 1 sellable (2 safety): %v, want ErrHoldExpired", err)
+		}
+		if _, err := e.e.Claim(ctxb(), 1, b); !errors.Is(err, holdfast.ErrHoldExpired) {
+			t.Fatalf("late claim of a waiter's units: %v, want ErrHoldExpired", err)
+		}
+		e.serve()
+		if st := e.waitState(1, w); st != "held" {
+			t.Fatalf("waiter: %s, want held", st)
+		}
+		if l := e.level(k); l.Available != 5 || l.Held != 2 {
+			t.Fatalf("level %+v, want 5 available, 2 held", l)
+		}
+	})
 }
