@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ func testCross(t *testing.T, h *Harness) {
 	t.Run("Refused", func(t *testing.T) { testCrossRefused(t, h) })
 	t.Run("Events", func(t *testing.T) { testCrossEvents(t, h) })
 	t.Run("LateClaim", func(t *testing.T) { testCrossLateClaim(t, h) })
+	t.Run("BuyerRaces", func(t *testing.T) { testCrossBuyerRaces(t, h) })
 }
 
 // asBuyer reserves lines for a named buyer under a new checkout id.
@@ -393,6 +395,86 @@ func testCrossLateClaim(t *testing.T, h *Harness) {
 		}
 		if l := e.level(k); l.Available != 5 || l.Held != 2 {
 			t.Fatalf("level %+v, want 5 available, 2 held", l)
+		}
+	})
+}
+
+// testCrossBuyerRaces: one buyer's edits that grow holds, allocated
+// reservations and fixed ones, all at once, never take the buyer past the
+// limit: each is checked under the buyer's lock of the item.
+func testCrossBuyerRaces(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{Conns: 24})
+		e.stock(holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}, 500)
+		e.stock(holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 2}, 500)
+		const limit = 6
+		e.limit(1, 7, limit)
+		rounds := 3
+		if long() {
+			rounds = 20
+		}
+		for r := range rounds {
+			buyer := fmt.Sprintf("b%d", r)
+			var ids []uuid.UUID
+			for range 3 {
+				got, err := e.asBuyer(1, one(7, 1), buyer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, got.CheckoutID)
+			}
+			var bad errorSink
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for _, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := e.e.Edit(ctxb(), holdfast.EditParams{ShopID: 1, CheckoutID: id, Revision: 2, Lines: one(7, 3)})
+					if err != nil && !errors.Is(err, holdfast.ErrBuyerLimitExceeded) {
+						bad.add("edit: %v", err)
+					}
+				}()
+			}
+			for i := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					lines := one(7, 2)
+					if i%2 == 0 {
+						lines = []holdfast.Line{alloc(7, 2, false, 2, 1)}
+					}
+					got, err := e.asBuyer(1, lines, buyer)
+					switch {
+					case err == nil:
+						mu.Lock()
+						ids = append(ids, got.CheckoutID)
+						mu.Unlock()
+					case !errors.Is(err, holdfast.ErrBuyerLimitExceeded):
+						bad.add("reserve: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			bad.check(t)
+			total := 0
+			for _, id := range ids {
+				for _, l := range e.hold(1, id).Lines {
+					total += l.Quantity
+				}
+			}
+			if total > limit {
+				t.Fatalf("round %d: the buyer holds %d units, limit %d", r, total, limit)
+			}
+			// The buyer's count agrees with the holds read back.
+			if total < limit {
+				if _, err := e.asBuyer(1, one(7, limit-total), buyer); err != nil {
+					t.Fatalf("round %d: the rest of the limit (%d of %d): %v", r, limit-total, limit, err)
+				}
+			}
+			if _, err := e.asBuyer(1, one(7, 1), buyer); !errors.Is(err, holdfast.ErrBuyerLimitExceeded) {
+				t.Fatalf("round %d: one past the limit: %v, want ErrBuyerLimitExceeded", r, err)
+			}
 		}
 	})
 }
