@@ -66,7 +66,17 @@ func ValidateEdit(cfg Config, p EditParams) ([]Line, error) {
 	if p.TTL < 0 || (p.TTL > 0 && (p.TTL < HoldTTLMin || p.TTL > cfg.HoldLifetimeMax)) {
 		return nil, argError("ttl", "must be 0 (keep the expiry) or between %v and %v", HoldTTLMin, cfg.HoldLifetimeMax)
 	}
-	return ValidateLines(cfg, p.Lines)
+	lines, err := ValidateLines(cfg, p.Lines)
+	if err != nil {
+		return nil, err
+	}
+	// An edit keeps, grows or shrinks held keys: allocation is Reserve's.
+	for i, l := range p.Lines {
+		if l.LocationID == 0 {
+			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "an edit names each line's location (allocation, location_id 0, is for Reserve)")
+		}
+	}
+	return lines, nil
 }
 
 // DiffLines compares a hold's lines with the lines an edit gives it (both
@@ -167,4 +177,26 @@ func SplitClaim(held, in []Line) (claimed, released []Line, err error) {
 		}
 	}
 	return claimed, released, nil
+}
+
+// BuyerGrownLines returns the lines of want whose item an edit grows (more
+// units of the item in total than held): the lines a buyer's limits are
+// checked on. An edit that keeps or shrinks every item is never refused by
+// a limit (one lowered since the hold was made included).
+func BuyerGrownLines(held, want []Line) []Line {
+	hi, hq := BuyerItemQuantities(held)
+	wi, wq := BuyerItemQuantities(want)
+	var out []Line
+	for i, item := range wi {
+		j := slices.Index(hi, item)
+		if j >= 0 && hq[j] >= wq[i] {
+			continue
+		}
+		for _, l := range want {
+			if l.ItemID == item {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }

@@ -114,6 +114,19 @@ func (c *Client) editOnce(ctx context.Context, tx pgx.Tx, p EditParams, lines []
 		return nil, nil, &RevisionConflictError{Current: cur.Revision, Requested: p.Revision}
 	}
 	grow, shrink := DiffLines(cur.Lines, lines)
+	if grown := BuyerGrownLines(cur.Lines, lines); len(grown) > 0 {
+		// A named buyer's hold grows only within the buyer's limits: after
+		// the hold row, before any key lock (the lock order, buyer.go).
+		var hash []byte
+		if err := tx.QueryRow(ctx, c.q(ctx, route, "buyer_of"), p.ShopID, p.CheckoutID).Scan(&hash); err != nil {
+			return nil, nil, err
+		}
+		if hash != nil {
+			if err := c.enforceBuyer(ctx, tx, route, p.ShopID, p.CheckoutID, grown, hash, false); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	if len(grow) > 0 {
 		short, err := c.take(ctx, tx, route, p.ShopID, grow, mode)
 		if err != nil {

@@ -70,6 +70,9 @@ func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
 	if err := ValidateBuyerID(p.BuyerID); err != nil {
 		return nil, err
 	}
+	if err := ValidateWaitCart(p); err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(lines)
 	if err != nil {
 		return nil, err

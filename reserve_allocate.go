@@ -53,6 +53,11 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 		case level > 0:
 			mode = takeLocked
 		}
+		if req.buyer != "" {
+			// A named buyer's locks come after the hold row and before any
+			// buffer: only this level takes its hold row on its own first.
+			mode = takeLocked
+		}
 		var err error
 		h, keys, err = c.allocateOnce(ctx, tx, req, input, mode)
 		return err
@@ -97,6 +102,12 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		}
 		if err != nil {
 			return nil, keys, err
+		}
+		if req.buyer != "" {
+			// After the hold row, before any key lock (the lock order).
+			if err := c.checkBuyer(ctx, tx, req); err != nil {
+				return nil, keys, err
+			}
 		}
 		// Key locks before buffers, all of them, in key order; each key
 		// refilled under its lock.
@@ -200,6 +211,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	ritems, rlocs, rqtys := columns(resolved)
 	batch := &pgx.Batch{}
 	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
+	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.checkout, req.shop)
 	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, ritems, rlocs, rqtys, h.ExpiresAt, h.CreatedAt)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, keys, err
@@ -237,6 +249,7 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	items, locs, qtys := columns(resolved)
 	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
+	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.checkout, req.shop)
 	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt)
 	br := tx.SendBatch(ctx, batch)
 	short := false

@@ -399,7 +399,7 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *Hold
 		if err != nil {
 			return nil, false, err
 		}
-		if st.available-st.held < l.Quantity {
+		if st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return nil, false, nil
 		}
 	}
@@ -414,7 +414,7 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *Hold
 		if err != nil {
 			return nil, false, err
 		}
-		if st.available-st.held-st.pooled < l.Quantity {
+		if st.available-st.safety-st.held-st.pooled < l.Quantity {
 			return nil, false, nil // taken by a reservation meanwhile
 		}
 	}

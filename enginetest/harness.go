@@ -118,6 +118,7 @@ var tests = []struct {
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},
 	{"EditLifecycle", testEditLifecycle}, {"EditEndedHolds", testEditEndedHolds}, {"PartialClaim", testPartialClaim}, {"EditRacesReserves", testEditRacesReserves}, {"EditRacesLifecycle", testEditRacesLifecycle},
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
+	{"Cross", testCross}, // cross.go: features meeting
 }
 
 // long reports whether the heavier forms of the tests run.

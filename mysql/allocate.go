@@ -74,6 +74,27 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 	if err != nil {
 		return nil, keys, err
 	}
+	var buyerHash []byte
+	if req.buyer != "" {
+		// The buyer's lock rows first (the lock order, buyer.go); limits
+		// are per item, whatever location allocation picks.
+		secret, err := c.buyerSecret(ctx)
+		if err != nil {
+			return nil, keys, err
+		}
+		buyerHash = holdfast.BuyerHash(secret, req.shop, req.buyer)
+		over, err := c.enforceBuyer(ctx, tx, own, route, req.shop, req.checkout, req.lines, buyerHash)
+		if err != nil {
+			return nil, keys, err
+		}
+		if over != nil {
+			h, err := c.existingAllocated(ctx, tx, req)
+			if errors.Is(err, holdfast.ErrNotFound) {
+				return nil, keys, over
+			}
+			return h, keys, err
+		}
+	}
 	if mode == takeLocked {
 		// Lock rows before buffers, all of them, in key order; each key
 		// that has one refilled under it.
@@ -119,6 +140,9 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 		}
 		if len(short) == 0 {
 			h, err := c.createAllocated(ctx, tx, req, resolved, raw)
+			if err == nil && buyerHash != nil && !h.Replayed {
+				_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), buyerHash, req.shop, req.checkout[:])
+			}
 			return h, keys, err
 		}
 	}

@@ -119,6 +119,23 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 		return h, nil, err
 	}
 	grow, shrink := holdfast.DiffLines(cur.Lines, lines)
+	if grown := holdfast.BuyerGrownLines(cur.Lines, lines); len(grown) > 0 {
+		// A named buyer's hold grows only within the buyer's limits: the
+		// buyer's lock rows before anything else (the lock order, buyer.go).
+		var hash []byte
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), p.ShopID, id).Scan(&hash); err != nil {
+			return nil, nil, err
+		}
+		if hash != nil {
+			over, err := c.enforceBuyer(ctx, tx, own, route, p.ShopID, p.CheckoutID, grown, hash)
+			if err != nil {
+				return nil, nil, err
+			}
+			if over != nil {
+				return nil, nil, over
+			}
+		}
+	}
 	if len(grow) > 0 {
 		growRaw, err := json.Marshal(grow)
 		if err != nil {

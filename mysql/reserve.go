@@ -71,6 +71,9 @@ func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error)
 	if err := holdfast.ValidateBuyerID(p.BuyerID); err != nil {
 		return nil, err
 	}
+	if err := holdfast.ValidateWaitCart(p); err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(lines)
 	if err != nil {
 		return nil, err

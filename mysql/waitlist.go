@@ -428,7 +428,7 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 		if err != nil {
 			return false, err
 		}
-		if st.available-st.held < l.Quantity {
+		if st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return false, nil
 		}
 	}
@@ -440,7 +440,7 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 		if err != nil {
 			return false, err
 		}
-		if excess := min(st.pooled, st.pooled+st.held+l.Quantity-st.available); excess > 0 {
+		if excess := min(st.pooled, st.pooled+st.held+l.Quantity-(st.available-st.safety)); excess > 0 {
 			if st.poolRows > 0 {
 				res, err := tx.ExecContext(ctx, c.q(ctx, route, "pool_shrink"), k.ShopID, k.ItemID, k.LocationID, min(excess, st.poolRows))
 				if err != nil {
@@ -458,7 +458,7 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 				return false, err
 			}
 		}
-		if st.available-st.held-st.pooled < l.Quantity {
+		if st.available-st.safety-st.held-st.pooled < l.Quantity {
 			return false, nil // taken by a reservation meanwhile
 		}
 	}

@@ -284,6 +284,9 @@ func (e *Engine) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfa
 	if p.Wait != 0 {
 		return nil, errNoWaitlist // waitlist.go
 	}
+	if err := refuseAllocation(p); err != nil { // allocate.go
+		return nil, err
+	}
 	if p.TTL == 0 {
 		p.TTL = e.cfg.HoldTTLDefault
 	}

@@ -1,7 +1,8 @@
--- Per key of a cart, under the keys' advisory locks: available, held (every
--- hold, expired and unswept included) and whether the key has waiters.
+-- Per key of a cart, under the keys' advisory locks: available less the
+-- safety stock (what could ever be sold), held (every hold, expired and
+-- unswept included) and whether the key has waiters.
 -- $1 shop, $2 items, $3 locations.
-SELECT coalesce(l.available, 0)::int,
+SELECT (coalesce(l.available, 0) - coalesce(l.safety, 0))::int,
        (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
          WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int,
        EXISTS (SELECT 1 FROM waiter_lines w
