@@ -453,10 +453,19 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 // MySQL and MariaDB error numbers the engine treats specially: the one place
 // server errors are mapped to holdfast's.
 const (
-	erDupEntry          = 1062
-	erServerShutdown    = 1053
-	erLockWaitTimeout   = 1205
-	erLockDeadlock      = 1213
+	erDupEntry        = 1062
+	erServerShutdown  = 1053
+	erLockWaitTimeout = 1205
+	erLockDeadlock    = 1213
+	// erAutoincReadFailed is InnoDB failing to take a table's AUTO-INC
+	// lock: under innodb_autoinc_lock_mode = 1 (MariaDB's default) an
+	// INSERT … SELECT holds it to the statement's end, and the event
+	// triggers (migration 005) insert into holdfast_events from inside such
+	// statements, so two transactions can deadlock on two tables' AUTO-INC
+	// locks. InnoDB reports the victim as 1467, not 1213; the statement
+	// (and, for a deadlock, the transaction) is rolled back like a
+	// deadlock's, so it is retried the same way.
+	erAutoincReadFailed = 1467
 	erQueryInterrupted  = 1317
 	erConnectionKilled  = 1927 // MariaDB: KILL CONNECTION
 	erStatementTimeout  = 1969 // MariaDB: max_statement_time
@@ -479,7 +488,7 @@ func errNumber(err error) uint16 {
 // clear.
 func retryable(err error) bool {
 	switch errNumber(err) {
-	case erLockDeadlock, erLockWaitTimeout:
+	case erLockDeadlock, erLockWaitTimeout, erAutoincReadFailed:
 		return true
 	}
 	return false
