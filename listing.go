@@ -268,7 +268,11 @@ func (c *Client) Holds(ctx context.Context, q HoldQuery) (*HoldPage, error) {
 			var raw []byte
 			var status string
 			var lapsed bool
-			if err := rows.Scan(&h.CheckoutID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed); err != nil {
+			var released []byte
+			if err := rows.Scan(&h.CheckoutID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed, &h.Revision, &released); err != nil {
+				return err
+			}
+			if err := unmarshalReleased(released, &h); err != nil {
 				return err
 			}
 			h.Status = Status(status)

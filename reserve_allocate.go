@@ -90,7 +90,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	keys := AllocationKeys(lines)
 	items, locs, _ := columns(keys)
-	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Claimable: true}
+	h := &Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: StatusHeld, Claimable: true, Revision: 1}
 	insert := []any{req.checkout, req.shop, "[]", req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now()}
 
 	var sellable []int

@@ -47,8 +47,14 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 			var st string
 			var ended sql.NullTime
 			var lapsed bool
-			if err := rows.Scan(&rawID, &st, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &lapsed); err != nil {
+			var released []byte
+			if err := rows.Scan(&rawID, &st, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &ended, &lapsed, &h.Revision, &released); err != nil {
 				return err
+			}
+			if len(released) > 0 && string(released) != "null" {
+				if err := json.Unmarshal(released, &h.Released); err != nil {
+					return err
+				}
 			}
 			if h.CheckoutID, err = uuid.FromBytes(rawID); err != nil {
 				return err

@@ -9,7 +9,7 @@
 -- starts where the previous one ended instead of walking past it),
 -- $6 rows, $7 now (NULL: database clock).
 SELECT h.checkout_id, h.status, h.lines, h.created_at, h.expires_at, h.deadline, h.ended_at,
-       h.status = 'held' AND h.expires_at < t.now AS lapsed
+       h.status = 'held' AND h.expires_at < t.now AS lapsed, h.revision, h.released
 FROM holds h, (SELECT coalesce($7::timestamptz, clock_timestamp()) AS now) t
 WHERE h.shop_id = $1::bigint
   AND (h.created_at, h.checkout_id) <

@@ -7,7 +7,7 @@
 -- first page: past every row), ? lines filter (NULL: any) twice, ? status
 -- ('' any) twice, ? rows.
 SELECT h.checkout_id, h.status, h.cart, h.created_at, h.expires_at, h.deadline, h.ended_at,
-       h.status = 'held' AND h.expires_at < t.now AS lapsed
+       h.status = 'held' AND h.expires_at < t.now AS lapsed, h.revision, h.released
 FROM holds h
 JOIN (SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now) t
 WHERE h.shop_id = ?
