@@ -284,23 +284,28 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	b.Queue(c.q(ctx, RouteReserve, "batch_reserve"),
 		gIDs, gQtys, gTTLs, gShops, gItems, gLocs, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
 	b.Queue("COMMIT")
+	// From here the COMMIT is on its way with the holds: any failure to
+	// read their answers may follow a commit (a connection lost with the
+	// answers in flight), so it is a commitError, and commitUnacknowledged
+	// tells a lost answer (doubt) from a statement error (which aborts the
+	// pipeline before its COMMIT: nothing committed).
 	br = conn.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, &commitError{err}
 	}
 	for rows.Next() {
 		h := &Hold{Status: StatusHeld, Claimable: true, Revision: 1}
 		if err := rows.Scan(&h.ShopID, &h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, &commitError{err}
 		}
 		created[checkoutKey{h.ShopID, h.CheckoutID}] = h
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, &commitError{err}
 	}
 	tag, err := br.Exec()
 	if err != nil {
