@@ -44,7 +44,7 @@ type Proxy struct {
 	// other connection too (a partition as the answer is lost): the
 	// caller's next attempt on a pooled connection fails as well.
 	SeverOnCut atomic.Bool
-	wg      sync.WaitGroup
+	wg         sync.WaitGroup
 }
 
 // StartProxy listens on a free 127.0.0.1 port and forwards to target
