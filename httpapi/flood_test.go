@@ -109,9 +109,11 @@ func TestBadKeyFloodSeparateProcess(t *testing.T) {
 	for _, delay := range []time.Duration{httpapi.RefusalDelayDefault, -1} {
 		e := newEnv(t, envOpts{server: httpapi.Config{KeyCacheTTL: time.Minute, RefusalDelay: delay}})
 		e.stock(1, 7, 1_000_000)
-		steady := func(n int) []time.Duration {
+		// The shop's load for a while, so that the flood's clients (held
+		// about a second per answer) come back several times within it.
+		steady := func(d time.Duration) []time.Duration {
 			var lat []time.Duration
-			for range n {
+			for end := time.Now().Add(d); time.Now().Before(end); {
 				start := time.Now()
 				r := e.do(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")})
 				lat = append(lat, time.Since(start))
@@ -121,8 +123,8 @@ func TestBadKeyFloodSeparateProcess(t *testing.T) {
 			}
 			return lat
 		}
-		steady(20) // warm the key cache and the connections
-		solo := steady(300)
+		steady(time.Second) // warm the key cache and the connections
+		solo := steady(4 * time.Second)
 
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFloodProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), floodURLEnv+"="+e.url)
@@ -142,7 +144,7 @@ func TestBadKeyFloodSeparateProcess(t *testing.T) {
 		for lines.Scan() && lines.Text() != "flood started" {
 		}
 		floodStart := time.Now()
-		during := steady(300)
+		during := steady(4 * time.Second)
 		floodFor := time.Since(floodStart)
 		stdin.Close()
 		var result map[string]int
@@ -168,8 +170,8 @@ func TestBadKeyFloodSeparateProcess(t *testing.T) {
 		if delay < 0 {
 			name = "refusals at once"
 		}
-		t.Logf("%s: shop 1 alone: p50 %v p99 %v; during a 500-client bad-key flood from another process (%v): p50 %v p99 %v; flood answers %v",
-			name, pct(solo, 50), pct(solo, 99), floodFor.Round(time.Millisecond), pct(during, 50), pct(during, 99), result)
+		t.Logf("%s: shop 1 alone: %d requests, p50 %v p99 %v; during a 500-client bad-key flood from another process (%v): %d requests, p50 %v p99 %v; flood answers %v",
+			name, len(solo), pct(solo, 50), pct(solo, 99), floodFor.Round(time.Millisecond), len(during), pct(during, 50), pct(during, 99), result)
 	}
 }
 
