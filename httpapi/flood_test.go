@@ -98,9 +98,8 @@ func TestFloodProcess(t *testing.T) {
 // TestBadKeyFloodSeparateProcess (#10 item 11): a shop's steady load alone,
 // then while another process floods the server with 500 concurrent clients
 // sending bad keys. The shop never sees anything but its reservations (no
-// 503); every bad key is answered 401 or, for a well-formed key whose
-// lookup is past the lookups' own bound, 503 overloaded. The shop's
-// latencies are printed, never asserted.
+// 503); every bad key is answered 401. The shop's latencies are printed,
+// never asserted.
 func TestBadKeyFloodSeparateProcess(t *testing.T) {
 	if os.Getenv(floodURLEnv) != "" {
 		t.Skip("the flood's own process")
@@ -161,8 +160,10 @@ func TestBadKeyFloodSeparateProcess(t *testing.T) {
 		if result == nil || result["401"] == 0 {
 			t.Fatalf("flood result %v", result)
 		}
+		// At most 250 of the flood's requests need a lookup at once, within
+		// the lookups' queue (KeyLookupQueueMax): every bad key is told 401.
 		for st, n := range result {
-			if st != "401" && st != "503" && st != "per_second" {
+			if st != "401" && st != "per_second" {
 				t.Errorf("the flood was answered %s %d times", st, n)
 			}
 		}
