@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,14 +267,12 @@ func testIdempotentStockChanges(t *testing.T, h *Harness) {
 	k := key(1, 3)
 	e.stock(k, 10)
 	ch := holdfast.StockChange{Key: k, Delta: 5, Reason: "restock", Reference: "po-7", ID: "po-7-line-1"}
-	// Concurrent retries: exactly one applies, every one answers its level.
-	// (Level.Replayed and malformed ids are not asserted here: the MySQL
-	// engine does not set Replayed on a replay, and bounds ids at 200
-	// bytes without refusing control characters; the root package's
-	// TestStockChangeIDReplayedTxAndPurge checks both on PostgreSQL.)
+	// Concurrent retries: exactly one applies (answers not Replayed), every
+	// other answers its level, Replayed.
 	const retries = 8
 	var bad errorSink
 	var wg sync.WaitGroup
+	var applied atomic.Int32
 	for range retries {
 		wg.Add(1)
 		go func() {
@@ -284,14 +283,27 @@ func testIdempotentStockChanges(t *testing.T, h *Harness) {
 				bad.add("concurrent retry: %v", err)
 			case got.Available != 15:
 				bad.add("concurrent retry answered %+v, want 15 available", got)
+			case !got.Replayed:
+				applied.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
 	bad.check(t)
+	if n := applied.Load(); n != 1 {
+		t.Fatalf("%d of %d concurrent retries answered as the one that applied the change (not Replayed), want 1", n, retries)
+	}
 	again, err := e.e.ChangeStock(ctx, ch)
-	if err != nil || again.Available != 15 {
-		t.Fatalf("retry: %+v %v", again, err)
+	if err != nil || again.Available != 15 || !again.Replayed {
+		t.Fatalf("retry: %+v %v, want 15 available, Replayed", again, err)
+	}
+	// Malformed ids are refused by every engine, changing nothing.
+	for _, id := range []string{string(make([]byte, holdfast.StockChangeIDMaxLen+1)), "a\nb"} {
+		bad := ch
+		bad.ID = id
+		if _, err := e.e.ChangeStock(ctx, bad); !errors.Is(err, holdfast.ErrInvalidArgument) {
+			t.Fatalf("stock change id %q: %v, want an argument error", id, err)
+		}
 	}
 	if l := e.level(k); l.Available != 15 {
 		t.Fatalf("a retried change applied twice: %+v", l)
