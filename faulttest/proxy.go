@@ -31,6 +31,7 @@ type Proxy struct {
 	rate  float64
 	armed int
 	pids  map[uint32]bool // backends whose next COMMIT answer is cut
+	whole map[uint32]bool // backends whose next pipeline with a COMMIT is cut whole
 
 	// Cut counts commits cut after the server answered; CutCommitted
 	// those the server answered with COMMIT: since only COMMIT answers are
@@ -39,7 +40,11 @@ type Proxy struct {
 	CutCommitted atomic.Int64
 	// Severed counts client connections closed by SeverAll.
 	Severed atomic.Int64
-	wg      sync.WaitGroup
+	// SeverOnCut, when set, makes a CutBackendPipeline cut sever every
+	// other connection too (a partition as the answer is lost): the
+	// caller's next attempt on a pooled connection fails as well.
+	SeverOnCut atomic.Bool
+	wg         sync.WaitGroup
 }
 
 // StartProxy listens on a free 127.0.0.1 port and forwards to target
@@ -87,6 +92,33 @@ func (p *Proxy) CutBackend(pid uint32) {
 		p.pids = map[uint32]bool{}
 	}
 	p.pids[pid] = true
+}
+
+// CutBackendPipeline arms the proxy to swallow the whole answer of the
+// next pipeline of backend pid that ends in a COMMIT, and then drop the
+// connection: the client learns nothing of the pipeline, not even the
+// statements' answers before the COMMIT's (CutBackend passes those on).
+// Arm it between pipelines (the combiner's SetBeforeBatchCommit hook is):
+// from then on the backend's answers are held until each ReadyForQuery.
+func (p *Proxy) CutBackendPipeline(pid uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.whole == nil {
+		p.whole = map[uint32]bool{}
+	}
+	p.whole[pid] = true
+}
+
+func (p *Proxy) wholeArmed(pid uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.whole[pid]
+}
+
+func (p *Proxy) disarmWhole(pid uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.whole, pid)
 }
 
 // SetCutRate cuts each commit with probability rate, drawing from a
@@ -179,6 +211,11 @@ func (p *Proxy) serve(client net.Conn) {
 		r := bufio.NewReader(server)
 		cutting := false
 		var pid uint32
+		// held are the answers of the current pipeline of a backend armed
+		// by CutBackendPipeline, passed on at its ReadyForQuery unless the
+		// pipeline committed.
+		var held [][]byte
+		holding, committed := false, false
 		for {
 			typ, msg, err := readMessage(r)
 			if err != nil {
@@ -187,6 +224,35 @@ func (p *Proxy) serve(client net.Conn) {
 			}
 			if typ == 'K' && len(msg) >= 9 {
 				pid = binary.BigEndian.Uint32(msg[5:9])
+			}
+			if !holding && pid != 0 && p.wholeArmed(pid) {
+				holding = true
+			}
+			if holding {
+				held = append(held, msg)
+				committed = committed || (typ == 'C' && strings.HasPrefix(string(msg[5:]), "COMMIT"))
+				if typ != 'Z' {
+					continue
+				}
+				if committed {
+					p.disarmWhole(pid)
+					p.Cut.Add(1)
+					p.CutCommitted.Add(1)
+					client.Close()
+					server.Close()
+					if p.SeverOnCut.Load() {
+						p.SeverAll()
+					}
+					return
+				}
+				for _, m := range held {
+					if _, err := client.Write(m); err != nil {
+						server.Close()
+						return
+					}
+				}
+				held, holding = nil, false
+				continue
 			}
 			if !cutting && typ == 'C' && strings.HasPrefix(string(msg[5:]), "COMMIT") && p.decide(pid) {
 				cutting = true
