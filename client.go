@@ -253,6 +253,10 @@ const slowLevelMax = 2
 // and the first slow one, outside any transaction.
 func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, idempotent bool, beforeSlow func() error, fn func(tx pgx.Tx, level int) error) error {
 	level := 0
+	// doubt: an earlier attempt's COMMIT went unacknowledged, so it may have
+	// committed; if the retries then fail without learning the outcome,
+	// the answer must say so (finalErr), never "nothing happened".
+	doubt := false
 	for attempt := 0; ; {
 		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, level) })
 		if err == nil || errors.Is(err, errRollback) {
@@ -269,9 +273,10 @@ func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, ide
 		}
 		var ce *commitError
 		lost := connectionLost(err)
+		doubt = doubt || (own && commitUnacknowledged(err))
 		canRetry := retryable(err) || errors.Is(err, errRetry) || (own && lost && (idempotent || !errors.As(err, &ce)))
 		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return c.mapErr(route, err, own, idempotent)
+			return c.finalErr(route, err, own, idempotent, doubt)
 		}
 		attempt++
 		state := SQLState(err)
@@ -283,9 +288,22 @@ func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, ide
 		}
 		c.cfg.Observer.Retry(route, state)
 		if err := c.backoff(ctx, attempt); err != nil {
-			return c.mapErr(route, err, own, idempotent)
+			return c.finalErr(route, err, own, idempotent, doubt)
 		}
 	}
+}
+
+// finalErr is mapErr for the last attempt of an operation; doubt says an
+// earlier attempt's COMMIT went unacknowledged. A last answer that says
+// nothing happened (unavailable, or the caller's context ended) is then
+// not the truth: that earlier attempt may have committed.
+func (c *Client) finalErr(route string, err error, own, idempotent, doubt bool) error {
+	mapped := c.mapErr(route, err, own, idempotent)
+	if doubt && !errors.Is(mapped, ErrOutcomeUnknown) && (errors.Is(mapped, ErrUnavailable) ||
+		errors.Is(mapped, context.Canceled) || errors.Is(mapped, context.DeadlineExceeded)) {
+		return fmt.Errorf("%w: %s: an earlier attempt's commit was not acknowledged and the retries did not learn its outcome: %v", ErrOutcomeUnknown, route, mapped)
+	}
+	return mapped
 }
 
 // backoff waits before retry number attempt: jittered, exponential, at most

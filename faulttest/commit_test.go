@@ -126,6 +126,54 @@ var _ = scenario("commit/killed-before", func(t *testing.T) {
 // ErrOutcomeUnknown (never "unavailable": the commit may have happened)
 // and its own retry with the same checkout id answers
 // replayed. An adjustment answers ErrOutcomeUnknown and took effect once.
+// A COMMIT's answer is lost and every retry fails too (every connection
+// severed at the cut, new ones refused until the test lets them through):
+// the engine retried an operation whose first attempt committed and never
+// learnt the outcome, so its answer must be ErrOutcomeUnknown — never
+// "unavailable" (nothing changed). Then a retry finds what happened, once.
+var _ = scenario("commit/answer-lost-retries-fail", func(t *testing.T) {
+	for _, s := range faulttest.Strategies {
+		t.Run(string(s), func(t *testing.T) {
+			e := faulttest.New(t, faulttest.Options{Strategy: s, Proxy: true, RetryMax: 2})
+			ctx := context.Background()
+			k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+			e.AddKey(k, s, 1000)
+			e.Proxy.SeverOnCut.Store(true)
+			e.Proxy.RefuseAfterCut.Store(true)
+			lines := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 2}}
+			co := uuid.New()
+			e.Register(1, co, lines)
+			before := level(t, e, k)
+			lost := func(what string, call func() (*holdfast.Hold, error)) {
+				cut := e.Proxy.CutCommitted.Load()
+				e.Proxy.CutNext(1)
+				_, err := call()
+				e.Proxy.Refusing.Store(false)
+				if e.Proxy.CutCommitted.Load() != cut+1 {
+					t.Fatalf("%s: the commit was not cut", what)
+				}
+				if !errors.Is(err, holdfast.ErrOutcomeUnknown) {
+					e.Violation("%s with its answer lost and every retry failing: %v, want ErrOutcomeUnknown", what, err)
+				}
+				e.Tally.Inject("COMMIT answer lost, every retry failed", 1)
+				h, err := call()
+				if err != nil || !h.Replayed {
+					e.Violation("%s retried after the outage: %+v %v, want the committed outcome, replayed", what, h, err)
+				}
+			}
+			lost("reserve", func() (*holdfast.Hold, error) { return e.Reserve(ctx, 0, 1, co, lines, time.Minute) })
+			if l := level(t, e, k); l.Held != before.Held+2 {
+				e.Violation("held %d after one reserve of 2 from %d", l.Held, before.Held)
+			}
+			lost("claim", func() (*holdfast.Hold, error) { return e.Claim(ctx, 0, 1, co) })
+			if l := level(t, e, k); l.Held != before.Held || l.Available != before.Available-2 {
+				e.Violation("after the claim: %+v, want held %d available %d", l, before.Held, before.Available-2)
+			}
+			e.Verify(ctx)
+		})
+	}
+})
+
 var _ = scenario("commit/answer-lost", func(t *testing.T) {
 	for _, retries := range []int{0, -1} {
 		for _, s := range faulttest.Strategies {

@@ -40,11 +40,16 @@ type Proxy struct {
 	CutCommitted atomic.Int64
 	// Severed counts client connections closed by SeverAll.
 	Severed atomic.Int64
-	// SeverOnCut, when set, makes a CutBackendPipeline cut sever every
-	// other connection too (a partition as the answer is lost): the
-	// caller's next attempt on a pooled connection fails as well.
+	// SeverOnCut, when set, makes every cut sever every other connection
+	// too (a partition as the answer is lost): the caller's next attempt
+	// on a pooled connection fails as well.
 	SeverOnCut atomic.Bool
-	wg         sync.WaitGroup
+	// RefuseAfterCut, when set, makes a cut start Refusing.
+	RefuseAfterCut atomic.Bool
+	// Refusing closes every new connection at once (the server out of
+	// reach), until it is cleared.
+	Refusing atomic.Bool
+	wg       sync.WaitGroup
 }
 
 // StartProxy listens on a free 127.0.0.1 port and forwards to target
@@ -175,6 +180,10 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
+		if p.Refusing.Load() {
+			client.Close()
+			continue
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -238,6 +247,9 @@ func (p *Proxy) serve(client net.Conn) {
 					p.disarmWhole(pid)
 					p.Cut.Add(1)
 					p.CutCommitted.Add(1)
+					if p.RefuseAfterCut.Load() {
+						p.Refusing.Store(true)
+					}
 					client.Close()
 					server.Close()
 					if p.SeverOnCut.Load() {
@@ -261,8 +273,14 @@ func (p *Proxy) serve(client net.Conn) {
 				if typ == 'Z' {
 					p.Cut.Add(1)
 					p.CutCommitted.Add(1)
+					if p.RefuseAfterCut.Load() {
+						p.Refusing.Store(true)
+					}
 					client.Close()
 					server.Close()
+					if p.SeverOnCut.Load() {
+						p.SeverAll()
+					}
 					return
 				}
 				continue
