@@ -236,3 +236,33 @@ func TestCommitAnswerLostCombined(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitAnswerLostRetriesFail: the COMMIT answer is lost and then the
+// server cannot be reached for the engine's retries. The last attempt's
+// error says "connection failed" — ErrUnavailable would tell the caller
+// nothing changed — but the first attempt committed: the answer must be
+// ErrOutcomeUnknown, and once the server is back a retry with the same
+// checkout id replays.
+func TestCommitAnswerLostRetriesFail(t *testing.T) {
+	t.Parallel()
+	x := newProxied(t, 2)
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	x.stock(k, 100)
+	x.strategy(k, holdfast.StrategyCounter, 0)
+	p := holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 2}}}
+	x.p.RefuseAfterCut()
+	err := x.cut("reserve", func() error { _, err := x.pc.Reserve(ctx, p); return err })
+	if !errors.Is(err, holdfast.ErrOutcomeUnknown) {
+		t.Errorf("reserve: COMMIT answer lost, then its retries could not connect: %v, want ErrOutcomeUnknown", err)
+	}
+	x.p.Refuse(false)
+	if l := x.level(k); l.Held != 2 {
+		t.Errorf("held %d, want the committed 2", l.Held)
+	}
+	h, err := x.pc.Reserve(ctx, p)
+	if err != nil || !h.Replayed {
+		t.Errorf("retry once the server is back: %+v %v, want replayed", h, err)
+	}
+	x.checkInvariant()
+}

@@ -26,6 +26,11 @@ type Proxy struct {
 	conns   map[net.Conn]struct{}
 	armed   int      // next COMMITs to cut, whatever their transaction did
 	markers []string // one cut each: the next COMMIT of a transaction that sent a statement containing the marker
+	// refuseAfterCut: once a COMMIT answer is cut, refuse every new
+	// connection until Refuse(false): the server is unreachable for the
+	// client's retries.
+	refuseAfterCut bool
+	refusing       bool
 
 	// Cut counts COMMIT answers swallowed; Committed those that were OK
 	// packets (the server committed); Failed those that were error packets.
@@ -80,6 +85,31 @@ func (p *Proxy) CutAfter(marker string) {
 	p.markers = append(p.markers, marker)
 }
 
+// RefuseAfterCut makes the next cut also start refusing new connections
+// (accepted and closed at once), as if the server had become unreachable
+// right after committing, until Refuse(false).
+func (p *Proxy) RefuseAfterCut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuseAfterCut = true
+}
+
+// Refuse starts or stops refusing new connections.
+func (p *Proxy) Refuse(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refusing = on
+	p.refuseAfterCut = false
+}
+
+func (p *Proxy) cutDone() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refuseAfterCut {
+		p.refusing, p.refuseAfterCut = true, false
+	}
+}
+
 // decide reports whether this COMMIT's answer is cut, given the statements
 // its transaction sent.
 func (p *Proxy) decide(stmts []string) bool {
@@ -132,6 +162,12 @@ const (
 
 func (p *Proxy) serve(client net.Conn) {
 	defer client.Close()
+	p.mu.Lock()
+	refusing := p.refusing
+	p.mu.Unlock()
+	if refusing {
+		return
+	}
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
 		return
@@ -158,6 +194,7 @@ func (p *Proxy) serve(client net.Conn) {
 				return
 			}
 			if cutting.Load() {
+				p.cutDone()
 				p.Cut.Add(1)
 				switch {
 				case len(pkt) > 4 && pkt[4] == 0x00:
