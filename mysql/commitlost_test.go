@@ -266,3 +266,91 @@ func TestCommitAnswerLostRetriesFail(t *testing.T) {
 	}
 	x.checkInvariant()
 }
+
+// TestCombinedCallerLeaves: callers leave (their contexts are cancelled)
+// while the combined batch that took their requests is committing — the
+// proxy holds the batch's COMMIT back until they have all answered. A
+// caller whose request a batch took may get its hold, so it must be told
+// ErrOutcomeUnknown, never a bare "context canceled"; a caller told
+// anything else must have no hold once the batch has committed. Each
+// caller's retry with the same checkout id answers its hold.
+func TestCombinedCallerLeaves(t *testing.T) {
+	t.Parallel()
+	x := newProxied(t, 0)
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	x.stock(k, 10_000)
+	x.strategy(k, holdfast.StrategyBatch, 50)
+	const marker = "STRAIGHT_JOIN holds h ON h.shop_id = g.shop"
+	stalled, release := x.p.StallAfter(marker)
+	defer release()
+	line := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}
+	var ids []uuid.UUID
+	var errs []error
+	for round := 0; ; round++ {
+		if round == 50 {
+			t.Fatal("50 rounds of 16 concurrent reservations, and no combined batch reached its COMMIT")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		cos := make([]uuid.UUID, 16)
+		res := make([]error, 16)
+		for i := range cos {
+			cos[i] = uuid.New()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, res[i] = x.pc.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: cos[i], Lines: line})
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		hit := false
+		select {
+		case <-stalled:
+			hit = true
+		case <-done:
+		}
+		cancel()
+		<-done
+		ids, errs = append(ids, cos...), append(errs, res...)
+		if hit {
+			break
+		}
+	}
+	release()
+	ctx := context.Background()
+	unknown := 0
+	for i, co := range ids {
+		if errs[i] == nil {
+			continue
+		}
+		if errors.Is(errs[i], holdfast.ErrOutcomeUnknown) {
+			unknown++
+			// Answered by a retry, once the batch has committed.
+			h, err := x.pc.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: co, Lines: line})
+			if err != nil {
+				t.Errorf("%s: retry after ErrOutcomeUnknown: %+v %v", co, h, err)
+			}
+			continue
+		}
+		if !errors.Is(errs[i], context.Canceled) {
+			t.Errorf("%s: answered %v", co, errs[i])
+		}
+	}
+	if unknown == 0 {
+		t.Error("a combined batch held at its COMMIT while its callers left, and none was told ErrOutcomeUnknown")
+	}
+	// Every retry above ran after the batch committed (its requests'
+	// retries find their holds on the plain path, which waits for the
+	// batch's counter row); a caller told "context canceled" has no hold.
+	for i, co := range ids {
+		if errs[i] == nil || errors.Is(errs[i], holdfast.ErrOutcomeUnknown) {
+			continue
+		}
+		if h, err := x.c.Hold(ctx, 1, co); !errors.Is(err, holdfast.ErrNotFound) {
+			t.Errorf("%s: answered %v, but hold %+v %v", co, errs[i], h, err)
+		}
+	}
+	t.Logf("%d reservations, %d answered ErrOutcomeUnknown", len(ids), unknown)
+	x.checkInvariant()
+}

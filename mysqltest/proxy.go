@@ -19,8 +19,9 @@ import (
 // counts the answers that were OK packets), the client cannot know. Safe
 // for concurrent use. The MySQL engine's twin of faulttest.Proxy.
 type Proxy struct {
-	ln     net.Listener
-	target string
+	ln      net.Listener
+	target  string
+	closing chan struct{} // closed by Close: stalled COMMITs go on
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
@@ -31,6 +32,7 @@ type Proxy struct {
 	// client's retries.
 	refuseAfterCut bool
 	refusing       bool
+	stalls         []*stall
 
 	// Cut counts COMMIT answers swallowed; Committed those that were OK
 	// packets (the server committed); Failed those that were error packets.
@@ -38,6 +40,7 @@ type Proxy struct {
 	Committed atomic.Int64
 	Failed    atomic.Int64
 	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // StartProxy listens on a free 127.0.0.1 port and forwards to target
@@ -48,7 +51,7 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -60,6 +63,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Close stops the proxy and closes every connection.
 func (p *Proxy) Close() {
+	p.closeOnce.Do(func() { close(p.closing) })
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -83,6 +87,42 @@ func (p *Proxy) CutAfter(marker string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.markers = append(p.markers, marker)
+}
+
+type stall struct {
+	marker  string
+	stalled chan struct{}
+	release chan struct{}
+}
+
+// StallAfter arms the proxy to hold back the next COMMIT of a transaction
+// that sent a statement containing marker: stalled is closed when that
+// COMMIT has reached the proxy (the transaction's work is done, its locks
+// held, nothing committed), and the COMMIT goes on to the server when
+// release is called (release is idempotent; the proxy's Close releases
+// too).
+func (p *Proxy) StallAfter(marker string) (stalled <-chan struct{}, release func()) {
+	st := &stall{marker: marker, stalled: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	p.stalls = append(p.stalls, st)
+	p.mu.Unlock()
+	var once sync.Once
+	return st.stalled, func() { once.Do(func() { close(st.release) }) }
+}
+
+// stallFor returns the armed stall this COMMIT meets, if any.
+func (p *Proxy) stallFor(stmts []string) *stall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, st := range p.stalls {
+		for _, s := range stmts {
+			if strings.Contains(s, st.marker) {
+				p.stalls = append(p.stalls[:i], p.stalls[i+1:]...)
+				return st
+			}
+		}
+	}
+	return nil
 }
 
 // RefuseAfterCut makes the next cut also start refusing new connections
@@ -230,6 +270,13 @@ func (p *Proxy) serve(client net.Conn) {
 			word := strings.ToUpper(strings.TrimSpace(stripComments(q)))
 			switch word {
 			case "COMMIT":
+				if st := p.stallFor(stmts); st != nil {
+					close(st.stalled)
+					select {
+					case <-st.release:
+					case <-p.closing:
+					}
+				}
 				if p.decide(stmts) {
 					cutting.Store(true)
 				}
