@@ -123,10 +123,13 @@ func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reser
 		}
 		select {
 		case res := <-r.done:
-			if res.plain {
-				return nil, nil, false
+			if !res.plain {
+				return res.h, res.err, true
 			}
-			return res.h, res.err, true
+			// Sent to the plain path, which the caller has left: the
+			// batch may have found its hold in place (committed by an
+			// earlier attempt whose COMMIT answer was lost), so this is
+			// not "nothing happened" either.
 		default:
 		}
 		// Its batch is running and may commit the hold: a retry with the
