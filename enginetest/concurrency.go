@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -383,13 +385,16 @@ func testSeedRace(t *testing.T, h *Harness) {
 			var held, sold atomic.Int64
 			var bad errorSink
 			var wg sync.WaitGroup
+			took := make([]time.Duration, clients*attempts)
 			start := time.Now()
-			for range clients {
+			for c := range clients {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for range attempts {
+					for a := range attempts {
+						t0 := time.Now()
 						_, err := e.reserve(1, uuid.New(), []holdfast.Line{{ItemID: 42, LocationID: 7, Quantity: 1}})
+						took[c*attempts+a] = time.Since(t0)
 						switch {
 						case err == nil:
 							held.Add(1)
@@ -410,7 +415,11 @@ func testSeedRace(t *testing.T, h *Harness) {
 			if l := e.level(k); l.Held != units || l.Pooled != 0 || l.Sellable != 0 {
 				t.Fatalf("level: %+v", l)
 			}
-			t.Logf("strategy %s: %d attempts answered in %v (%d held, %d sold out)", s, clients*attempts, elapsed, units, clients*attempts-units)
+			slices.Sort(took)
+			over := len(took) - sort.Search(len(took), func(i int) bool { return took[i] > time.Second })
+			t.Logf("strategy %s: %d attempts answered in %v (%d held, %d sold out); each answered in p50 %v, p99 %v, max %v; %d over 1s",
+				s, clients*attempts, elapsed, units, clients*attempts-units,
+				took[len(took)/2].Round(time.Microsecond), took[len(took)*99/100].Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond), over)
 		})
 	}
 }

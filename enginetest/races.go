@@ -513,7 +513,11 @@ func raceSchedule(t *testing.T, h *Harness, clock raceClock, s holdfast.Strategy
 			if err != nil {
 				fail("check: %v", err)
 			} else if !rep.OK() {
-				fail("invariant broken mid-run: %s", rep)
+				// Checked again at once: a report the next snapshot no
+				// longer shows points at the check's read (two moments in
+				// one snapshot), one that stays at a committed state.
+				again, err := e.e.CheckInvariant(ctx)
+				fail("invariant broken mid-run: %s (checked again at once: %v %v)", rep, again, err)
 			}
 		}
 	}

@@ -338,11 +338,17 @@ func (c *Client) run(ctx context.Context, outer *sql.Tx, route string, idempoten
 func (c *Client) runSlow(ctx context.Context, outer *sql.Tx, route string, idempotent bool, beforeSlow func() error, fn func(tx *sql.Tx, level int) error) error {
 	own := outer == nil
 	level := 0
+	// doubt: an earlier attempt's COMMIT went unacknowledged, so it may
+	// have committed. The retries find its effect (every operation run
+	// here is idempotent on its ID) and answer it; if they cannot finish,
+	// the answer is ErrOutcomeUnknown, never "nothing changed".
+	doubt := false
 	for attempt := 0; ; {
 		err := c.once(ctx, outer, route, func(tx *sql.Tx) error { return fn(tx, level) })
 		if err == nil || errors.Is(err, errRollback) {
 			return nil
 		}
+		doubt = doubt || (own && commitUnacknowledged(err))
 		if errors.Is(err, errSlowPath) && level < slowLevelMax {
 			level++
 			if level == 1 && beforeSlow != nil {
@@ -358,7 +364,7 @@ func (c *Client) runSlow(ctx context.Context, outer *sql.Tx, route string, idemp
 			(retryable(err) && (own || errNumber(err) != erLockDeadlock)) ||
 			(own && lost && (idempotent || !errors.As(err, &ce)))
 		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return c.mapErr(route, err, own, idempotent)
+			return c.doubtErr(route, c.mapErr(route, err, own, idempotent), doubt)
 		}
 		attempt++
 		state := "race"
@@ -370,9 +376,24 @@ func (c *Client) runSlow(ctx context.Context, outer *sql.Tx, route string, idemp
 		}
 		c.cfg.Observer.Retry(route, state)
 		if err := backoff(ctx, attempt); err != nil {
-			return c.mapErr(route, err, own, idempotent)
+			return c.doubtErr(route, c.mapErr(route, err, own, idempotent), doubt)
 		}
 	}
+}
+
+// doubtErr is a run's final answer err when an earlier attempt's COMMIT may
+// have committed (doubt): an answer that would say nothing changed —
+// ErrUnavailable, the caller's context ended — becomes ErrOutcomeUnknown.
+// Any other answer came from a later attempt that saw the committed state,
+// and stands.
+func (c *Client) doubtErr(route string, err error, doubt bool) error {
+	if !doubt || errors.Is(err, holdfast.ErrOutcomeUnknown) {
+		return err
+	}
+	if errors.Is(err, holdfast.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s: an earlier attempt's commit was not acknowledged and the retries could not finish: %v", holdfast.ErrOutcomeUnknown, route, err)
+	}
+	return err
 }
 
 // backoff waits before retry number attempt: jittered, exponential, at most
@@ -415,6 +436,11 @@ func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(
 		_ = tx.Rollback()
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		// Not sent: a COMMIT refused for a done context is not in doubt.
+		_ = tx.Rollback()
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return &commitError{err}
 	}
@@ -434,12 +460,18 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, holdfast.ErrOverCommitted),
 		errors.Is(err, holdfast.ErrRevisionConflict):
 		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
-	var ce *commitError
-	if own && !idempotent && errors.As(err, &ce) && connectionLost(err) {
-		return fmt.Errorf("%w: %s: %w", holdfast.ErrOutcomeUnknown, route, err)
+	// A COMMIT that was sent and not acknowledged may have committed,
+	// whether or not the operation could have been retried: checked before
+	// the context, since "the caller gave up" must not read as "nothing
+	// happened". The cause is kept as text only, so errors.Is(err,
+	// context.Canceled) does not match and no layer above turns it into a
+	// retryable answer.
+	if own && commitUnacknowledged(err) {
+		return fmt.Errorf("%w: %s: commit not acknowledged: %v", holdfast.ErrOutcomeUnknown, route, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
 	if !own && errNumber(err) == erLockDeadlock {
 		return fmt.Errorf("%w: %s: InnoDB rolled the caller's whole transaction back after a deadlock; run it again: %w", holdfast.ErrUnavailable, route, err)
@@ -536,6 +568,24 @@ func connectionLost(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe") ||
 		strings.Contains(msg, "connection refused")
+}
+
+// commitUnacknowledged reports a COMMIT the server did not answer: it may
+// have committed. A server's own error answer (other than a killed or
+// shutting-down connection, which does not tell) means it did not. A
+// context that ended during COMMIT makes the driver drop the connection
+// without reading the answer: unacknowledged too (once checks the context
+// before sending COMMIT, so one that was never sent is not a commitError).
+func commitUnacknowledged(err error) bool {
+	var ce *commitError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	if errors.Is(ce.err, sql.ErrTxDone) {
+		return false
+	}
+	return connectionLost(ce.err) || errNumber(ce.err) == 0 ||
+		errors.Is(ce.err, context.Canceled) || errors.Is(ce.err, context.DeadlineExceeded)
 }
 
 // isDup reports a duplicate-key error.

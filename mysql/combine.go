@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -41,10 +42,20 @@ type combiner struct {
 }
 
 type batchReq struct {
-	key  holdfast.Key
-	req  *reservation
-	done chan batchResult // buffered: the batch never blocks on a caller
+	key   holdfast.Key
+	req   *reservation
+	done  chan batchResult // buffered: the batch never blocks on a caller
+	state atomic.Int32     // reqQueued, then reqTaken (by a batch) or reqAbandoned (by its caller)
 }
+
+// A batchReq's states: a caller that leaves while its request is queued
+// abandons it (nothing happened); once a batch has taken it, the batch may
+// commit its hold.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
 
 type batchResult struct {
 	h   *holdfast.Hold
@@ -106,9 +117,24 @@ func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reser
 		}
 		return res.h, res.err, true
 	case <-ctx.Done():
-		// The batch may still create the hold: like a lost reply, a retry
-		// with the same checkout id finds it.
-		return nil, c.mapErr(holdfast.RouteReserve, ctx.Err(), true, true), true
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			// No batch took it, and none will: nothing happened.
+			return nil, c.mapErr(holdfast.RouteReserve, ctx.Err(), true, true), true
+		}
+		select {
+		case res := <-r.done:
+			if !res.plain {
+				return res.h, res.err, true
+			}
+			// Sent to the plain path, which the caller has left: the
+			// batch may have found its hold in place (committed by an
+			// earlier attempt whose COMMIT answer was lost), so this is
+			// not "nothing happened" either.
+		default:
+		}
+		// Its batch is running and may commit the hold: a retry with the
+		// same checkout id finds it (or finds nothing, and reserves).
+		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, ctx.Err()), true
 	}
 }
 
@@ -121,10 +147,24 @@ func (c *Client) runBatches() {
 			cb.mu.Unlock()
 			return
 		}
-		batch := cb.pending[:min(len(cb.pending), CombineBatchMax)]
-		cb.pending = cb.pending[len(batch):]
+		// Requests whose callers left are dropped here, before their
+		// batch starts.
+		batch := make([]*batchReq, 0, min(len(cb.pending), CombineBatchMax))
+		n := 0
+		for _, r := range cb.pending {
+			if len(batch) == CombineBatchMax {
+				break
+			}
+			n++
+			if r.state.CompareAndSwap(reqQueued, reqTaken) {
+				batch = append(batch, r)
+			}
+		}
+		cb.pending = cb.pending[n:]
 		cb.mu.Unlock()
-		c.execBatch(batch)
+		if len(batch) > 0 {
+			c.execBatch(batch)
+		}
 	}
 }
 

@@ -57,8 +57,10 @@ func faultLoad(t *testing.T, e *env, stop <-chan struct{}) []answer {
 }
 
 // checkAnswers verifies that every answer was the truth: an acknowledged
-// hold exists, a claim acknowledged is claimed, "sold out" created nothing,
-// and only ErrUnavailable stands for "unknown".
+// hold exists, a claim acknowledged is claimed, "sold out" and
+// ErrUnavailable changed nothing, and only ErrOutcomeUnknown stands for
+// "unknown". It returns how many answers were ErrUnavailable or
+// ErrOutcomeUnknown.
 func checkAnswers(t *testing.T, e *env, answers []answer) (unavailable int) {
 	t.Helper()
 	ctx := context.Background()
@@ -73,7 +75,15 @@ func checkAnswers(t *testing.T, e *env, answers []answer) (unavailable int) {
 			if a.claimed != nil && *a.claimed == nil && h.Status != holdfast.StatusClaimed {
 				t.Errorf("%s: claim acknowledged, status %s", a.id, h.Status)
 			}
-			if a.claimed != nil && *a.claimed != nil && !errors.Is(*a.claimed, holdfast.ErrUnavailable) {
+			switch {
+			case a.claimed == nil || *a.claimed == nil, errors.Is(*a.claimed, holdfast.ErrOutcomeUnknown):
+			case errors.Is(*a.claimed, holdfast.ErrUnavailable):
+				// "Nothing changed": the clock stands still, so the hold
+				// is still held.
+				if h.Status != holdfast.StatusHeld {
+					t.Errorf("%s: claim answered %v, but the hold is %s", a.id, *a.claimed, h.Status)
+				}
+			default:
 				t.Errorf("%s: claim answered %v", a.id, *a.claimed)
 			}
 		case errors.Is(a.reserved, holdfast.ErrInsufficientStock):
@@ -81,11 +91,18 @@ func checkAnswers(t *testing.T, e *env, answers []answer) (unavailable int) {
 				t.Errorf("%s: answered sold out, but hold %+v %v", a.id, h, err)
 			}
 		case errors.Is(a.reserved, holdfast.ErrUnavailable):
+			// "Nothing changed": ErrOutcomeUnknown is the answer when a
+			// COMMIT went unacknowledged.
+			unavailable++
+			if !errors.Is(err, holdfast.ErrNotFound) {
+				t.Errorf("%s: answered %v, but hold %+v %v", a.id, a.reserved, h, err)
+			}
+		case errors.Is(a.reserved, holdfast.ErrOutcomeUnknown):
 			unavailable++
 		default:
 			t.Errorf("%s: reserve answered %v", a.id, a.reserved)
 		}
-		if a.claimed != nil && *a.claimed != nil && errors.Is(*a.claimed, holdfast.ErrUnavailable) {
+		if a.claimed != nil && *a.claimed != nil && (errors.Is(*a.claimed, holdfast.ErrUnavailable) || errors.Is(*a.claimed, holdfast.ErrOutcomeUnknown)) {
 			unavailable++
 		}
 	}

@@ -216,8 +216,12 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 	var short []holdfast.Shortfall
 	for i := 0; rows.Next() && i < len(req.lines); i++ {
 		var avail, held int
-		if err := rows.Scan(&avail, &held); err != nil {
+		var waited bool
+		if err := rows.Scan(&avail, &held, &waited); err != nil {
 			return nil, err
+		}
+		if waited {
+			avail = 0 // units coming back go to the key's waiters first
 		}
 		if s := max(0, avail-held); s < req.lines[i].Quantity {
 			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
