@@ -5,15 +5,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // ConsoleConfig configures the operator console (package console) that the
-// server mounts at /console when it has a Pool (for the API keys). The
+// server mounts at /console when it has a Store (for the API keys). The
 // zero value serves it with its defaults.
 type ConsoleConfig struct {
 	// Off leaves the console out: /console answers 404 route_not_found.
@@ -42,12 +41,12 @@ var (
 // server's workers.
 func (s *Server) consoleRoutes() error {
 	cc := s.cfg.Console
-	if cc.Off || s.pool == nil {
+	if cc.Off || s.store == nil {
 		return nil
 	}
-	pool := s.pool
+	pool, store := s.pool, s.store
 	doctor := cc.Doctor
-	if doctor == nil {
+	if doctor == nil && pool != nil { // on MySQL: no doctor page (mysqlops has its own)
 		doctor = func(ctx context.Context) (*ops.Report, error) { return ops.Doctor(ctx, pool, ops.DoctorConfig{}) }
 	}
 	// The event feed's head is read from PostgreSQL: only when the engine's
@@ -60,26 +59,20 @@ func (s *Server) consoleRoutes() error {
 			return n, err
 		}
 	}
+	var hooks func(ctx context.Context, shop int64) ([]webhook.Endpoint, error)
+	if pool != nil { // webhooks live in PostgreSQL only
+		hooks = s.registry().List
+	}
 	con, err := console.New(console.Config{
 		EventsHead: head,
-		Webhooks:   s.registry().List,
+		Webhooks:   hooks,
 		Engine:     s.eng,
 		Authenticate: func(ctx context.Context, key string) (int64, bool, error) {
 			p, err := s.auth.authenticate(ctx, key)
 			return p.keyID, p.admin, err
 		},
-		AdminLive: func(ctx context.Context, id int64) (bool, error) {
-			var ok bool
-			err := pool.QueryRow(ctx, sqlConsoleAdminLive, id).Scan(&ok)
-			return ok, err
-		},
-		Shops: func(ctx context.Context, n int) ([]int64, error) {
-			rows, err := pool.Query(ctx, sqlConsoleShops, n)
-			if err != nil {
-				return nil, err
-			}
-			return pgx.CollectRows(rows, pgx.RowTo[int64])
-		},
+		AdminLive:     store.adminLive,
+		Shops:         store.shops,
 		Doctor:        doctor,
 		Shadow:        s.cfg.Shadow,
 		Gatherer:      s.reg,
