@@ -239,7 +239,9 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 func (s *Server) registry() *webhook.Registry { return webhook.NewRegistry(s.pool) }
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make
-// holdfast call out to URLs, so only an operator's key registers them.
+// holdfast call out to URLs, so only an operator's key registers them. The
+// webhook registry and its delivery live in PostgreSQL: on another engine
+// an admin key gets 501 not_supported.
 func (s *Server) adminOnly(c *call) error {
 	p, err := s.bearer(c.ctx, c.r)
 	if err != nil {
@@ -247,6 +249,10 @@ func (s *Server) adminOnly(c *call) error {
 	}
 	if !p.admin {
 		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "webhook routes need an admin key (holdfast keys create --admin)"}
+	}
+	if s.pool == nil {
+		return &apiError{Status: http.StatusNotImplemented, Code: CodeNotSupported,
+			Message: "webhooks are not supported on the " + s.store.engine() + " engine yet (PostgreSQL only)"}
 	}
 	return nil
 }

@@ -266,6 +266,8 @@ func newServer(cfg Config) (*Server, error) {
 	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused}, cfg.Collectors...)
 	if cfg.Pool != nil {
 		cs = append(cs, metrics.NewPoolCollector(cfg.Pool, "api"))
+	} else if ms, ok := cfg.Store.(myStore); ok {
+		cs = append(cs, metrics.NewSQLPoolCollector(ms.db, "api"))
 	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
