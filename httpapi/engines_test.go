@@ -2,8 +2,13 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/holdfast/holdfast/mysql/migrations"
 )
 
 // The engines the HTTP tests run on.
@@ -93,4 +98,67 @@ func (e *env) lockLevels() (release func()) {
 	release = func() { once.Do(func() { _ = rollback() }) }
 	e.t.Cleanup(release)
 	return release
+}
+
+// TestMariaDBService: what the service keeps itself works on MariaDB too —
+// readiness reports the MySQL schema, the console's session checks and
+// shop list read MySQLStore — and the routes that need PostgreSQL
+// (webhooks) answer 501 not_supported to an admin key, after the usual
+// 401 and 403.
+func TestMariaDBService(t *testing.T) {
+	t.Parallel()
+	e := newEnvOn(t, engineMariaDB, envOpts{})
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.expect(req{method: "GET", path: "/readyz", key: "-"}, 200, "")
+	if v, _ := r.json["schema_version"].(float64); int(v) != all[len(all)-1].Version {
+		t.Fatalf("readyz: %s, want schema_version %d", r.body, all[len(all)-1].Version)
+	}
+	// A schema missing a migration is not ready.
+	e.sqlOn("", "DELETE FROM schema_migrations WHERE version = 8")
+	e.expect(req{method: "GET", path: "/readyz", key: "-"}, 503, "schema_not_current")
+	e.sqlOn("", "INSERT INTO schema_migrations (version, name, applied_at) VALUES (8, 'api_keys', UTC_TIMESTAMP(6))")
+	e.expect(req{method: "GET", path: "/readyz", key: "-"}, 200, "")
+
+	hooks := "/v1/shops/1/webhooks"
+	e.expect(req{method: "GET", path: hooks, key: "-"}, 401, "unauthorized")
+	e.expect(req{method: "GET", path: hooks, key: "shop1"}, 403, "forbidden")
+	for _, rq := range []req{
+		{method: "POST", path: hooks, body: `{"url": "https://example.com/hook"}`},
+		{method: "GET", path: hooks},
+		{method: "GET", path: hooks + "/dead-letters"},
+		{method: "DELETE", path: hooks + "/1"},
+	} {
+		r := e.expect(rq, 501, "not_supported")
+		if !strings.Contains(r.errMember("message"), "mysql") {
+			t.Errorf("%s %s: the message does not name the engine: %s", rq.method, rq.path, r.body)
+		}
+	}
+
+	// The console: an admin key opens the overview, which lists the shops
+	// with stock (MySQLStore's shops); a shop's key does not.
+	e.stock(1, 7, 5)
+	e.stock(42, 7, 5)
+	console := func(key string) (int, string) {
+		hr, err := http.NewRequest("GET", e.url+"/console/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Header.Set("Authorization", "Bearer "+e.keys[key])
+		res, err := e.http.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := console("admin"); code != 200 || !strings.Contains(body, `data-shop="42"`) {
+		t.Fatalf("console overview with an admin key: %d, shop 42 listed: %v", code, strings.Contains(body, `data-shop="42"`))
+	}
+	if code, _ := console("shop1"); code == 200 {
+		t.Fatalf("console overview with a shop's key: %d", code)
+	}
 }
