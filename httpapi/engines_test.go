@@ -132,7 +132,7 @@ func TestMariaDBService(t *testing.T) {
 		{method: "DELETE", path: hooks + "/1"},
 	} {
 		r := e.expect(rq, 501, "not_supported")
-		if !strings.Contains(r.errMember("message"), "mysql") {
+		if !strings.Contains(r.errMember("message"), "MySQL") {
 			t.Errorf("%s %s: the message does not name the engine: %s", rq.method, rq.path, r.body)
 		}
 	}

@@ -62,7 +62,7 @@ func defaultStore(cfg Config) Store {
 
 type myStore struct{ db *sql.DB }
 
-func (myStore) engine() string { return "mysql" }
+func (myStore) engine() string { return "MySQL/MariaDB" }
 
 type execQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
