@@ -8,7 +8,6 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/ops"
-	"github.com/holdfast/holdfast/webhook"
 )
 
 // ConsoleConfig configures the operator console (package console) that the
@@ -49,23 +48,22 @@ func (s *Server) consoleRoutes() error {
 	if doctor == nil && pool != nil { // on MySQL: no doctor page (mysqlops has its own)
 		doctor = func(ctx context.Context) (*ops.Report, error) { return ops.Doctor(ctx, pool, ops.DoctorConfig{}) }
 	}
-	// The event feed's head is read from PostgreSQL: only when the engine's
-	// events live there (the PostgreSQL engine, or the shadow layer over it).
+	// The event feed's head is read where the engine's events live:
+	// PostgreSQL (its engine, or the shadow layer over it), or the MySQL
+	// engine's database.
 	var head func(ctx context.Context, shop int64) (int64, error)
-	if _, pg := s.eng.(*holdfast.Client); pg || s.cfg.Shadow != nil {
+	if _, pg := s.eng.(*holdfast.Client); pool != nil && (pg || s.cfg.Shadow != nil) {
 		head = func(ctx context.Context, shop int64) (int64, error) {
 			var n int64
 			err := pool.QueryRow(ctx, sqlConsoleHead, shop).Scan(&n)
 			return n, err
 		}
-	}
-	var hooks func(ctx context.Context, shop int64) ([]webhook.Endpoint, error)
-	if pool != nil { // webhooks live in PostgreSQL only
-		hooks = s.registry().List
+	} else if ms, ok := store.(myStore); ok {
+		head = ms.eventsHead
 	}
 	con, err := console.New(console.Config{
 		EventsHead: head,
-		Webhooks:   hooks,
+		Webhooks:   s.registry().List,
 		Engine:     s.eng,
 		Authenticate: func(ctx context.Context, key string) (int64, bool, error) {
 			p, err := s.auth.authenticate(ctx, key)

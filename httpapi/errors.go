@@ -46,7 +46,6 @@ const (
 	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
 	CodeSchemaNotCurrent    = "schema_not_current"     // 503 from /readyz
 	CodeInternal            = "internal"               // 500
-	CodeNotSupported        = "not_supported"          // 501: the route needs what the server's database engine does not offer (webhooks on MySQL)
 )
 
 // apiError is an error response.

@@ -235,13 +235,17 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// registry is the webhook registry in the server's database.
-func (s *Server) registry() *webhook.Registry { return webhook.NewRegistry(s.pool) }
+// registry is the webhook registry in the server's database: PostgreSQL's
+// (Pool), or the MySQL engine's.
+func (s *Server) registry() *webhook.Registry {
+	if ms, ok := s.store.(myStore); ok && s.pool == nil {
+		return webhook.NewMySQLRegistry(ms.db)
+	}
+	return webhook.NewRegistry(s.pool)
+}
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make
-// holdfast call out to URLs, so only an operator's key registers them. The
-// webhook registry and its delivery live in PostgreSQL: on another engine
-// an admin key gets 501 not_supported.
+// holdfast call out to URLs, so only an operator's key registers them.
 func (s *Server) adminOnly(c *call) error {
 	p, err := s.bearer(c.ctx, c.r)
 	if err != nil {
@@ -249,10 +253,6 @@ func (s *Server) adminOnly(c *call) error {
 	}
 	if !p.admin {
 		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "webhook routes need an admin key (holdfast keys create --admin)"}
-	}
-	if s.pool == nil {
-		return &apiError{Status: http.StatusNotImplemented, Code: CodeNotSupported,
-			Message: "webhooks are not supported on the " + s.store.engine() + " engine yet (PostgreSQL only)"}
 	}
 	return nil
 }

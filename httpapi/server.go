@@ -74,14 +74,14 @@ type Config struct {
 	// Client is a shorthand for Engine: the PostgreSQL engine, whose pool
 	// also serves Pool.
 	Client *holdfast.Client
-	// Pool is used for key lookups and readiness. Required unless Client
-	// or Store is set, or Engine is a MySQL engine (then it defaults to
-	// Client.Pool(); with a MySQL engine it stays nil, and the routes that
-	// need PostgreSQL — webhooks — answer 501 not_supported).
+	// Pool is used for key lookups, readiness and webhooks. Required
+	// unless Client or Store is set, or Engine is a MySQL engine (then it
+	// defaults to Client.Pool(); with a MySQL engine it stays nil).
 	Pool *pgxpool.Pool
 	// Store is where the service keeps its API keys and checks readiness.
 	// Defaults to PostgresStore(Pool), or MySQLStore on the pool of a
-	// MySQL engine (*mysql.Client).
+	// MySQL engine (*mysql.Client), whose database then also holds the
+	// webhook registry (webhook.NewMySQLRegistry).
 	Store Store
 	// Logger receives one line per request. Defaults to slog.Default().
 	Logger *slog.Logger

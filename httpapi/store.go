@@ -14,8 +14,6 @@ import (
 // Its methods are unexported: a Store is made by those constructors only.
 // Both are safe for concurrent use.
 type Store interface {
-	// engine names the database for messages ("PostgreSQL", "MySQL/MariaDB").
-	engine() string
 	// insertKey stores a new key's record under the SHA-256 of the key and
 	// fills in rec's ID and CreatedAt (the database's clock).
 	insertKey(ctx context.Context, hash []byte, rec *APIKey) error

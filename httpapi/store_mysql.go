@@ -39,6 +39,7 @@ var (
 	myKeyList        = mysqlStmt("keys", "key_list")
 	myAdminLive      = mysqlStmt("console", "console_admin_live")
 	myConsoleShops   = mysqlStmt("console", "console_shops")
+	myConsoleHead    = mysqlStmt("console", "console_events_head")
 	mySchemaVersions = mysqlStmt("readyz", "schema_versions")
 )
 
@@ -61,8 +62,6 @@ func defaultStore(cfg Config) Store {
 }
 
 type myStore struct{ db *sql.DB }
-
-func (myStore) engine() string { return "MySQL/MariaDB" }
 
 type execQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -232,6 +231,14 @@ func (s myStore) shops(ctx context.Context, n int) ([]int64, error) {
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// eventsHead is a shop's newest event cursor, for the console: the MySQL
+// engine's events live beside the keys.
+func (s myStore) eventsHead(ctx context.Context, shop int64) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, myConsoleHead, shop).Scan(&n)
+	return n, err
 }
 
 // ready: the schema is current when every embedded migration is recorded

@@ -18,8 +18,6 @@ func PostgresStore(pool *pgxpool.Pool) Store { return pgStore{pool: pool} }
 
 type pgStore struct{ pool *pgxpool.Pool }
 
-func (pgStore) engine() string { return "PostgreSQL" }
-
 func (s pgStore) insertKey(ctx context.Context, hash []byte, rec *APIKey) error {
 	return pgInsertKey(ctx, s.pool, hash, rec)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // mysqlURLFile is where `holdfast serve --engine mariadb` on its private
@@ -79,10 +81,21 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		return err
 	}
 	defer mc.DB().Close()
+	// Webhook delivery (docs/API.md): its own bounded pool of workers and
+	// connections, so a slow endpoint never slows checkout.
+	hooksDB, err := db.open(2)
+	if err != nil {
+		return err
+	}
+	defer hooksDB.Close()
+	hooks, err := webhook.NewDeliverer(webhook.Config{DB: hooksDB, Events: mc, Logger: log})
+	if err != nil {
+		return err
+	}
 	srv, err := httpapi.New(httpapi.Config{
 		Engine: mc, Logger: log, Registry: reg,
 		Collectors:   []prometheus.Collector{engine, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
-		Workers:      []httpapi.Worker{mc},
+		Workers:      []httpapi.Worker{mc, hooks},
 		MaxInFlight:  f.maxInFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
 		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
@@ -101,7 +114,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		return err
 	}
 	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "engine", engineMariaDB, "max_inflight", f.maxInFlight,
-		"schema_version", strconv.Itoa(all[len(all)-1].Version), "webhooks", "not supported on MariaDB (501 not_supported)")
+		"schema_version", strconv.Itoa(all[len(all)-1].Version))
 	// Serve returns after ctx (SIGINT/SIGTERM) is cancelled and the drain:
 	// the deferred calls then close the pool and stop the private server.
 	return srv.Serve(ctx, ln)
@@ -141,4 +154,30 @@ func openKeysMySQL(ctx context.Context, dataDir string) (*mysqlDatabase, error) 
 		return nil, fmt.Errorf("the private MariaDB named in %s does not answer (is holdfast serve --engine mariadb still running?): %w", filepath.Join(dataDir, mysqlURLFile), err)
 	}
 	return d, nil
+}
+
+// withRegistry runs f on the webhook registry of the keys' database
+// (withKeyStore's: PostgreSQL, or MariaDB with --engine mariadb or a
+// mysql:// DATABASE_URL).
+func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, *webhook.Registry) error) error {
+	engine, err := resolveEngine(engineFlag)
+	if err != nil {
+		return err
+	}
+	if engine == engineMariaDB {
+		mdb, err := openKeysMySQL(ctx, dataDir)
+		if err != nil {
+			return err
+		}
+		defer mdb.Close()
+		sdb, err := mdb.open(2)
+		if err != nil {
+			return err
+		}
+		defer sdb.Close()
+		return f(ctx, webhook.NewMySQLRegistry(sdb))
+	}
+	return withKeysDB(ctx, mode, dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
+		return f(ctx, webhook.NewRegistry(pool))
+	})
 }

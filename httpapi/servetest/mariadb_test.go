@@ -1,20 +1,27 @@
 package servetest
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // TestServeMariaDB: the one-flag path. `holdfast serve --engine mariadb`
 // with DATABASE_URL unset starts a private MariaDB; `holdfast keys create
 // --engine mariadb` with the same --data-dir reaches it; the key reserves
-// and claims over HTTP, the level shows the claim; a revoked key stops
-// working; webhooks answer 501 not_supported; SIGTERM shuts down cleanly
+// and claims over HTTP, the level shows the claim; a webhook endpoint added
+// by `holdfast webhooks add --engine mariadb` receives the events, signed;
+// a revoked key stops working; SIGTERM shuts down cleanly
 // (exit 0) and takes the private server's URL file with it.
 func TestServeMariaDB(t *testing.T) {
 	t.Parallel()
@@ -26,6 +33,14 @@ func TestServeMariaDB(t *testing.T) {
 	urlFile := filepath.Join(dir, "mariadb-serve.url")
 	if _, err := os.Stat(urlFile); err != nil {
 		t.Fatalf("no URL file for holdfast keys: %v", err)
+	}
+	run2 := func(t *testing.T, args ...string) string {
+		t.Helper()
+		out, errOut, err := run(t, "", args...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, errOut)
+		}
+		return out
 	}
 	keys := func(args ...string) string {
 		t.Helper()
@@ -43,6 +58,36 @@ func TestServeMariaDB(t *testing.T) {
 	if !strings.HasPrefix(key, "hf_") {
 		t.Fatalf("keys create: last line is not a key: %q", key)
 	}
+
+	// A webhook endpoint (registered by the CLI, from the feed's start)
+	// receives the shop's events, signed.
+	var mu sync.Mutex
+	var got []string
+	var secret string
+	verified := 0
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if secret == "" || webhook.Verify(secret, r.Header.Get(webhook.SignatureHeader), body, time.Now(), 0) != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var ev struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		got = append(got, ev.Type)
+		verified++
+	}))
+	defer recv.Close()
+	sec := lastLine(run2(t, "webhooks", "add", "--shop", "1", "--url", recv.URL, "--after", "0", "--engine", "mariadb", "--data-dir", dir))
+	if !strings.HasPrefix(sec, "whsec_") {
+		t.Fatalf("webhooks add: last line is not a secret: %q", sec)
+	}
+	mu.Lock()
+	secret = sec
+	mu.Unlock()
 
 	inv := s.url + "/v1/shops/1/inventory/7/1"
 	if st, body := call(t, "PUT", inv, key, `{"available":5,"reason":"stock"}`); st != 200 {
@@ -62,9 +107,21 @@ func TestServeMariaDB(t *testing.T) {
 	if st, body := call(t, "GET", s.url+"/readyz", "", ""); st != 200 {
 		t.Fatalf("readyz: %d %s", st, body)
 	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		mu.Lock()
+		n, types := verified, strings.Join(got, ",")
+		mu.Unlock()
+		if n >= 3 && strings.Contains(types, "hold.claimed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook deliveries after a minute: %d verified, types %s", n, types)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the condition, not timing it
+	}
 
 	admin := lastLine(keys("create", "--admin"))
-	if st, body := call(t, "GET", s.url+"/v1/shops/1/webhooks", admin, ""); st != 501 || !strings.Contains(body, `"not_supported"`) {
+	if st, body := call(t, "GET", s.url+"/v1/shops/1/webhooks", admin, ""); st != 200 || !strings.Contains(body, `"url":"`+recv.URL+`"`) {
 		t.Fatalf("webhooks on MariaDB: %d %s", st, body)
 	}
 	if out := keys("list"); !strings.Contains(out, "shop 1") || !strings.Contains(out, "admin") || strings.Contains(out, key) {
