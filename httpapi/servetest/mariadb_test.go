@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -158,5 +160,49 @@ func TestServeMariaDB(t *testing.T) {
 	_, errOut, err := run(t, "", "keys", "list", "--engine", "mariadb", "--data-dir", dir)
 	if exitCode(err) != 1 || !strings.Contains(errOut, "holdfast serve --engine mariadb") {
 		t.Fatalf("keys list without serve: %v\n%s", err, errOut)
+	}
+}
+
+// TestServeMySQLURL: DATABASE_URL=mysql://… alone selects the MySQL engine
+// for serve and keys (no --engine): the schema is migrated on start, a key
+// made by `holdfast keys create` reserves and claims, and SIGTERM exits 0.
+func TestServeMySQLURL(t *testing.T) {
+	t.Parallel()
+	db := mysqltest.DB(t, 4)
+	u := (&url.URL{Scheme: "mysql", User: url.UserPassword(db.Config.User, db.Config.Passwd), Host: db.Config.Addr, Path: "/" + db.Config.DBName}).String()
+	// An empty database: serve migrates it.
+	if _, err := db.DB.Exec("DROP TABLE api_keys"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DB.Exec("DELETE FROM schema_migrations WHERE version = 8"); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, u)
+	out, errOut, err := run(t, u, "keys", "create", "--shop", "1")
+	if err != nil {
+		t.Fatalf("keys create: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+	if st, body := call(t, "PUT", s.url+"/v1/shops/1/inventory/7/1", key, `{"available":5,"reason":"stock"}`); st != 200 {
+		t.Fatalf("set: %d %s", st, body)
+	}
+	const checkout = "0b7e5a3c-2f41-4d8e-9c6a-1e2d3f4a5b6c"
+	if st, body := call(t, "POST", s.url+"/v1/shops/1/reservations", key,
+		`{"checkout_id":"`+checkout+`","lines":[{"item_id":7,"location_id":1,"quantity":2}]}`); st != 201 {
+		t.Fatalf("reserve: %d %s", st, body)
+	}
+	if st, body := call(t, "POST", s.url+"/v1/shops/1/reservations/"+checkout+"/claim", key, ""); st != 200 || !strings.Contains(body, `"status":"claimed"`) {
+		t.Fatalf("claim: %d %s", st, body)
+	}
+	var avail int
+	if err := db.DB.QueryRow("SELECT available FROM inventory_levels WHERE shop_id = 1 AND inventory_item_id = 7 AND location_id = 1").Scan(&avail); err != nil || avail != 3 {
+		t.Fatalf("available in the MySQL database after the claim: %d, %v (want 3)", avail, err)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, s.stderr.String())
+	}
+	if logs := s.stderr.String(); !strings.Contains(logs, `"engine":"mariadb"`) || strings.Contains(logs, db.Config.Passwd) && db.Config.Passwd != "" {
+		t.Fatalf("log (want the engine named, never the password):\n%s", logs)
 	}
 }
