@@ -241,7 +241,7 @@ func (s *Server) registry() *webhook.Registry {
 	if ms, ok := s.store.(myStore); ok && s.pool == nil {
 		return webhook.NewMySQLRegistry(ms.db)
 	}
-	return webhook.NewRegistry(s.pool)
+	return webhook.NewRegistry(s.pool) // New sets pool for a PostgresStore
 }
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make

@@ -193,6 +193,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("httpapi: Config.Pool (or Store) is required for API keys")
 	}
+	if st, ok := cfg.Store.(pgStore); ok && cfg.Pool == nil {
+		cfg.Pool = st.pool // the webhooks, the console's doctor and the pool's metrics
+	}
 	return newServer(cfg)
 }
 
