@@ -166,9 +166,10 @@ func testRoutes(t *testing.T, engine string) {
 
 // TestRequestLog checks the one log line per request: route, shop, status,
 // latency and the request id, honoured or generated.
-func TestRequestLog(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestRequestLog(t *testing.T) { t.Parallel(); engines(t, testRequestLog) }
+
+func testRequestLog(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	r := e.do(req{method: "GET", path: "/v1/shops/1/inventory/1/1", key: "shop1", header: map[string]string{"X-Request-Id": "abc-123"}})
 	if r.header.Get("X-Request-Id") != "abc-123" {
 		t.Fatalf("request id not honoured: %q", r.header.Get("X-Request-Id"))

@@ -157,9 +157,10 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 // while one shop runs a steady load: the flood gets 401 (or 503 for
 // lookups past their own bound), the shop never sees a 503. Its latency
 // with and without the flood is logged, not asserted.
-func TestBadKeyFlood(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{server: httpapi.Config{KeyCacheTTL: time.Minute}})
+func TestBadKeyFlood(t *testing.T) { t.Parallel(); engines(t, testBadKeyFlood) }
+
+func testBadKeyFlood(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{server: httpapi.Config{KeyCacheTTL: time.Minute}})
 	e.stock(1, 7, 100_000)
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 600, MaxConnsPerHost: 600}}
 	e.http = hc
