@@ -81,9 +81,10 @@ func (e *env) waitingReservations() int {
 // TestOverload: a request that cannot get a connection slot within its
 // own deadline gets 503 overloaded with Retry-After; while it waits, other
 // shops' requests are served in turn.
-func TestOverload(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{
+func TestOverload(t *testing.T) { t.Parallel(); engines(t, testOverload) }
+
+func testOverload(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{
 		engine: holdfast.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute},
 		server: httpapi.Config{MaxInFlight: 1, RequestTimeout: time.Minute, KeyCacheTTL: time.Hour},
 	})
