@@ -29,6 +29,9 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 	db := pgtest.DB(t, opts.Conns)
 	clock := pgtest.NewClock(time.Time{})
 	cfg.Now = clock.Now
+	if opts.RealClock {
+		cfg.Now = opts.Now
+	}
 	c, err := holdfast.New(db.Pool, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,10 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// strategies are the PostgreSQL engine's allocation strategies; the root
+// package's per-strategy tests run once for each.
+var strategies = []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyBatch, holdfast.StrategyPool, holdfast.StrategySlots}
+
 type env struct {
 	t     *testing.T
 	db    *pgtest.Database
@@ -80,4 +84,16 @@ func one(item int64, q int) []holdfast.Line {
 func reserve(t *testing.T, c *holdfast.Client, shop int64, id uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
 	t.Helper()
 	return c.Reserve(context.Background(), holdfast.ReserveParams{ShopID: shop, CheckoutID: id, Lines: lines})
+}
+
+// patient gives a concurrency test's client timeouts that a loaded machine
+// does not reach: these tests judge answers, not speed, and a statement
+// cancelled because a busy 2-core machine ran it slowly is an
+// ErrUnavailable that says nothing about the engine. The timeouts' own
+// behaviour is tested by the fault suite.
+func patient(cfg holdfast.Config) holdfast.Config {
+	cfg.LockTimeout = 30 * time.Second
+	cfg.StatementTimeout = 2 * time.Minute
+	cfg.IdleInTransactionTimeout = 2 * time.Minute
+	return cfg
 }

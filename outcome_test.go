@@ -154,11 +154,15 @@ func TestLateCommitIsOutcomeUnknown(t *testing.T) {
 	g.open()
 }
 
-// TestStockChangeIdempotent: an identified stock change applies once under
-// concurrent retries, in both forms (set and delta), through the Tx twin
-// too; its record is purged after the retention window, like hold
-// outcomes, and ids are per shop.
-func TestStockChangeIdempotent(t *testing.T) {
+// TestStockChangeIDReplayedTxAndPurge: what the conformance suite's
+// IdempotentStockChanges does not assert for every engine — of concurrent
+// retries of an identified stock change exactly one answers fresh and the
+// others Replayed (the MySQL engine does not set Replayed); malformed ids
+// (longer than StockChangeIDMaxLen, control characters) are refused; an
+// identified change made through the Tx twin commits its record with the
+// caller's transaction; and past the retention window PurgeOnce drops the
+// record, so the id is free again.
+func TestStockChangeIDReplayedTxAndPurge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, holdfast.Config{}, 0)
 	ctx := context.Background()
@@ -188,18 +192,19 @@ func TestStockChangeIdempotent(t *testing.T) {
 		}
 	}
 	if first != 1 {
-		t.Fatalf("%d attempts applied the change, want 1", first)
+		t.Fatalf("%d attempts answered as the first, want 1", first)
+	}
+	// Bad ids change nothing.
+	for _, id := range []string{string(make([]byte, holdfast.StockChangeIDMaxLen+1)), "a\nb"} {
+		if _, err := e.c.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: 1, Reason: "x", ID: id}); !errors.Is(err, holdfast.ErrInvalidArgument) {
+			t.Fatalf("bad id %q: %v", id, err)
+		}
 	}
 	if l := e.level(k); l.Available != 15 {
 		t.Fatalf("level: %+v", l)
 	}
-	// Set form, and the same id in another shop is another change.
-	set := 3
-	k2 := holdfast.Key{ShopID: 2, ItemID: 1, LocationID: 1}
-	if lvl, err := e.c.ChangeStock(ctx, holdfast.StockChange{Key: k2, Set: &set, Reason: "count", ID: "r-1"}); err != nil || lvl.Replayed || lvl.Available != 3 {
-		t.Fatalf("other shop, same id: %+v %v", lvl, err)
-	}
 	// The Tx twin: the record commits with the caller's transaction.
+	set := 3
 	tx, err := e.db.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -213,12 +218,6 @@ func TestStockChangeIdempotent(t *testing.T) {
 	}
 	if lvl, err := e.c.ChangeStock(ctx, txCh); err != nil || !lvl.Replayed || lvl.Available != 3 {
 		t.Fatalf("replay of a Tx change: %+v %v", lvl, err)
-	}
-	// Bad ids change nothing.
-	for _, id := range []string{string(make([]byte, holdfast.StockChangeIDMaxLen+1)), "a\nb"} {
-		if _, err := e.c.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: 1, Reason: "x", ID: id}); !errors.Is(err, holdfast.ErrInvalidArgument) {
-			t.Fatalf("bad id %q: %v", id, err)
-		}
 	}
 	// Past the retention window the record is purged and the id is free.
 	e.clock.Advance(holdfast.OutcomeRetentionDefault + time.Minute)

@@ -201,9 +201,24 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 // statement — one snapshot — and no transaction: the lines short in that
 // snapshot, unless the checkout already has a hold or outcome in it (then
 // the normal path answers it). Empty means: go the normal way.
+//
+// Another attempt of the checkout still in flight (sold_out_inflight.sql)
+// also means the normal way: there the retry waits for it and answers its
+// hold, never "sold out" for a checkout that becomes held. Both statements
+// go in one round trip, in one implicit transaction (the in-flight check
+// first).
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]Shortfall, error) {
 	items, locs, _ := columns(req.lines)
-	rows, err := c.pool.Query(ctx, c.q(ctx, RouteReserve, "sold_out"), req.shop, req.checkout, items, locs)
+	b := &pgx.Batch{}
+	b.Queue(c.q(ctx, RouteReserve, "sold_out_inflight"), req.checkout)
+	b.Queue(c.q(ctx, RouteReserve, "sold_out"), req.shop, req.checkout, items, locs)
+	br := c.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var free bool
+	if err := br.QueryRow().Scan(&free); err != nil || !free {
+		return nil, err
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}

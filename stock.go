@@ -91,6 +91,12 @@ func validateKey(k Key) error {
 	return nil
 }
 
+// ValidateStockChange checks a stock change's arguments for every engine:
+// the key, reason and reference, the level or delta within AvailableMax,
+// and the idempotency id (at most StockChangeIDMaxLen bytes of UTF-8 text
+// without control characters).
+func ValidateStockChange(ch StockChange) error { return validateStockChange(ch) }
+
 func validateStockChange(ch StockChange) error {
 	err := validateKey(ch.Key)
 	switch {

@@ -33,7 +33,9 @@
 // *ArgumentError that names the field and writes nothing; configured
 // bounds; canceled calls; background maintenance; checkout ids scoped per
 // shop; idempotent stock changes; the seed race (64 clients × 20 attempts
-// for 50 units); a seeded randomized concurrent schedule; and a history of
+// for 50 units); seeded randomized concurrent schedules, every claim and
+// release judged by an oracle, under an injected clock, the database's own
+// and an application clock stepped against it; and a history of
 // concurrent calls checked for linearizability against the model of a key
 // (faulttest.Model). Every test ends with CheckInvariant over the engine's
 // whole database.

@@ -17,7 +17,9 @@ type Harness struct {
 	// New returns a fresh, migrated engine configured with cfg, isolated
 	// from every other engine the suite makes (its own database or schema),
 	// and cleaned up when t ends. cfg.Now is nil: New sets it to an
-	// injected clock and returns that clock in the Instance. Required.
+	// injected clock and returns that clock in the Instance — unless
+	// opts.RealClock, when New sets cfg.Now to opts.Now instead (nil: the
+	// database's own clock). Required.
 	New func(t *testing.T, cfg holdfast.Config, opts Options) *Instance
 	// Strategies are the allocation strategies the engine supports; every
 	// per-strategy test runs once for each. Required.
@@ -39,6 +41,11 @@ type Options struct {
 	// Conns is how many concurrent database connections the test needs (0:
 	// the engine's test default, at least 20).
 	Conns int
+	// RealClock asks for Config.Now = Now instead of the injected clock:
+	// the randomized schedules run on the database's own clock (Now nil)
+	// and on an application clock stepped against it.
+	RealClock bool
+	Now       func() time.Time
 }
 
 // Instance is one engine under test.

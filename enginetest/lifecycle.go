@@ -51,6 +51,11 @@ func testLifecycle(t *testing.T, h *Harness) {
 		if _, err := e.reserve(1, id, one(42, 4)); !errors.Is(err, holdfast.ErrIdempotencyConflict) {
 			t.Fatalf("same checkout, other lines: %v, want ErrIdempotencyConflict", err)
 		}
+		// Another shop reusing the checkout id: a different checkout (that
+		// shop has no stock of its own here), never a conflict.
+		if _, err := e.reserve(2, id, one(42, 3)); !errors.Is(err, holdfast.ErrInsufficientStock) {
+			t.Fatalf("the checkout id in a shop without stock: %v, want ErrInsufficientStock", err)
+		}
 		if l := e.level(k); l.Held != 3 {
 			t.Fatalf("held after replay and conflict: %+v", l)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,6 +78,10 @@ func testBadArgumentsWriteNothing(t *testing.T, h *Harness) {
 		{"release negative shop", func() error { _, err := e.e.Release(ctx, -1, held); return err }, "shop_id"},
 		{"release nil checkout", func() error { _, err := e.e.Release(ctx, 1, uuid.Nil); return err }, "checkout_id"},
 		{"extend zero TTL", func() error { _, err := e.e.Extend(ctx, 1, held, 0); return err }, "ttl"},
+		// A bad argument is answered before the checkout is looked up.
+		{"extend zero TTL, unknown checkout", func() error { _, err := e.e.Extend(ctx, 1, id, 0); return err }, "ttl"},
+		{"release negative shop, unknown checkout", func() error { _, err := e.e.Release(ctx, -1, id); return err }, "shop_id"},
+		{"claim zero shop, unknown checkout", func() error { _, err := e.e.Claim(ctx, 0, id); return err }, "shop_id"},
 		{"extend TTL above the lifetime", func() error { _, err := e.e.Extend(ctx, 1, held, 2*time.Hour); return err }, "ttl"},
 		{"extend nil checkout", func() error { _, err := e.e.Extend(ctx, 1, uuid.Nil, time.Minute); return err }, "checkout_id"},
 		{"read zero shop", func() error { _, err := e.e.Hold(ctx, 0, held); return err }, "shop_id"},
@@ -195,8 +201,14 @@ func testOverCommitted(t *testing.T, h *Harness) {
 		e.stock(k, 10)
 		big := e.mustReserve(1, one(8, 6), 0)
 		small := e.mustReserve(1, one(8, 1), 0)
-		// 10 -> 4 below 7 held: over-committed.
-		l := e.stock(k, 4)
+		// A reduction the holds fit in shrinks the buffer first: 10 -> 8
+		// under 7 held leaves 1 sellable.
+		l, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: -2, Reason: "shrinkage", Reference: "damaged"})
+		if err != nil || l.Available != 8 || l.Held != 7 || l.Sellable != 1 || l.Pooled > 1 || l.OverCommitted {
+			t.Fatalf("adjust -2 under 7 held: %+v %v", l, err)
+		}
+		// 8 -> 4 below 7 held: over-committed.
+		l = e.stock(k, 4)
 		if !l.OverCommitted || l.Pooled != 0 || l.Available != 4 || l.Held != 7 || l.Sellable != 0 {
 			t.Fatalf("set 4 under 7 held: %+v", l)
 		}
@@ -229,12 +241,25 @@ func testOverCommitted(t *testing.T, h *Harness) {
 		}
 		e.assertSellable(k, 3)
 		e.checkInvariant(false)
+		// The ledger has every change: set 10, -2, set 4, the claim.
+		p, err := e.e.Ledger(ctx, holdfast.LedgerQuery{Key: k, Limit: holdfast.ListLimitMax})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, en := range p.Entries {
+			sum += en.Delta
+		}
+		if len(p.Entries) != 4 || sum != 3 {
+			t.Fatalf("ledger: %d entries summing to %d, want 4 summing to 3: %+v", len(p.Entries), sum, p.Entries)
+		}
 	})
 }
 
-// testIdempotentStockChanges: a stock change with an ID applies once; a
-// retry answers the first outcome; the same ID with another change is
-// ErrIdempotencyConflict.
+// testIdempotentStockChanges: a stock change with an ID applies once, also
+// under concurrent retries; a retry answers the first outcome;
+// the same ID with another change is ErrIdempotencyConflict; the same ID in
+// another shop is another change.
 func testIdempotentStockChanges(t *testing.T, h *Harness) {
 	t.Parallel()
 	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
@@ -242,13 +267,43 @@ func testIdempotentStockChanges(t *testing.T, h *Harness) {
 	k := key(1, 3)
 	e.stock(k, 10)
 	ch := holdfast.StockChange{Key: k, Delta: 5, Reason: "restock", Reference: "po-7", ID: "po-7-line-1"}
-	first, err := e.e.ChangeStock(ctx, ch)
-	if err != nil || first.Available != 15 {
-		t.Fatalf("first: %+v %v", first, err)
+	// Concurrent retries: exactly one applies (answers not Replayed), every
+	// other answers its level, Replayed.
+	const retries = 8
+	var bad errorSink
+	var wg sync.WaitGroup
+	var applied atomic.Int32
+	for range retries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := e.e.ChangeStock(ctx, ch)
+			switch {
+			case err != nil:
+				bad.add("concurrent retry: %v", err)
+			case got.Available != 15:
+				bad.add("concurrent retry answered %+v, want 15 available", got)
+			case !got.Replayed:
+				applied.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	bad.check(t)
+	if n := applied.Load(); n != 1 {
+		t.Fatalf("%d of %d concurrent retries answered as the one that applied the change (not Replayed), want 1", n, retries)
 	}
 	again, err := e.e.ChangeStock(ctx, ch)
-	if err != nil || again.Available != 15 {
-		t.Fatalf("retry: %+v %v", again, err)
+	if err != nil || again.Available != 15 || !again.Replayed {
+		t.Fatalf("retry: %+v %v, want 15 available, Replayed", again, err)
+	}
+	// Malformed ids are refused by every engine, changing nothing.
+	for _, id := range []string{string(make([]byte, holdfast.StockChangeIDMaxLen+1)), "a\nb"} {
+		bad := ch
+		bad.ID = id
+		if _, err := e.e.ChangeStock(ctx, bad); !errors.Is(err, holdfast.ErrInvalidArgument) {
+			t.Fatalf("stock change id %q: %v, want an argument error", id, err)
+		}
 	}
 	if l := e.level(k); l.Available != 15 {
 		t.Fatalf("a retried change applied twice: %+v", l)
@@ -261,14 +316,28 @@ func testIdempotentStockChanges(t *testing.T, h *Harness) {
 	if l := e.level(k); l.Available != 15 {
 		t.Fatalf("a conflicting change applied: %+v", l)
 	}
+	// The same id in another shop, set form: another change.
+	three := 3
+	if got, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: key(2, 3), Set: &three, Reason: "count", ID: ch.ID}); err != nil || got.Available != 3 {
+		t.Fatalf("the same id in another shop: %+v %v, want a fresh change", got, err)
+	}
 }
 
 // testCheckoutIDsPerShop: a checkout id is scoped to its shop. The same id
-// in two shops is two checkouts: each reserves, reads, claims and releases
-// on its own, and neither answers for the other.
+// in two shops is two checkouts: each reserves, reads, extends, claims and
+// releases on its own, under every strategy, and neither answers for the
+// other; many shops reserving under the same ids at once (combined batches
+// mix shops) each get their own hold.
 func testCheckoutIDsPerShop(t *testing.T, h *Harness) {
 	t.Parallel()
-	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	t.Run("Sequential", func(t *testing.T) {
+		h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) { checkoutIDsPerShop(t, h, s) })
+	})
+	t.Run("Concurrent", func(t *testing.T) { checkoutIDsPerShopConcurrent(t, h) })
+}
+
+func checkoutIDsPerShop(t *testing.T, h *Harness, s holdfast.Strategy) {
+	e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 20}, Options{})
 	ctx := ctxb()
 	e.stock(key(1, 1), 5)
 	e.stock(key(2, 1), 5)
@@ -298,6 +367,14 @@ func testCheckoutIDsPerShop(t *testing.T, h *Harness) {
 	}
 	if l := e.level(key(2, 1)); l.Held != 3 {
 		t.Fatalf("shop 2: %+v", l)
+	}
+	// Extend in shop 2: shop 1's hold keeps its expiry.
+	e.Clock.Advance(time.Minute)
+	if got, err := e.e.Extend(ctx, 2, id, holdfast.HoldTTLDefault); err != nil || got.ShopID != 2 || !got.ExpiresAt.Equal(e.Clock.Now().Add(holdfast.HoldTTLDefault)) {
+		t.Fatalf("extend in shop 2: %+v %v", got, err)
+	}
+	if got := e.hold(1, id); !got.ExpiresAt.Equal(a.ExpiresAt) {
+		t.Fatalf("shop 2's extend moved shop 1's hold: %+v", got)
 	}
 	// Claim in shop 2, release in shop 1: each ends its own.
 	if got, err := e.e.Claim(ctx, 2, id); err != nil || got.Status != holdfast.StatusClaimed || got.ShopID != 2 {
@@ -333,6 +410,60 @@ func testCheckoutIDsPerShop(t *testing.T, h *Harness) {
 	}
 	if got := e.hold(2, id2); got.Status != holdfast.StatusHeld {
 		t.Fatalf("shop 2 after the sweep: %+v", got)
+	}
+}
+
+// checkoutIDsPerShopConcurrent: many shops reserve under the same checkout
+// ids at once, under the combining strategies (whose batches mix shops) or
+// else the first: each shop gets its own hold for each id.
+func checkoutIDsPerShopConcurrent(t *testing.T, h *Harness) {
+	t.Parallel()
+	strategies := h.Combining
+	if len(strategies) == 0 {
+		strategies = h.Strategies[:1]
+	}
+	for _, s := range strategies {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			const shops, ids = 8, 16
+			e := h.newEnv(t, holdfast.Config{Strategy: s}, Options{Conns: 24})
+			for shop := int64(1); shop <= shops; shop++ {
+				e.stock(key(shop, 1), ids)
+			}
+			idList := make([]uuid.UUID, ids)
+			for i := range idList {
+				idList[i] = uuid.New()
+			}
+			var bad errorSink
+			var wg sync.WaitGroup
+			for shop := int64(1); shop <= shops; shop++ {
+				for _, id := range idList {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						got, err := e.reserve(shop, id, one(1, 1))
+						switch {
+						case err != nil:
+							bad.add("reserve %s in shop %d: %v", id, shop, err)
+						case got.ShopID != shop || got.CheckoutID != id || got.Replayed || got.Status != holdfast.StatusHeld:
+							bad.add("reserve %s in shop %d answered %+v", id, shop, got)
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			bad.check(t)
+			for shop := int64(1); shop <= shops; shop++ {
+				if l := e.level(key(shop, 1)); l.Held != ids || l.Sellable != 0 {
+					t.Fatalf("shop %d: %+v, want %d held", shop, l, ids)
+				}
+				for _, id := range idList {
+					if got := e.hold(shop, id); got.ShopID != shop || got.Status != holdfast.StatusHeld || got.Lines[0].Quantity != 1 {
+						t.Fatalf("shop %d reads %+v", shop, got)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -59,11 +59,12 @@ const (
 	KeyMissTTL = time.Second
 	// KeyLookupsMax bounds the lookups of keys this server has not seen
 	// live, in flight at once; KeyLookupQueueMax bounds those waiting for
-	// one (past it: 503 overloaded). Keys it has seen live are refreshed
-	// outside these bounds, so a flood of unknown keys cannot delay a shop
-	// whose key the server knows.
+	// one (past it: 503 overloaded; a waiting lookup costs a goroutine, and
+	// 512 lets a 500-client flood be told 401, not 503). Keys it has seen
+	// live are refreshed outside these bounds, so a flood of unknown keys
+	// cannot delay a shop whose key the server knows.
 	KeyLookupsMax     = 4
-	KeyLookupQueueMax = 64
+	KeyLookupQueueMax = 512
 	// KeyTouchInterval is how often a server records a key's last use.
 	KeyTouchInterval = time.Minute
 	// KeyLookupTimeout bounds one key lookup. It runs apart from the

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 			os.Exit(m.Run())
 		}
 	}
+	if os.Getenv(floodURLEnv) != "" { // the flood's own process (flood_test.go)
+		os.Exit(m.Run())
+	}
 	// PostgreSQL and a private MariaDB: the core tests run on both engines
 	// (engines_test.go).
 	os.Exit(pgtest.Run(mysqltest.Runner(m)))
@@ -111,6 +114,9 @@ func newEnvOn(t *testing.T, engine string, o envOpts) *env {
 	o.server.Collectors = append(o.server.Collectors, eng)
 	if o.server.KeyCacheTTL == 0 {
 		o.server.KeyCacheTTL = -1 // revocations take effect at once
+	}
+	if o.server.RefusalDelay == 0 {
+		o.server.RefusalDelay = -1 // bad keys answered at once (flood_test.go holds them)
 	}
 	srv, err := httpapi.New(o.server)
 	if err != nil {

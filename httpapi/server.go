@@ -117,6 +117,13 @@ type Config struct {
 	// KeyCacheTTL is how long a looked-up key is trusted. Defaults to 5s;
 	// negative disables the caches (of live and of unknown keys).
 	KeyCacheTTL time.Duration
+	// RefusalDelay is how long the answer to a request with a missing,
+	// malformed, unknown, expired or revoked key (401), or whose key could
+	// not be looked up because lookups are past their bound (503
+	// overloaded), is held before it is sent: a flood of bad keys is slowed
+	// to one request per client per delay (refusal.go). Defaults to
+	// RefusalDelayDefault (1s); negative: answered at once.
+	RefusalDelay time.Duration
 	// LogErrorsOnly writes the per-request log line only for answers of
 	// 400 and above; successes are still counted in the metrics. Off by
 	// default: one line per request.
@@ -153,6 +160,7 @@ type Server struct {
 	log    *slog.Logger
 	adm    *admission
 	auth   *authenticator
+	refuse *refusals
 	batch  bool // the engine's default strategy combines one-line reservations
 	limits limits
 	mux    *http.ServeMux
@@ -220,6 +228,9 @@ func newServer(cfg Config) (*Server, error) {
 	if cfg.KeyCacheTTL == 0 {
 		cfg.KeyCacheTTL = KeyCacheTTLDefault
 	}
+	if cfg.RefusalDelay == 0 {
+		cfg.RefusalDelay = RefusalDelayDefault
+	}
 	var ec holdfast.Config
 	if c, ok := cfg.Engine.(interface{ Config() holdfast.Config }); ok {
 		ec = c.Config()
@@ -236,6 +247,7 @@ func newServer(cfg Config) (*Server, error) {
 		log:    cfg.Logger,
 		adm:    newAdmission(cfg.MaxInFlight, QueueMax),
 		auth:   newAuthenticator(cfg.Store, cfg.KeyCacheTTL),
+		refuse: &refusals{delay: cfg.RefusalDelay},
 		batch:  ec.Strategy == holdfast.StrategyBatch,
 		limits: limits{LinesPerCartMax: ec.LinesPerCartMax, QuantityMax: ec.QuantityMax, HoldLifetimeMax: ec.HoldLifetimeMax, WaitMax: holdfast.WaitMaxOf(ec)}.withDefaults(),
 		mux:    http.NewServeMux(),
@@ -266,7 +278,11 @@ func newServer(cfg Config) (*Server, error) {
 		Name: "holdfast_http_admission_refused_total",
 		Help: "Requests turned away (503 overloaded) because they could not be served within their deadline.",
 	}, func() float64 { return float64(s.adm.refused.Load()) })
-	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused}, cfg.Collectors...)
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "holdfast_http_refusals_held",
+		Help: "Answers to requests with a missing or bad key being held before they are sent (Config.RefusalDelay).",
+	}, func() float64 { return float64(s.refuse.held.Load()) })
+	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused, held}, cfg.Collectors...)
 	if cfg.Pool != nil {
 		cs = append(cs, metrics.NewPoolCollector(cfg.Pool, "api"))
 	} else if ms, ok := cfg.Store.(myStore); ok {
@@ -668,11 +684,16 @@ func (s *Server) timeout(r *http.Request) (time.Duration, *apiError) {
 func (s *Server) bearer(ctx context.Context, r *http.Request) (principal, error) {
 	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+		s.refuse.hold(ctx)
 		return principal{}, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "an Authorization: Bearer <key> header is required"}
 	}
 	p, err := s.auth.authenticate(ctx, strings.TrimSpace(key))
 	if errors.Is(err, errBadKey) {
+		s.refuse.hold(ctx)
 		return p, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked key"}
+	}
+	if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == CodeOverloaded {
+		s.refuse.hold(ctx) // lookups past their bound: a flood's answer too
 	}
 	return p, err
 }

@@ -31,6 +31,9 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 	db := mysqltest.DB(t, max(opts.Conns, 20))
 	clock := pgtest.NewClock(time.Time{})
 	cfg.Now = clock.Now
+	if opts.RealClock {
+		cfg.Now = opts.Now
+	}
 	c, err := mysql.New(db.DB, cfg)
 	if err != nil {
 		t.Fatal(err)

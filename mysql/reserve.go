@@ -199,13 +199,15 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 // transaction: the lines short by one read of available and held, unless
 // the checkout already has a hold or outcome (then the normal path answers
 // it). Empty means: go the normal way.
+//
+// The stock is read before the hold (two statements, two snapshots, in
+// that order): a first attempt of the checkout that committed before the
+// stock read is seen by the later hold read, so its units are never
+// counted as held against its own retry (docs/FAULTS.md finding 7; read
+// the other way round, a commit between the two made the retry count its
+// own hold and answer sold out).
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
 	const route = holdfast.RouteReserve
-	var status string
-	err := c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
-	if err == nil || !errors.Is(err, sql.ErrNoRows) {
-		return nil, err
-	}
 	rows, err := c.db.QueryContext(ctx, c.q(ctx, route, "sellable"), req.shop, string(req.linesRaw))
 	if err != nil {
 		return nil, err
@@ -221,7 +223,16 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
 		}
 	}
-	return short, rows.Err()
+	if err := rows.Err(); err != nil || len(short) == 0 {
+		return nil, err
+	}
+	rows.Close()
+	var status string
+	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return short, nil
 }
 
 // reserveOnce is one attempt: take every line's units from its key's

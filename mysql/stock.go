@@ -16,8 +16,9 @@ import (
 // width).
 const ReasonMaxLen = 500
 
-// ChangeIDMaxLen bounds StockChange.ID.
-const ChangeIDMaxLen = 200
+// ChangeIDMaxLen bounds StockChange.ID: holdfast.StockChangeIDMaxLen, as on
+// every engine (the column holds up to 200).
+const ChangeIDMaxLen = holdfast.StockChangeIDMaxLen
 
 // PoolCapMax bounds a key's pool cap.
 const PoolCapMax = 1_000_000
@@ -82,22 +83,7 @@ type changeRequest struct {
 
 func (c *Client) changeStock(ctx context.Context, outer *sql.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
 	start := time.Now()
-	err := validateKey(ch.Key)
-	switch {
-	case err != nil:
-	case ch.Reason == "":
-		err = argError("reason", "required")
-	case len(ch.Reason) > ReasonMaxLen:
-		err = argError("reason", "at most %d bytes", ReasonMaxLen)
-	case len(ch.Reference) > ReasonMaxLen:
-		err = argError("reference", "at most %d bytes", ReasonMaxLen)
-	case len(ch.ID) > ChangeIDMaxLen:
-		err = argError("id", "at most %d bytes", ChangeIDMaxLen)
-	case ch.Set != nil && (*ch.Set < 0 || *ch.Set > holdfast.AvailableMax):
-		err = argError("available", "must be between 0 and %d", holdfast.AvailableMax)
-	case ch.Set == nil && (ch.Delta < -holdfast.AvailableMax || ch.Delta > holdfast.AvailableMax):
-		err = argError("delta", "must be between %d and %d", -holdfast.AvailableMax, holdfast.AvailableMax)
-	}
+	err := holdfast.ValidateStockChange(ch)
 	if err != nil {
 		c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
 		return nil, err
@@ -138,6 +124,7 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 			if err := json.Unmarshal(rawLevel, &lvl); err != nil {
 				return nil, err
 			}
+			lvl.Replayed = true
 			return &lvl, nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, err

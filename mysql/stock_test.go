@@ -197,8 +197,20 @@ func TestIdempotentStockChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2, err := e.c.ChangeStock(ctx, ch)
-	if err != nil || *l2 != *l1 {
-		t.Fatalf("retry answered %+v %v; want the first outcome %+v", l2, err, l1)
+	if l1.Replayed || err != nil || !l2.Replayed {
+		t.Fatalf("first %+v, retry %+v %v: want the first not replayed, the retry replayed", l1, l2, err)
+	}
+	if want := *l1; func() bool { want.Replayed = true; return *l2 != want }() {
+		t.Fatalf("retry answered %+v; want the first outcome %+v, replayed", l2, l1)
+	}
+	// The id's bounds are every engine's: holdfast.StockChangeIDMaxLen
+	// bytes of text without control characters.
+	for _, id := range []string{string(make([]byte, holdfast.StockChangeIDMaxLen+1)), "a\nb"} {
+		bad := ch
+		bad.ID = id
+		if _, err := e.c.ChangeStock(ctx, bad); !errors.Is(err, holdfast.ErrInvalidArgument) {
+			t.Fatalf("stock change id %q: %v, want an argument error", id, err)
+		}
 	}
 	if l := e.level(k); l.Available != 15 {
 		t.Fatalf("the retry applied: %+v", l)

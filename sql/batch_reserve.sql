@@ -14,7 +14,12 @@ WITH g AS (
     SELECT g.checkout_id, g.shop_id, 'held',
            jsonb_build_array(jsonb_build_object('item_id', g.item, 'location_id', g.location, 'quantity', g.qty)),
            t.now, t.now + g.ttl_us * interval '1 microsecond', t.now + $7::bigint * interval '1 microsecond'
-    FROM g, (SELECT coalesce($8::timestamptz, clock_timestamp()) AS now) t
+    FROM g, (SELECT coalesce($8::timestamptz, clock_timestamp()) AS now) t,
+         -- each checkout's in-flight lock, as hold_insert.sql takes it (one
+         -- lock-table entry per hold: up to CombineBatchMax = 256 for one
+         -- batch, within PostgreSQL's shared table of
+         -- max_locks_per_transaction × max_connections entries)
+         LATERAL (SELECT pg_advisory_xact_lock_shared(1752132719, hashtext(g.checkout_id::text))) inflight
     ORDER BY g.shop_id, g.checkout_id
     ON CONFLICT (shop_id, checkout_id) DO NOTHING
     RETURNING checkout_id, shop_id, created_at, expires_at, deadline,

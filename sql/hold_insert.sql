@@ -5,12 +5,17 @@
 -- an outcome; after waiting for an uncommitted one, it sees what it became.
 -- The lines follow (hold_lines_create.sql) once the units are taken; a
 -- sold-out answer rolls the row back.
+-- The checkout's in-flight lock (shared, two-int space, class 1752132719,
+-- held to commit) tells the sold-out hint (sold_out.sql) that this
+-- checkout's hold may be committing: a retry then takes this path and waits
+-- here for it, rather than be told sold out (issue #10 item 4).
 -- $1 checkout, $2 shop, $3 lines json, $4 ttl µs, $5 lifetime µs,
 -- $6 now (NULL: database clock).
 INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
 SELECT $1::uuid, $2::bigint, 'held', $3::jsonb, t.now,
        t.now + $4::bigint * interval '1 microsecond',
        t.now + $5::bigint * interval '1 microsecond'
-FROM (SELECT coalesce($6::timestamptz, clock_timestamp()) AS now) t
+FROM (SELECT coalesce($6::timestamptz, clock_timestamp()) AS now) t,
+     LATERAL (SELECT pg_advisory_xact_lock_shared(1752132719, hashtext($1::uuid::text))) inflight
 ON CONFLICT (shop_id, checkout_id) DO NOTHING
 RETURNING created_at, expires_at, deadline

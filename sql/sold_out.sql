@@ -2,7 +2,8 @@
 -- checkout has a hold or outcome, and available and held per line. A retry
 -- whose first attempt's hold is visible here sees it (and takes the normal
 -- path to it); one whose hold is not visible does not count its units as
--- held either. $1 shop, $2 checkout, $3 items, $4 locations.
+-- held either. An attempt still in flight is found before this read
+-- (sold_out_inflight.sql). $1 shop, $2 checkout, $3 items, $4 locations.
 SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid),
        (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
        (SELECT coalesce(sum(r.quantity), 0)

@@ -1,0 +1,9 @@
+package holdfast
+
+// BuyerLockKey is buyerLockKey, for tests that hold a buyer's lock to stall
+// a reservation after its hold row (inflight_test.go).
+var BuyerLockKey = buyerLockKey
+
+// KeyHash is keyHash: a key's advisory lock (lock_key.sql), for tests
+// that hold it to force an interleaving (lockorder_test.go).
+var KeyHash = keyHash
