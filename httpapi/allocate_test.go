@@ -16,13 +16,14 @@ import (
 // the API), split when it allows it; the answer names the locations; a
 // line no candidate can supply is 409 naming the item at location 0; every
 // bad allocation member is a 4xx naming the field, and writes nothing.
-func TestAllocationAPI(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestAllocationAPI(t *testing.T) { t.Parallel(); engines(t, testAllocationAPI) }
+
+func testAllocationAPI(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	for loc, n := range map[int64]int{1: 1, 2: 4, 3: 4} {
 		set := n
-		if _, err := e.hc.ChangeStock(ctx, holdfast.StockChange{Key: holdfast.Key{ShopID: 1, ItemID: 7, LocationID: loc}, Set: &set, Reason: "test"}); err != nil {
+		if _, err := e.eng.ChangeStock(ctx, holdfast.StockChange{Key: holdfast.Key{ShopID: 1, ItemID: 7, LocationID: loc}, Set: &set, Reason: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +76,7 @@ func TestAllocationAPI(t *testing.T) {
 	lv := func() string {
 		var out string
 		for loc := int64(1); loc <= 3; loc++ {
-			l, err := e.hc.Level(ctx, holdfast.Key{ShopID: 1, ItemID: 7, LocationID: loc})
+			l, err := e.eng.Level(ctx, holdfast.Key{ShopID: 1, ItemID: 7, LocationID: loc})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +126,7 @@ func TestAllocationAPI(t *testing.T) {
 	if now := lv(); now != was {
 		t.Fatalf("rejected requests changed stock: %s, then %s", was, now)
 	}
-	if got, err := e.hc.LocationOrder(ctx, 1); err != nil || len(got) != 2 || got[0] != 3 {
+	if got, err := e.eng.LocationOrder(ctx, 1); err != nil || len(got) != 2 || got[0] != 3 {
 		t.Fatalf("rejected orders changed the order: %v %v", got, err)
 	}
 	// Clearing the order: a line without candidates is then refused.

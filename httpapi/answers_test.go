@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -11,9 +10,10 @@ import (
 // TestAnswersSayWhatHappened: error bodies carry the request id; messages
 // name what is missing; a stock change whose deadline passes while it may
 // be committing is outcome_unknown (not the retryable 503).
-func TestAnswersSayWhatHappened(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestAnswersSayWhatHappened(t *testing.T) { t.Parallel(); engines(t, testAnswersSayWhatHappened) }
+
+func testAnswersSayWhatHappened(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	id := uuid.New()
 	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(id, line(7, 1), "")}, 201, "")
@@ -37,21 +37,13 @@ func TestAnswersSayWhatHappened(t *testing.T) {
 
 	// A stock change blocked on the key's row until its deadline: it may
 	// have been about to commit, so the answer is outcome_unknown.
-	ctx := context.Background()
-	tx, err := e.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE inventory_levels IN EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := e.lockLevels()
 	r = e.expect(req{method: "PUT", path: "/v1/shops/1/inventory/7/1", key: "shop1", body: `{"available":9,"reason":"count"}`,
 		header: map[string]string{"X-Request-Timeout": "300ms"}}, 500, "outcome_unknown")
 	if r.header.Get("Retry-After") != "" {
 		t.Fatalf("outcome_unknown with Retry-After: %v", r.header)
 	}
-	_ = tx.Rollback(ctx)
+	unlock()
 	if r := e.expect(req{method: "GET", path: "/v1/shops/1/inventory/7/1", key: "shop1"}, 200, ""); r.json["available"] != 5.0 {
 		t.Fatalf("level after an unacknowledged change that was never committed: %s", r.body)
 	}
@@ -59,9 +51,10 @@ func TestAnswersSayWhatHappened(t *testing.T) {
 
 // TestStockIdempotencyKey: a stock change with an Idempotency-Key (or
 // adjustment_id) applies once, however often it is retried.
-func TestStockIdempotencyKey(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestStockIdempotencyKey(t *testing.T) { t.Parallel(); engines(t, testStockIdempotencyKey) }
+
+func testStockIdempotencyKey(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	adj := req{method: "POST", path: "/v1/shops/1/inventory/7/1/adjust", key: "shop1", body: `{"delta":3,"reason":"restock"}`,
 		header: map[string]string{"Idempotency-Key": "po-4711"}}

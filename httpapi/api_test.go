@@ -24,9 +24,10 @@ func line(item int64, qty int) string {
 const res1 = "/v1/shops/1/reservations"
 
 // TestRoutes walks every route through every status it documents.
-func TestRoutes(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{engine: holdfast.Config{HoldLifetimeMax: 30 * time.Minute}})
+func TestRoutes(t *testing.T) { t.Parallel(); engines(t, testRoutes) }
+
+func testRoutes(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{engine: holdfast.Config{HoldLifetimeMax: 30 * time.Minute}})
 	k := "shop1"
 
 	// Inventory.
@@ -106,7 +107,7 @@ func TestRoutes(t *testing.T) {
 	id3 := uuid.New()
 	e.expect(req{method: "POST", path: res1, key: k, body: reserveBody(id3, line(9, 1), `,"ttl_seconds":60`)}, 201, "")
 	e.clock.Advance(2 * time.Minute)
-	if n, err := e.hc.SweepOnce(context.Background()); err != nil || n != 1 {
+	if n, err := e.eng.SweepOnce(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	e.expect(req{method: "POST", path: res1, key: k, body: reserveBody(uuid.New(), line(9, 1), "")}, 201, "")
@@ -165,9 +166,10 @@ func TestRoutes(t *testing.T) {
 
 // TestRequestLog checks the one log line per request: route, shop, status,
 // latency and the request id, honoured or generated.
-func TestRequestLog(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestRequestLog(t *testing.T) { t.Parallel(); engines(t, testRequestLog) }
+
+func testRequestLog(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	r := e.do(req{method: "GET", path: "/v1/shops/1/inventory/1/1", key: "shop1", header: map[string]string{"X-Request-Id": "abc-123"}})
 	if r.header.Get("X-Request-Id") != "abc-123" {
 		t.Fatalf("request id not honoured: %q", r.header.Get("X-Request-Id"))

@@ -14,9 +14,10 @@ import (
 // TestAuth: a missing or unknown key is 401, a shop key reaches only its
 // shop (403 elsewhere, on every route), an admin key reaches every shop,
 // and one shop cannot see another's checkouts.
-func TestAuth(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestAuth(t *testing.T) { t.Parallel(); engines(t, testAuth) }
+
+func testAuth(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	e.stock(2, 7, 5)
 	id := uuid.New()
@@ -80,14 +81,14 @@ func TestAuth(t *testing.T) {
 
 	// A revoked key is refused (the test server does not cache keys).
 	ctx := context.Background()
-	if _, err := httpapi.RevokeKey(ctx, e.db.Pool, e.keys["shop2"]); err != nil {
+	if _, err := httpapi.RevokeKeyIn(ctx, e.store, e.keys["shop2"]); err != nil {
 		t.Fatal(err)
 	}
 	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 401, "unauthorized")
-	if _, err := httpapi.RevokeKey(ctx, e.db.Pool, e.keys["shop2"]); err != httpapi.ErrKeyNotFound {
+	if _, err := httpapi.RevokeKeyIn(ctx, e.store, e.keys["shop2"]); err != httpapi.ErrKeyNotFound {
 		t.Fatalf("second revoke: %v", err)
 	}
-	keys, err := httpapi.ListKeys(ctx, e.db.Pool, 100)
+	keys, err := httpapi.ListKeysIn(ctx, e.store, 100)
 	if err != nil || len(keys) != 3 {
 		t.Fatalf("list: %v %v", keys, err)
 	}
@@ -101,21 +102,22 @@ func TestAuth(t *testing.T) {
 		t.Fatalf("%d revoked keys, want 1", revoked)
 	}
 	// Revoke by id.
-	if _, err := httpapi.RevokeKey(ctx, e.db.Pool, strconv.FormatInt(keys[0].ID, 10)); err != nil && err != httpapi.ErrKeyNotFound {
+	if _, err := httpapi.RevokeKeyIn(ctx, e.store, strconv.FormatInt(keys[0].ID, 10)); err != nil && err != httpapi.ErrKeyNotFound {
 		t.Fatal(err)
 	}
 }
 
 // TestCreateKeyArgs: a key is for one shop or admin, never both or neither.
-func TestCreateKeyArgs(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestCreateKeyArgs(t *testing.T) { t.Parallel(); engines(t, testCreateKeyArgs) }
+
+func testCreateKeyArgs(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	for _, c := range []struct {
 		shop  int64
 		admin bool
 	}{{0, false}, {1, true}, {-1, false}} {
-		if _, _, err := httpapi.CreateKey(ctx, e.db.Pool, c.shop, c.admin); err == nil {
+		if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: c.shop, Admin: c.admin}); err == nil {
 			t.Errorf("CreateKey(%d, %v) accepted", c.shop, c.admin)
 		}
 	}

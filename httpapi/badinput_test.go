@@ -107,24 +107,23 @@ func (e *env) snapshot() snapshot {
 	e.t.Helper()
 	ctx := context.Background()
 	e.checkInvariant()
-	l, err := e.hc.Level(ctx, holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1})
+	l, err := e.eng.Level(ctx, holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	s := snapshot{level: *l}
-	err = e.db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM holds), (SELECT count(*) FROM inventory_ledger),
-		(SELECT count(*) FROM holds WHERE status = 'held')`).Scan(&s.holds, &s.ledger, &s.active)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	const counts = `SELECT (SELECT count(*) FROM holds), (SELECT count(*) FROM inventory_ledger),
+		(SELECT count(*) FROM holds WHERE status = 'held')`
+	e.countsOn(counts, counts, &s.holds, &s.ledger, &s.active)
 	return s
 }
 
 // TestBadInput sends every kind of bad request and checks the status, the
 // code, the field, and that nothing changed.
-func TestBadInput(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestBadInput(t *testing.T) { t.Parallel(); engines(t, testBadInput) }
+
+func testBadInput(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.MustParse(validID), line(7, 1), "")}, 201, "")
 	before := e.snapshot()

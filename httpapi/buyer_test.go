@@ -13,9 +13,10 @@ import (
 // TestBuyerLimitRoutes walks the per-buyer limit and safety stock routes
 // through every status they document, and the reservation's buyer_id and
 // buyer_limit_exceeded answer; rejected input changes nothing.
-func TestBuyerLimitRoutes(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{engine: holdfast.Config{}})
+func TestBuyerLimitRoutes(t *testing.T) { t.Parallel(); engines(t, testBuyerLimitRoutes) }
+
+func testBuyerLimitRoutes(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{engine: holdfast.Config{}})
 	k := "shop1"
 	const inv = "/v1/shops/1/inventory/42/1"
 	const lim = "/v1/shops/1/buyer-limits/42"

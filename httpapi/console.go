@@ -5,15 +5,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/ops"
 )
 
 // ConsoleConfig configures the operator console (package console) that the
-// server mounts at /console when it has a Pool (for the API keys). The
+// server mounts at /console when it has a Store (for the API keys). The
 // zero value serves it with its defaults.
 type ConsoleConfig struct {
 	// Off leaves the console out: /console answers 404 route_not_found.
@@ -42,23 +40,26 @@ var (
 // server's workers.
 func (s *Server) consoleRoutes() error {
 	cc := s.cfg.Console
-	if cc.Off || s.pool == nil {
+	if cc.Off || s.store == nil {
 		return nil
 	}
-	pool := s.pool
+	pool, store := s.pool, s.store
 	doctor := cc.Doctor
-	if doctor == nil {
+	if doctor == nil && pool != nil { // on MySQL: no doctor page (mysqlops has its own)
 		doctor = func(ctx context.Context) (*ops.Report, error) { return ops.Doctor(ctx, pool, ops.DoctorConfig{}) }
 	}
-	// The event feed's head is read from PostgreSQL: only when the engine's
-	// events live there (the PostgreSQL engine, or the shadow layer over it).
+	// The event feed's head is read where the engine's events live:
+	// PostgreSQL (its engine, or the shadow layer over it), or the MySQL
+	// engine's database.
 	var head func(ctx context.Context, shop int64) (int64, error)
-	if _, pg := s.eng.(*holdfast.Client); pg || s.cfg.Shadow != nil {
+	if _, pg := s.eng.(*holdfast.Client); pool != nil && (pg || s.cfg.Shadow != nil) {
 		head = func(ctx context.Context, shop int64) (int64, error) {
 			var n int64
 			err := pool.QueryRow(ctx, sqlConsoleHead, shop).Scan(&n)
 			return n, err
 		}
+	} else if ms, ok := store.(myStore); ok {
+		head = ms.eventsHead
 	}
 	con, err := console.New(console.Config{
 		EventsHead: head,
@@ -68,18 +69,8 @@ func (s *Server) consoleRoutes() error {
 			p, err := s.auth.authenticate(ctx, key)
 			return p.keyID, p.admin, err
 		},
-		AdminLive: func(ctx context.Context, id int64) (bool, error) {
-			var ok bool
-			err := pool.QueryRow(ctx, sqlConsoleAdminLive, id).Scan(&ok)
-			return ok, err
-		},
-		Shops: func(ctx context.Context, n int) ([]int64, error) {
-			rows, err := pool.Query(ctx, sqlConsoleShops, n)
-			if err != nil {
-				return nil, err
-			}
-			return pgx.CollectRows(rows, pgx.RowTo[int64])
-		},
+		AdminLive:     store.adminLive,
+		Shops:         store.shops,
 		Doctor:        doctor,
 		Shadow:        s.cfg.Shadow,
 		Gatherer:      s.reg,

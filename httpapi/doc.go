@@ -16,9 +16,10 @@
 //     unavailable or a request cannot be served within its deadline; 500
 //     outcome_unknown when a stock change's commit was not acknowledged.
 //   - The server speaks to a holdfast.Engine (Config.Engine); API keys live
-//     in PostgreSQL (Config.Pool). Keys are looked up by SHA-256 in
-//     api_keys and compared in constant time (CreateKey, CreateKeyWith,
-//     RotateKey, RevokeKey, ListKeys). A shop key reaches one shop, within
+//     in its Store: PostgresStore (Config.Pool) or, on the MySQL engine,
+//     MySQLStore. Keys are looked up by SHA-256 in api_keys and compared in
+//     constant time (CreateKey, CreateKeyWith, RotateKey, RevokeKey,
+//     ListKeys on PostgreSQL; CreateKeyIn and the other …In on any Store). A shop key reaches one shop, within
 //     its scopes (storefront, inventory); an admin key reaches all. Keys of
 //     the wrong shape never reach the database; unknown ones are cached
 //     briefly and looked up under their own bound (KeyLookupsMax).

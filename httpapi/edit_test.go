@@ -27,9 +27,10 @@ func quantities(r *resp, member string) map[float64]float64 {
 // TestEditRoute walks PUT …/reservations/{id} through its answers: an edit,
 // its retry, conflicts, a short line that changes nothing, bad input that
 // changes nothing, ended holds, scopes and shops.
-func TestEditRoute(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestEditRoute(t *testing.T) { t.Parallel(); engines(t, testEditRoute) }
+
+func testEditRoute(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	e.stock(1, 8, 2)
 	id := uuid.New()
@@ -112,20 +113,21 @@ func TestEditRoute(t *testing.T) {
 	exp := uuid.New()
 	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(exp, line(7, 1), `,"ttl_seconds":60`)}, 201, "")
 	e.clock.Advance(2 * time.Minute)
-	if _, err := e.hc.SweepOnce(t.Context()); err != nil {
+	if _, err := e.eng.SweepOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	e.expect(req{method: "PUT", path: res1 + "/" + exp.String(), key: "shop1", body: editBody(2, line(7, 1), "")}, 410, "hold_expired")
-	if l, err := e.hc.Level(t.Context(), holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}); err != nil || l.Available != 4 || l.Held != 0 {
+	if l, err := e.eng.Level(t.Context(), holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}); err != nil || l.Available != 4 || l.Held != 0 {
 		t.Fatalf("level %+v %v, want 4 available (one claimed), none held", l, err)
 	}
 }
 
 // TestPartialClaimRoute: POST …/claim with lines claims those and releases
 // the rest; its retry answers the same; bad lines change nothing.
-func TestPartialClaimRoute(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestPartialClaimRoute(t *testing.T) { t.Parallel(); engines(t, testPartialClaimRoute) }
+
+func testPartialClaimRoute(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	e.stock(1, 8, 5)
 	id := uuid.New()
@@ -165,7 +167,7 @@ func TestPartialClaimRoute(t *testing.T) {
 	// A claim without lines of the claimed checkout is a retry too.
 	e.expect(req{method: "POST", path: path + "/claim", key: "shop1", body: `{}`}, 200, "")
 	for item, avail := range map[int64]int{7: 4, 8: 5} {
-		if l, err := e.hc.Level(t.Context(), holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1}); err != nil || l.Available != avail || l.Held != 0 {
+		if l, err := e.eng.Level(t.Context(), holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1}); err != nil || l.Available != avail || l.Held != 0 {
 			t.Fatalf("item %d: %+v %v, want %d available, none held", item, l, err, avail)
 		}
 	}

@@ -235,8 +235,14 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// registry is the webhook registry in the server's database.
-func (s *Server) registry() *webhook.Registry { return webhook.NewRegistry(s.pool) }
+// registry is the webhook registry in the server's database: PostgreSQL's
+// (Pool), or the MySQL engine's.
+func (s *Server) registry() *webhook.Registry {
+	if ms, ok := s.store.(myStore); ok && s.pool == nil {
+		return webhook.NewMySQLRegistry(ms.db)
+	}
+	return webhook.NewRegistry(s.pool) // New sets pool for a PostgresStore
+}
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make
 // holdfast call out to URLs, so only an operator's key registers them.

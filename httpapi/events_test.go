@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,9 +8,10 @@ import (
 
 // TestEventsFeed (#17): the feed over HTTP pages with after/next_after,
 // long-polls with wait_seconds, and streams as Server-Sent Events.
-func TestEventsFeed(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestEventsFeed(t *testing.T) { t.Parallel(); engines(t, testEventsFeed) }
+
+func testEventsFeed(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	if r := e.do(req{method: "PUT", path: "/v1/shops/1/inventory/42/1", key: "shop1", body: `{"available": 10, "reason": "stocktake"}`}); r.status != 200 {
 		t.Fatalf("stock: %d %s", r.status, r.body)
 	}
@@ -71,9 +71,10 @@ func TestEventsFeed(t *testing.T) {
 
 // TestWebhookRoutes (#17): admin keys register, list and remove endpoints;
 // shop keys cannot.
-func TestWebhookRoutes(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestWebhookRoutes(t *testing.T) { t.Parallel(); engines(t, testWebhookRoutes) }
+
+func testWebhookRoutes(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	r := e.do(req{method: "POST", path: "/v1/shops/1/webhooks", body: `{"url": "https://example.com/hook"}`})
 	if r.status != 201 || !strings.HasPrefix(fmt.Sprint(r.json["secret"]), "whsec_") || r.json["cursor"] != float64(0) {
 		t.Fatalf("register: %d %s", r.status, r.body)
@@ -100,15 +101,14 @@ func TestWebhookRoutes(t *testing.T) {
 
 // TestEventRoutesBadInput (#17): bad input on every new route is a clear
 // error naming the field, and writes nothing.
-func TestEventRoutesBadInput(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
-	ctx := context.Background()
+func TestEventRoutesBadInput(t *testing.T) { t.Parallel(); engines(t, testEventRoutesBadInput) }
+
+func testEventRoutesBadInput(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	count := func() (n int) {
 		t.Helper()
-		if err := e.db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM webhook_endpoints) + (SELECT count(*) FROM holdfast_events)").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
+		const q = "SELECT (SELECT count(*) FROM webhook_endpoints) + (SELECT count(*) FROM holdfast_events)"
+		e.countsOn(q, q, &n)
 		return n
 	}
 	before := count()

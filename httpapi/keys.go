@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -128,14 +127,15 @@ func CreateKey(ctx context.Context, pool *pgxpool.Pool, shopID int64, admin bool
 	return CreateKeyWith(ctx, pool, KeySpec{ShopID: shopID, Admin: admin})
 }
 
-// CreateKeyWith stores a new key as spec says and returns it (shown once).
+// CreateKeyWith stores a new key as spec says in a PostgreSQL database and
+// returns it (shown once). See CreateKeyIn for any Store.
 func CreateKeyWith(ctx context.Context, pool *pgxpool.Pool, spec KeySpec) (string, *APIKey, error) {
-	return createKey(ctx, pool, spec)
+	return CreateKeyIn(ctx, PostgresStore(pool), spec)
 }
 
-func createKey(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, spec KeySpec) (string, *APIKey, error) {
+// CreateKeyIn stores a new key as spec says in st and returns it (shown
+// once).
+func CreateKeyIn(ctx context.Context, st Store, spec KeySpec) (string, *APIKey, error) {
 	switch {
 	case spec.Admin == (spec.ShopID != 0):
 		return "", nil, errors.New("httpapi: a key is either for one shop (shop id > 0) or admin")
@@ -150,26 +150,29 @@ func createKey(ctx context.Context, q interface {
 	if err != nil {
 		return "", nil, err
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	key, hash, err := newKey()
+	if err != nil {
 		return "", nil, err
 	}
-	key := keyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
-	hash := sha256.Sum256([]byte(key))
 	rec := &APIKey{ShopID: spec.ShopID, Admin: spec.Admin, Name: spec.Name, Scopes: scopes}
-	var shop *int64
-	if !spec.Admin {
-		shop = &spec.ShopID
-	}
-	var exp *time.Time
 	if !spec.ExpiresAt.IsZero() {
-		exp = &spec.ExpiresAt
-		rec.ExpiresAt = exp
+		exp := spec.ExpiresAt
+		rec.ExpiresAt = &exp
 	}
-	if err := q.QueryRow(ctx, sqlKeyInsert, hash[:], shop, spec.Admin, spec.Name, scopeStrings(scopes), exp).Scan(&rec.ID, &rec.CreatedAt); err != nil {
+	if err := st.insertKey(ctx, hash[:], rec); err != nil {
 		return "", nil, fmt.Errorf("httpapi: create key: %w", err)
 	}
 	return key, rec, nil
+}
+
+// newKey makes a random key and its SHA-256.
+func newKey() (string, [32]byte, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", raw, err
+	}
+	key := keyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	return key, sha256.Sum256([]byte(key)), nil
 }
 
 // ParseScopes parses a comma-separated list of scopes ("storefront",
@@ -228,15 +231,20 @@ func idOrHash(idOrKey string) (int64, []byte, error) {
 
 // RevokeKey revokes a live key given its id or the key itself, and returns
 // its id. Servers notice within their key cache TTL (Config.KeyCacheTTL).
+// See RevokeKeyIn for any Store.
 func RevokeKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string) (int64, error) {
+	return RevokeKeyIn(ctx, PostgresStore(pool), idOrKey)
+}
+
+// RevokeKeyIn is RevokeKey in st.
+func RevokeKeyIn(ctx context.Context, st Store, idOrKey string) (int64, error) {
 	id, hash, err := idOrHash(idOrKey)
 	if err != nil {
 		return 0, err
 	}
-	var got int64
-	err = pool.QueryRow(ctx, sqlKeyRevoke, id, hash).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrKeyNotFound
+	got, err := st.revokeKey(ctx, id, hash)
+	if errors.Is(err, ErrKeyNotFound) {
+		return 0, err
 	}
 	if err != nil {
 		return 0, fmt.Errorf("httpapi: revoke key: %w", err)
@@ -247,8 +255,14 @@ func RevokeKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string) (int64, 
 // RotateKey replaces a live key (by id or the key itself): it creates a
 // new key with the same shop, scopes and name, and makes the old one
 // expire after grace (0: at once), so both work while callers switch over.
-// It returns the new key (shown once) and its record.
+// It returns the new key (shown once) and its record. See RotateKeyIn for
+// any Store.
 func RotateKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string, grace time.Duration) (string, *APIKey, error) {
+	return RotateKeyIn(ctx, PostgresStore(pool), idOrKey, grace)
+}
+
+// RotateKeyIn is RotateKey in st.
+func RotateKeyIn(ctx context.Context, st Store, idOrKey string, grace time.Duration) (string, *APIKey, error) {
 	id, hash, err := idOrHash(idOrKey)
 	if err != nil {
 		return "", nil, err
@@ -256,32 +270,11 @@ func RotateKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string, grace ti
 	if grace < 0 {
 		return "", nil, errors.New("httpapi: a rotation's grace period must not be negative")
 	}
-	var key string
-	var rec *APIKey
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var spec KeySpec
-		var oldID int64
-		var shop *int64
-		var scopes []string
-		err := tx.QueryRow(ctx, sqlKeyLive, id, hash).Scan(&oldID, &shop, &spec.Admin, &spec.Name, &scopes)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrKeyNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if shop != nil {
-			spec.ShopID = *shop
-		}
-		for _, s := range scopes {
-			spec.Scopes = append(spec.Scopes, Scope(s))
-		}
-		if key, rec, err = createKey(ctx, tx, spec); err != nil {
-			return err
-		}
-		var exp time.Time
-		return tx.QueryRow(ctx, sqlKeyExpire, oldID, grace.Seconds()).Scan(&exp)
-	})
+	key, newHash, err := newKey()
+	if err != nil {
+		return "", nil, err
+	}
+	rec, err := st.rotateKey(ctx, id, hash, newHash[:], grace)
 	if errors.Is(err, ErrKeyNotFound) {
 		return "", nil, err
 	}
@@ -292,28 +285,18 @@ func RotateKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string, grace ti
 }
 
 // ListKeys returns at most limit keys, newest first, revoked ones included.
+// See ListKeysIn for any Store.
 func ListKeys(ctx context.Context, pool *pgxpool.Pool, limit int) ([]APIKey, error) {
-	rows, err := pool.Query(ctx, sqlKeyList, limit)
+	return ListKeysIn(ctx, PostgresStore(pool), limit)
+}
+
+// ListKeysIn is ListKeys in st.
+func ListKeysIn(ctx context.Context, st Store, limit int) ([]APIKey, error) {
+	keys, err := st.listKeys(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: list keys: %w", err)
 	}
-	var keys []APIKey
-	for rows.Next() {
-		var k APIKey
-		var shop *int64
-		var scopes []string
-		if err := rows.Scan(&k.ID, &shop, &k.Admin, &k.Name, &scopes, &k.CreatedAt, &k.ExpiresAt, &k.LastUsedAt, &k.RevokedAt); err != nil {
-			return nil, err
-		}
-		if shop != nil {
-			k.ShopID = *shop
-		}
-		for _, s := range scopes {
-			k.Scopes = append(k.Scopes, Scope(s))
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return keys, nil
 }
 
 // principal is who a request authenticated as.
@@ -351,8 +334,8 @@ const keyCacheMax = 10_000
 // connection slots nor delays the refresh of a known key. It is safe for
 // concurrent use.
 type authenticator struct {
-	pool *pgxpool.Pool
-	ttl  time.Duration
+	store Store // nil: the ceiling, which knows only its own key
+	ttl   time.Duration
 
 	lookups      chan struct{}
 	lookupsQueue atomic.Int64
@@ -384,10 +367,10 @@ type flight struct {
 	waiters int // requests that joined it, under authenticator.mu (tests)
 }
 
-func newAuthenticator(pool *pgxpool.Pool, ttl time.Duration) *authenticator {
+func newAuthenticator(store Store, ttl time.Duration) *authenticator {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &authenticator{
-		pool: pool, ttl: ttl, touchCtx: ctx, stopTouches: cancel,
+		store: store, ttl: ttl, touchCtx: ctx, stopTouches: cancel,
 		lookups:  make(chan struct{}, KeyLookupsMax),
 		touching: make(chan struct{}, 2),
 		cache:    map[[32]byte]cachedKey{},
@@ -478,7 +461,7 @@ func (a *authenticator) authenticate(ctx context.Context, key string) (principal
 }
 
 func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (principal, error) {
-	if a.pool == nil { // the ceiling: only its own key
+	if a.store == nil { // the ceiling: only its own key
 		return principal{}, errBadKey
 	}
 	if !known {
@@ -495,14 +478,9 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 		}
 		defer func() { <-a.lookups }()
 	}
-	var p principal
-	var stored []byte
-	var shop *int64
-	var scopes []string
-	var left *float64
-	err := a.pool.QueryRow(ctx, sqlKeyLookup, hash[:]).Scan(&p.keyID, &stored, &shop, &p.admin, &scopes, &left)
+	k, found, err := a.store.lookupKey(ctx, hash[:])
 	now := time.Now()
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && subtle.ConstantTimeCompare(stored, hash[:]) != 1 {
+	if err == nil && (!found || subtle.ConstantTimeCompare(k.hash, hash[:]) != 1) {
 		a.mu.Lock()
 		delete(a.cache, hash)
 		if a.ttl > 0 {
@@ -517,11 +495,9 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 	if err != nil {
 		return principal{}, err
 	}
-	if shop != nil {
-		p.shop = *shop
-	}
-	for _, s := range scopes {
-		switch Scope(s) {
+	p := principal{keyID: k.id, shop: k.shop, admin: k.admin}
+	for _, s := range k.scopes {
+		switch s {
 		case ScopeStorefront:
 			p.storefront = true
 		case ScopeInventory:
@@ -530,8 +506,8 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 	}
 	if a.ttl > 0 {
 		exp := now.Add(a.ttl)
-		if left != nil {
-			if e := now.Add(time.Duration(*left * float64(time.Second))); e.Before(exp) {
+		if k.left != nil {
+			if e := now.Add(*k.left); e.Before(exp) {
 				exp = e
 			}
 		}
@@ -581,7 +557,7 @@ func (a *authenticator) touch(id int64, now time.Time) {
 		defer func() { <-a.touching }()
 		ctx, cancel := context.WithTimeout(a.touchCtx, 5*time.Second)
 		defer cancel()
-		_, _ = a.pool.Exec(ctx, sqlKeyTouch, id)
+		_ = a.store.touchKey(ctx, id)
 	}()
 }
 

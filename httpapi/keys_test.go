@@ -20,12 +20,13 @@ import (
 // TestKeyScopes: a storefront key reserves and reads but gets 403 on stock
 // changes; an inventory key changes stock but cannot reserve; a key made
 // without scopes can do both; names and scopes show in ListKeys.
-func TestKeyScopes(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestKeyScopes(t *testing.T) { t.Parallel(); engines(t, testKeyScopes) }
+
+func testKeyScopes(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	mk := func(name string, scopes ...httpapi.Scope) string {
-		key, rec, err := httpapi.CreateKeyWith(ctx, e.db.Pool, httpapi.KeySpec{ShopID: 1, Name: name, Scopes: scopes})
+		key, rec, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, Name: name, Scopes: scopes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestKeyScopes(t *testing.T) {
 		t.Fatalf("level: %s", r.body)
 	}
 
-	keys, err := httpapi.ListKeys(ctx, e.db.Pool, 10)
+	keys, err := httpapi.ListKeysIn(ctx, e.store, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestKeyScopes(t *testing.T) {
 	if s := byName[""].Scopes; !slices.Equal(s, httpapi.ScopesAll) {
 		t.Fatalf("CreateKey scopes %v", s)
 	}
-	if _, _, err := httpapi.CreateKeyWith(ctx, e.db.Pool, httpapi.KeySpec{ShopID: 1, Scopes: []httpapi.Scope{"root"}}); err == nil {
+	if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, Scopes: []httpapi.Scope{"root"}}); err == nil {
 		t.Fatal("an unknown scope was accepted")
 	}
 	if _, err := httpapi.ParseScopes("storefront,all"); err != nil {
@@ -90,7 +91,7 @@ func TestKeyScopes(t *testing.T) {
 	}
 	// The last use is recorded (in the background, at most once a minute).
 	waitFor(t, "last_used_at", func() bool {
-		keys, err := httpapi.ListKeys(ctx, e.db.Pool, 10)
+		keys, err := httpapi.ListKeysIn(ctx, e.store, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,30 +106,30 @@ func TestKeyScopes(t *testing.T) {
 
 // TestKeyExpiryAndRotation: an expired key is refused; during a rotation
 // both the old and the new key work until the old one's grace ends.
-func TestKeyExpiryAndRotation(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestKeyExpiryAndRotation(t *testing.T) { t.Parallel(); engines(t, testKeyExpiryAndRotation) }
+
+func testKeyExpiryAndRotation(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	inv := "/v1/shops/1/inventory/7/1"
 	get := func(key string) req { return req{method: "GET", path: inv, key: key} }
 
-	key, rec, err := httpapi.CreateKeyWith(ctx, e.db.Pool, httpapi.KeySpec{ShopID: 1, Name: "temp", ExpiresAt: time.Now().Add(time.Hour)})
+	key, rec, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, Name: "temp", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.keys["temp"] = key
 	e.expect(get("temp"), 200, "")
 	// An hour passes (by the database's clock, which decides expiry).
-	if _, err := e.db.Pool.Exec(ctx, "UPDATE api_keys SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1", rec.ID); err != nil {
-		t.Fatal(err)
-	}
+	e.sqlOn("UPDATE api_keys SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1",
+		"UPDATE api_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", rec.ID)
 	e.expect(get("temp"), 401, "unauthorized")
-	if _, _, err := httpapi.CreateKeyWith(ctx, e.db.Pool, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(-time.Minute)}); err == nil {
+	if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(-time.Minute)}); err == nil {
 		t.Fatal("a key expiring in the past was created")
 	}
 
 	// Rotation with a grace period: two valid keys for shop 1.
-	newKey, newRec, err := httpapi.RotateKey(ctx, e.db.Pool, e.keys["shop1"], time.Hour)
+	newKey, newRec, err := httpapi.RotateKeyIn(ctx, e.store, e.keys["shop1"], time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestKeyExpiryAndRotation(t *testing.T) {
 		t.Fatalf("rotated key %+v", newRec)
 	}
 	// Rotating again without grace retires the current key at once.
-	newer, _, err := httpapi.RotateKey(ctx, e.db.Pool, newKey, 0)
+	newer, _, err := httpapi.RotateKeyIn(ctx, e.store, newKey, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestKeyExpiryAndRotation(t *testing.T) {
 	e.expect(get("shop1-new"), 401, "unauthorized")
 	e.expect(get("shop1-newer"), 200, "")
 	e.expect(get("shop1"), 200, "") // still within its hour
-	if _, _, err := httpapi.RotateKey(ctx, e.db.Pool, newKey, 0); !errors.Is(err, httpapi.ErrKeyNotFound) {
+	if _, _, err := httpapi.RotateKeyIn(ctx, e.store, newKey, 0); !errors.Is(err, httpapi.ErrKeyNotFound) {
 		t.Fatalf("rotating an expired key: %v", err)
 	}
 }
@@ -156,9 +157,10 @@ func TestKeyExpiryAndRotation(t *testing.T) {
 // while one shop runs a steady load: the flood gets 401 (or 503 for
 // lookups past their own bound), the shop never sees a 503. Its latency
 // with and without the flood is logged, not asserted.
-func TestBadKeyFlood(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{server: httpapi.Config{KeyCacheTTL: time.Minute}})
+func TestBadKeyFlood(t *testing.T) { t.Parallel(); engines(t, testBadKeyFlood) }
+
+func testBadKeyFlood(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{server: httpapi.Config{KeyCacheTTL: time.Minute}})
 	e.stock(1, 7, 100_000)
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 600, MaxConnsPerHost: 600}}
 	e.http = hc

@@ -10,9 +10,10 @@ import (
 
 // TestListings: GET …/holds and …/ledger answer pages that follow each
 // other to the end, filter, and stay within the shop of the key.
-func TestListings(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestListings(t *testing.T) { t.Parallel(); engines(t, testListings) }
+
+func testListings(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 50)
 	e.stock(1, 8, 50)
 	e.stock(2, 7, 50)
@@ -81,9 +82,10 @@ func TestListings(t *testing.T) {
 
 // TestListingBadInput: every malformed listing is refused with its code
 // and field, and nothing is written.
-func TestListingBadInput(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestListingBadInput(t *testing.T) { t.Parallel(); engines(t, testListingBadInput) }
+
+func testListingBadInput(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 5)
 	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.MustParse(validID), line(7, 1), "")}, 201, "")
 	before := e.snapshot()

@@ -18,6 +18,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
+	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/pgtest"
 )
 
@@ -31,7 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(floodURLEnv) != "" { // the flood's own process (flood_test.go)
 		os.Exit(m.Run())
 	}
-	pgtest.Main(m)
+	// PostgreSQL and a private MariaDB: the core tests run on both engines
+	// (engines_test.go).
+	os.Exit(pgtest.Run(mysqltest.Runner(m)))
 }
 
 // syncBuffer is a log sink safe for concurrent writes.
@@ -51,8 +55,12 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // env is a real server on a free port over a fresh database.
 type env struct {
 	t     *testing.T
-	db    *pgtest.Database
-	hc    *holdfast.Client
+	db    *pgtest.Database    // nil on MariaDB
+	hc    *holdfast.Client    // nil on MariaDB
+	my    *mysqltest.Database // nil on PostgreSQL
+	name  string              // enginePostgres or engineMariaDB
+	eng   holdfast.Engine
+	store httpapi.Store
 	srv   *httpapi.Server
 	clock *pgtest.Clock
 	url   string
@@ -70,17 +78,38 @@ type envOpts struct {
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	db := pgtest.DB(t, o.maxConns)
+	return newEnvOn(t, enginePostgres, o)
+}
+
+// newEnvOn is newEnv on the named engine (enginePostgres, engineMariaDB).
+func newEnvOn(t *testing.T, engine string, o envOpts) *env {
+	t.Helper()
 	clock := pgtest.NewClock(time.Time{})
 	o.engine.Now = clock.Now
 	eng := metrics.NewEngine()
 	o.engine.Observer = eng
-	hc, err := holdfast.New(db.Pool, o.engine)
-	if err != nil {
-		t.Fatal(err)
+	e := &env{t: t, name: engine, clock: clock}
+	switch engine {
+	case enginePostgres:
+		e.db = pgtest.DB(t, o.maxConns)
+		hc, err := holdfast.New(e.db.Pool, o.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.hc, e.eng, e.store = hc, hc, httpapi.PostgresStore(e.db.Pool)
+		o.server.Client = hc
+	case engineMariaDB:
+		e.my = mysqltest.DB(t, o.maxConns)
+		mc, err := mysql.New(e.my.DB, o.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.eng, e.store = mc, httpapi.MySQLStore(e.my.DB)
+		o.server.Engine = mc // its Store is MySQLStore on mc's pool
+	default:
+		t.Fatalf("unknown engine %q", engine)
 	}
 	logs := &syncBuffer{}
-	o.server.Client = hc
 	o.server.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	o.server.Collectors = append(o.server.Collectors, eng)
 	if o.server.KeyCacheTTL == 0 {
@@ -106,10 +135,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 		once.Do(func() { cancel(); serveErr = <-done })
 		return serveErr
 	}
-	e := &env{t: t, db: db, hc: hc, srv: srv, clock: clock, url: "http://" + ln.Addr().String(), logs: logs, stop: stop,
-		keys: map[string]string{}, http: &http.Client{Timeout: 30 * time.Second}}
+	e.srv, e.url, e.logs, e.stop = srv, "http://"+ln.Addr().String(), logs, stop
+	e.keys, e.http = map[string]string{}, &http.Client{Timeout: 30 * time.Second}
 	for name, shop := range map[string]int64{"shop1": 1, "shop2": 2, "admin": 0} {
-		key, _, err := httpapi.CreateKey(context.Background(), db.Pool, shop, shop == 0)
+		key, _, err := httpapi.CreateKeyIn(context.Background(), e.store, httpapi.KeySpec{ShopID: shop, Admin: shop == 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +160,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 
 func (e *env) checkInvariant() {
 	e.t.Helper()
-	rep, err := e.hc.CheckInvariant(context.Background())
+	rep, err := e.eng.CheckInvariant(context.Background())
 	if err != nil {
 		e.t.Fatalf("invariant check: %v", err)
 	}
@@ -247,7 +276,7 @@ func (e *env) expect(r req, status int, code string) *resp {
 // stock sets a key's available stock through the engine.
 func (e *env) stock(shop, item int64, n int) {
 	e.t.Helper()
-	if _, err := e.hc.SetAvailable(context.Background(), holdfast.Key{ShopID: shop, ItemID: item, LocationID: 1}, n, "test", ""); err != nil {
+	if _, err := e.eng.ChangeStock(context.Background(), holdfast.StockChange{Key: holdfast.Key{ShopID: shop, ItemID: item, LocationID: 1}, Set: &n, Reason: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -30,7 +30,6 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/metrics"
-	"github.com/holdfast/holdfast/migrate"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -75,9 +74,15 @@ type Config struct {
 	// Client is a shorthand for Engine: the PostgreSQL engine, whose pool
 	// also serves Pool.
 	Client *holdfast.Client
-	// Pool is used for key lookups and readiness. Required unless Client
-	// is set (then it defaults to Client.Pool()).
+	// Pool is used for key lookups, readiness and webhooks. Required
+	// unless Client or Store is set, or Engine is a MySQL engine (then it
+	// defaults to Client.Pool(); with a MySQL engine it stays nil).
 	Pool *pgxpool.Pool
+	// Store is where the service keeps its API keys and checks readiness.
+	// Defaults to PostgresStore(Pool), or MySQLStore on the pool of a
+	// MySQL engine (*mysql.Client), whose database then also holds the
+	// webhook registry (webhook.NewMySQLRegistry).
+	Store Store
 	// Logger receives one line per request. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Registry is where the server registers its metrics and Collectors,
@@ -150,7 +155,8 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	eng    holdfast.Engine
-	pool   *pgxpool.Pool
+	pool   *pgxpool.Pool // nil on MySQL
+	store  Store
 	log    *slog.Logger
 	adm    *admission
 	auth   *authenticator
@@ -189,8 +195,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("httpapi: Config.Engine (or Client) is required")
 	}
-	if cfg.Pool == nil {
-		return nil, errors.New("httpapi: Config.Pool is required for API keys")
+	if cfg.Store == nil {
+		cfg.Store = defaultStore(cfg)
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("httpapi: Config.Pool (or Store) is required for API keys")
+	}
+	if st, ok := cfg.Store.(pgStore); ok && cfg.Pool == nil {
+		cfg.Pool = st.pool // the webhooks, the console's doctor and the pool's metrics
 	}
 	return newServer(cfg)
 }
@@ -231,9 +243,10 @@ func newServer(cfg Config) (*Server, error) {
 		cfg:    cfg,
 		eng:    cfg.Engine,
 		pool:   cfg.Pool,
+		store:  cfg.Store,
 		log:    cfg.Logger,
 		adm:    newAdmission(cfg.MaxInFlight, QueueMax),
-		auth:   newAuthenticator(cfg.Pool, cfg.KeyCacheTTL),
+		auth:   newAuthenticator(cfg.Store, cfg.KeyCacheTTL),
 		refuse: &refusals{delay: cfg.RefusalDelay},
 		batch:  ec.Strategy == holdfast.StrategyBatch,
 		limits: limits{LinesPerCartMax: ec.LinesPerCartMax, QuantityMax: ec.QuantityMax, HoldLifetimeMax: ec.HoldLifetimeMax, WaitMax: holdfast.WaitMaxOf(ec)}.withDefaults(),
@@ -272,6 +285,8 @@ func newServer(cfg Config) (*Server, error) {
 	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused, held}, cfg.Collectors...)
 	if cfg.Pool != nil {
 		cs = append(cs, metrics.NewPoolCollector(cfg.Pool, "api"))
+	} else if ms, ok := cfg.Store.(myStore); ok {
+		cs = append(cs, metrics.NewSQLPoolCollector(ms.db, "api"))
 	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
@@ -745,17 +760,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	err := s.pool.Ping(ctx)
-	if err == nil {
-		err = migrate.Check(ctx, s.pool)
-		if errors.Is(err, migrate.ErrSchemaBehind) || errors.Is(err, migrate.ErrSchemaAhead) {
-			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: CodeSchemaNotCurrent, Message: err.Error(), RetryAfter: 5})
-			return
-		}
+	version, err := s.store.ready(ctx)
+	if errors.Is(err, errSchemaNotCurrent) {
+		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: CodeSchemaNotCurrent, Message: err.Error(), RetryAfter: 5})
+		return
 	}
 	if err != nil {
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the database is unreachable", RetryAfter: 1})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": migrate.Latest()})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": version})
 }

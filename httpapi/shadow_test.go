@@ -84,7 +84,7 @@ func newShadowEnv(t *testing.T) (*env, *shadow.Engine) {
 		once.Do(func() { cancel(); serveErr = <-done })
 		return serveErr
 	}
-	e := &env{t: t, db: db, hc: hc, srv: srv, clock: clock, url: "http://" + ln.Addr().String(), logs: logs, stop: stop,
+	e := &env{t: t, db: db, hc: hc, eng: hc, name: enginePostgres, store: httpapi.PostgresStore(db.Pool), srv: srv, clock: clock, url: "http://" + ln.Addr().String(), logs: logs, stop: stop,
 		keys: map[string]string{}, http: &http.Client{Timeout: 30 * time.Second}}
 	for name, shop := range map[string]int64{"shop1": 1, "admin": 0} {
 		key, _, err := httpapi.CreateKey(ctx, db.Pool, shop, shop == 0)

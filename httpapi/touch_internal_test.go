@@ -88,7 +88,7 @@ func TestKeyLookupOutlivesItsCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAuthenticator(db.Pool, time.Hour)
+	a := newAuthenticator(PostgresStore(db.Pool), time.Hour)
 	defer a.stop(ctx)
 	// Take every lookup slot, so the lookup waits where it can be seen.
 	for range KeyLookupsMax {

@@ -13,9 +13,10 @@ import (
 // without it is 409 while the unit comes back, GET answers 202 while it
 // waits, 200 with the hold once the server granted it, and a wait that ran
 // out is 410 wait_expired. Every answer is checked against openapi.json.
-func TestWaitlist(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestWaitlist(t *testing.T) { t.Parallel(); engines(t, testWaitlist) }
+
+func testWaitlist(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	e.stock(1, 7, 1)
 	holder := uuid.New()
@@ -43,7 +44,7 @@ func TestWaitlist(t *testing.T) {
 	e.expect(req{method: "POST", path: res1 + "/" + holder.String() + "/release", key: "shop1"}, 200, "")
 	// Back, not served yet: not for a new buyer.
 	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")}, 409, "insufficient_stock")
-	if _, err := e.hc.ServeWaitlist(ctx); err != nil {
+	if _, err := e.eng.ServeWaitlist(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := e.expect(req{method: "GET", path: res1 + "/" + w.String(), key: "shop1"}, 200, "")
@@ -61,7 +62,7 @@ func TestWaitlist(t *testing.T) {
 	}
 	e.clock.Advance(61 * time.Second)
 	e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 410, "wait_expired")
-	if _, err := e.hc.ServeWaitlist(ctx); err != nil {
+	if _, err := e.eng.ServeWaitlist(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 410, "wait_expired")
@@ -71,16 +72,16 @@ func TestWaitlist(t *testing.T) {
 
 // TestWaitlistBadInput: a bad wait_seconds is a clear error naming it, and
 // writes nothing (no hold, no wait).
-func TestWaitlistBadInput(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
+func TestWaitlistBadInput(t *testing.T) { t.Parallel(); engines(t, testWaitlistBadInput) }
+
+func testWaitlistBadInput(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
 	e.stock(1, 7, 1)
 	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")}, 201, "")
 	waiters := func() int {
 		var n int
-		if err := e.db.Pool.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM waiters) + (SELECT count(*) FROM waiter_lines)").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
+		const q = "SELECT (SELECT count(*) FROM waiters) + (SELECT count(*) FROM waiter_lines)"
+		e.countsOn(q, q, &n)
 		return n
 	}
 	before, beforeW := e.snapshot(), waiters()

@@ -60,7 +60,7 @@ func MainHeavy(m *testing.M) {
 // StartTimeout bounds starting the private server.
 const StartTimeout = 3 * time.Minute
 
-func run(m *testing.M) int {
+func run(m interface{ Run() int }) int {
 	// The driver logs every connection a fault test kills; the tests read
 	// the errors themselves.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
@@ -208,3 +208,11 @@ func Cluster() *mariadbcluster.Cluster { return cluster }
 // Server is the driver configuration of the server under test, with no
 // database selected.
 func Server() *mysql.Config { return server.Clone() }
+
+// Runner wraps m so that its Run starts this package's server first (and
+// stops it after): for pgtest.Run(mysqltest.Runner(m)).
+func Runner(m *testing.M) interface{ Run() int } { return runner{m} }
+
+type runner struct{ m *testing.M }
+
+func (r runner) Run() int { return run(r.m) }

@@ -40,7 +40,18 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+// Runner is what Run runs: a *testing.M, or a wrapper of one that starts
+// another server first (mysqltest.Runner).
+type Runner interface{ Run() int }
+
+// Run is Main without os.Exit: it starts the server, runs m and tears
+// everything down, and returns m's exit code. A test binary that needs
+// both PostgreSQL and MariaDB nests them:
+//
+//	os.Exit(pgtest.Run(mysqltest.Runner(m)))
+func Run(m Runner) int { return run(m) }
+
+func run(m Runner) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,11 +40,15 @@ type Events interface {
 	Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error)
 }
 
-// Config configures a Deliverer. The zero value of each field but Pool and
-// Events means its default.
+// Config configures a Deliverer. The zero value of each field but Pool (or
+// DB) and Events means its default.
 type Config struct {
-	// Pool is the database of the registry. Required.
+	// Pool is the database of the registry, on PostgreSQL. Required unless
+	// DB is set.
 	Pool *pgxpool.Pool
+	// DB is the database of the registry on MySQL/MariaDB (configured as
+	// the MySQL engine's), instead of Pool.
+	DB *sql.DB
 	// Events is the feed, the engine. Required.
 	Events Events
 	// Workers bounds the endpoints delivered to at once (the pool). A slow
@@ -73,6 +78,7 @@ type Config struct {
 // each endpoint is leased to one at a time.
 type Deliverer struct {
 	cfg    Config
+	st     store
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -80,8 +86,12 @@ type Deliverer struct {
 
 // NewDeliverer returns a Deliverer; it does nothing until Start.
 func NewDeliverer(cfg Config) (*Deliverer, error) {
-	if cfg.Pool == nil || cfg.Events == nil {
-		return nil, errors.New("webhook: Config.Pool and Config.Events are required")
+	if (cfg.Pool == nil) == (cfg.DB == nil) || cfg.Events == nil {
+		return nil, errors.New("webhook: Config.Events and one of Config.Pool and Config.DB are required")
+	}
+	var st store = pgStore{pool: cfg.Pool}
+	if cfg.DB != nil {
+		st = myStore{db: cfg.DB}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -105,7 +115,7 @@ func NewDeliverer(cfg Config) (*Deliverer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Deliverer{cfg: cfg}, nil
+	return &Deliverer{cfg: cfg, st: st}, nil
 }
 
 // Start starts the pool; it does not block.
@@ -191,21 +201,7 @@ type leased struct {
 }
 
 func (d *Deliverer) lease(ctx context.Context, n int) ([]leased, error) {
-	leaseFor := (2*d.cfg.Timeout + leaseExtra).Microseconds()
-	rows, err := d.cfg.Pool.Query(ctx, stmt("lease"), leaseFor, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []leased
-	for rows.Next() {
-		var l leased
-		if err := rows.Scan(&l.id, &l.shop, &l.url, &l.secret, &l.cursor, &l.attempts, &l.firstFailed); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return d.st.lease(ctx, 2*d.cfg.Timeout+leaseExtra, n)
 }
 
 // deliver sends ep's next events in cursor order until one fails, the
@@ -219,7 +215,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 	defer func() {
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		defer cancel()
-		_, _ = d.cfg.Pool.Exec(c, stmt("unlease"), ep.id)
+		_ = d.st.unlease(c, ep.id)
 	}()
 	evs, err := d.cfg.Events.Events(ctx, ep.shop, ep.cursor, BatchMax)
 	if err != nil {
@@ -242,7 +238,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		if sendErr == nil {
-			_, err = d.cfg.Pool.Exec(c, stmt("delivered"), ep.id, ev.Cursor)
+			err = d.st.delivered(c, ep.id, ev.Cursor)
 			cancel()
 			if err != nil {
 				return false
@@ -255,14 +251,13 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		if wait > d.cfg.BackoffMax || wait <= 0 {
 			wait = d.cfg.BackoffMax
 		}
-		var past bool
 		msg := sendErr.Error()
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}
-		err = d.cfg.Pool.QueryRow(c, stmt("failed"), ep.id, ep.attempts, msg, wait.Microseconds(), d.cfg.Horizon.Microseconds()).Scan(&past)
+		past, err := d.st.failed(c, ep.id, ep.attempts, msg, wait, d.cfg.Horizon)
 		if err == nil && past {
-			_, err = d.cfg.Pool.Exec(c, stmt("dead_letter"), ep.id, ep.shop, ev.Cursor, body, ep.attempts, msg)
+			err = d.st.deadLetter(c, ep.id, ep.shop, ev.Cursor, body, ep.attempts, msg)
 			if err == nil {
 				d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.id, "shop", ep.shop, "cursor", ev.Cursor, "attempts", ep.attempts, "err", msg)
 			}

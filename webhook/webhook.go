@@ -1,6 +1,7 @@
 // Package webhook delivers a shop's event feed (holdfast.Engine.Events) to
 // the HTTP(S) endpoints the shop's admin registered: the registry (stored
-// in PostgreSQL next to the API keys, migration 008), the signature a
+// next to the API keys: PostgreSQL's migration 008, MySQL/MariaDB's 009),
+// the signature a
 // receiver verifies, and the delivery pool holdfast serve runs.
 //
 // Delivery is at least once, in cursor order per endpoint (so in cursor
@@ -27,6 +28,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -110,14 +112,19 @@ var ErrNotFound = errors.New("webhook: no such endpoint")
 // ErrTooMany: the shop has EndpointsPerShopMax endpoints already.
 var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
 
-// Registry is the endpoints of every shop, in PostgreSQL. Safe for
-// concurrent use.
+// Registry is the endpoints of every shop, in PostgreSQL or MySQL/MariaDB.
+// Safe for concurrent use.
 type Registry struct {
-	pool *pgxpool.Pool
+	st store
 }
 
 // NewRegistry returns the registry in pool's database (migrated to 008).
-func NewRegistry(pool *pgxpool.Pool) *Registry { return &Registry{pool: pool} }
+func NewRegistry(pool *pgxpool.Pool) *Registry { return &Registry{st: pgStore{pool: pool}} }
+
+// NewMySQLRegistry returns the registry in a MySQL/MariaDB database
+// (package mysql/migrations, migration 009), db configured as the MySQL
+// engine's (mysql.Configure).
+func NewMySQLRegistry(db *sql.DB) *Registry { return &Registry{st: myStore{db: db}} }
 
 func argError(field, format string, args ...any) error {
 	return &holdfast.ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -174,10 +181,7 @@ func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *in
 		return nil, err
 	}
 	secret := "whsec_" + hex.EncodeToString(b)
-	ep, err := scanEndpoint(r.pool.QueryRow(ctx, stmt("endpoint_insert"), shop, rawURL, secret, after, EndpointsPerShopMax), false)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrTooMany
-	}
+	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, secret, after, EndpointsPerShopMax)
 	if err != nil {
 		return nil, err
 	}
@@ -190,20 +194,7 @@ func (r *Registry) List(ctx context.Context, shop int64) ([]Endpoint, error) {
 	if err := validShop(shop); err != nil {
 		return nil, err
 	}
-	rows, err := r.pool.Query(ctx, stmt("endpoint_list"), shop)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Endpoint{}
-	for rows.Next() {
-		ep, err := scanEndpoint(rows, true)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *ep)
-	}
-	return out, rows.Err()
+	return r.st.listEndpoints(ctx, shop)
 }
 
 // Remove deletes a shop's endpoint and its dead letters; ErrNotFound when
@@ -215,11 +206,7 @@ func (r *Registry) Remove(ctx context.Context, shop, id int64) (*Endpoint, error
 	if id <= 0 {
 		return nil, argError("webhook_id", "must be positive")
 	}
-	ep, err := scanEndpoint(r.pool.QueryRow(ctx, stmt("endpoint_delete"), shop, id), false)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	return ep, err
+	return r.st.deleteEndpoint(ctx, shop, id)
 }
 
 // DeadLetters returns a shop's dead letters, newest first, at most limit
@@ -231,21 +218,7 @@ func (r *Registry) DeadLetters(ctx context.Context, shop int64, limit int) ([]De
 	if limit < 1 || limit > DeadLettersLimitMax {
 		return nil, argError("limit", "must be between 1 and %d", DeadLettersLimitMax)
 	}
-	rows, err := r.pool.Query(ctx, stmt("dead_letters"), shop, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []DeadLetter{}
-	for rows.Next() {
-		var d DeadLetter
-		if err := rows.Scan(&d.ID, &d.EndpointID, &d.ShopID, &d.Cursor, &d.Event, &d.Attempts, &d.LastError, &d.DeadAt); err != nil {
-			return nil, err
-		}
-		d.DeadAt = d.DeadAt.UTC()
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return r.st.deadLetters(ctx, shop, limit)
 }
 
 // DeadLetterCount is how many dead letters there are, and on how many

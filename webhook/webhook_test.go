@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,11 +18,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(mysqltest.Runner(m))) }
 
 func TestSignVerify(t *testing.T) {
 	t.Parallel()
@@ -52,11 +54,12 @@ func TestSignVerify(t *testing.T) {
 // TestRegistryBadInput: every bad registration is an *ArgumentError naming
 // the field and writes nothing; the per-shop bound and unknown ids have
 // their own answers.
-func TestRegistryBadInput(t *testing.T) {
-	t.Parallel()
-	db := pgtest.DB(t, 4)
+func TestRegistryBadInput(t *testing.T) { t.Parallel(); engines(t, testRegistryBadInput) }
+
+func testRegistryBadInput(t *testing.T, engine string) {
+	b := newBackend(t, engine, 4)
 	ctx := context.Background()
-	r := webhook.NewRegistry(db.Pool)
+	r := b.reg
 	neg := int64(-1)
 	for _, tc := range []struct {
 		shop  int64
@@ -81,9 +84,8 @@ func TestRegistryBadInput(t *testing.T) {
 			t.Errorf("Add(%d, %q): %v, want an *ArgumentError for %s", tc.shop, tc.url, err, tc.field)
 		}
 	}
-	var n int
-	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM webhook_endpoints").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("%d endpoints after bad registrations (%v), want 0", n, err)
+	if n := b.count(t, "webhook_endpoints"); n != 0 {
+		t.Fatalf("%d endpoints after bad registrations, want 0", n)
 	}
 	if _, err := r.Remove(ctx, 1, 99); !errors.Is(err, webhook.ErrNotFound) {
 		t.Fatalf("remove unknown: %v", err)
@@ -182,23 +184,23 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // checkout's in order, every signature verifies.
 func TestDeliveryAtLeastOnceInOrder(t *testing.T) {
 	t.Parallel()
-	db := pgtest.DB(t, 20)
+	engines(t, testDeliveryAtLeastOnceInOrder)
+}
+
+func testDeliveryAtLeastOnceInOrder(t *testing.T, engine string) {
+	b := newBackend(t, engine, 20)
 	ctx := context.Background()
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := b.eng
 	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
-	if _, err := c.SetAvailable(ctx, k, 1_000_000, "stock", ""); err != nil {
-		t.Fatal(err)
-	}
+	million := 1_000_000
+	b.change(t, holdfast.StockChange{Key: k, Set: &million, Reason: "stock"})
 	if _, err := c.Events(ctx, 1, 0, 0); err != nil { // sequence the stock event
 		t.Fatal(err)
 	}
 	rc := &receiver{t: t, tried: map[int64]int{}, slow: 7}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	reg := webhook.NewRegistry(db.Pool)
+	reg := b.reg
 	ep, err := reg.Add(ctx, 1, srv.URL+"/hook", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +210,8 @@ func TestDeliveryAtLeastOnceInOrder(t *testing.T) {
 	}
 	rc.secret = ep.Secret
 	newDeliverer := func() *webhook.Deliverer {
-		d, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: c, Workers: 2, Timeout: 300 * time.Millisecond,
-			BackoffMin: 5 * time.Millisecond, BackoffMax: 40 * time.Millisecond, Poll: 20 * time.Millisecond, Horizon: time.Hour})
+		d, err := webhook.NewDeliverer(b.config(webhook.Config{Workers: 2, Timeout: 300 * time.Millisecond,
+			BackoffMin: 5 * time.Millisecond, BackoffMax: 40 * time.Millisecond, Poll: 20 * time.Millisecond, Horizon: time.Hour}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,14 +359,11 @@ func TestDeliveryAtLeastOnceInOrder(t *testing.T) {
 // TestDeadLetter (#17): an endpoint that never accepts gets each event
 // retried until the horizon, then dead-lettered (visible in the registry
 // and counted for the doctor); delivery moves on.
-func TestDeadLetter(t *testing.T) {
-	t.Parallel()
-	db := pgtest.DB(t, 10)
+func TestDeadLetter(t *testing.T) { t.Parallel(); engines(t, testDeadLetter) }
+
+func testDeadLetter(t *testing.T, engine string) {
+	b := newBackend(t, engine, 10)
 	ctx := context.Background()
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	tries := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -374,20 +373,17 @@ func TestDeadLetter(t *testing.T) {
 		http.Error(w, strings.Repeat("no ", 100_000), http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	reg := webhook.NewRegistry(db.Pool)
+	reg := b.reg
 	ep, err := reg.Add(ctx, 1, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
-	if _, err := c.SetAvailable(ctx, k, 5, "stock", "po-1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Adjust(ctx, k, 2, "restock", "po-2"); err != nil {
-		t.Fatal(err)
-	}
-	d, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: c, Timeout: time.Second,
-		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Poll: 10 * time.Millisecond, Horizon: 100 * time.Millisecond})
+	five := 5
+	b.change(t, holdfast.StockChange{Key: k, Set: &five, Reason: "stock", Reference: "po-1"})
+	b.change(t, holdfast.StockChange{Key: k, Delta: 2, Reason: "restock", Reference: "po-2"})
+	d, err := webhook.NewDeliverer(b.config(webhook.Config{Timeout: time.Second,
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Poll: 10 * time.Millisecond, Horizon: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,9 +409,14 @@ func TestDeadLetter(t *testing.T) {
 	if err := json.Unmarshal(dead[1].Event, &ev); err != nil || ev.Type != holdfast.EventStockChanged || ev.Reference != "po-1" {
 		t.Fatalf("dead letter's event %s: %v", dead[1].Event, err)
 	}
-	letters, endpoints, err := webhook.DeadLetterCount(ctx, db.Pool)
-	if err != nil || letters != 2 || endpoints != 1 {
-		t.Fatalf("DeadLetterCount: %d, %d, %v", letters, endpoints, err)
+	if b.pool != nil { // the doctor's count (PostgreSQL's doctor)
+		letters, endpoints, err := webhook.DeadLetterCount(ctx, b.pool)
+		if err != nil || letters != 2 || endpoints != 1 {
+			t.Fatalf("DeadLetterCount: %d, %d, %v", letters, endpoints, err)
+		}
+	}
+	if n := b.count(t, "webhook_dead_letters"); n != 2 {
+		t.Fatalf("%d dead letters stored, want 2", n)
 	}
 	eps, err := reg.List(ctx, 1)
 	if err != nil || len(eps) != 1 || eps[0].Cursor != 2 || eps[0].DeadLetters != 2 {

@@ -27,6 +27,10 @@ func TestEngineUsageErrors(t *testing.T) {
 		{"", []string{"bench", "--engine", "mariadb", "--soak"}, "--soak and --replot run on --engine postgres only"},
 		{"mysql://u:secret@127.0.0.1:1/db", []string{"demo", "--engine", "postgres"}, "--engine postgres with a mysql:// DATABASE_URL"},
 		{"postgres://u:secret@127.0.0.1:1/db", []string{"doctor", "--engine", "mariadb"}, "--engine mariadb needs DATABASE_URL unset"},
+		{"", []string{"serve", "--engine", "mariadb", "--addr", "127.0.0.1:0", "--migrate=false"}, "--migrate=false is for --engine postgres"},
+		{"", []string{"serve", "--engine", "mariadb", "--addr", "127.0.0.1:0", "--legacy", "redis://127.0.0.1:1/0"}, "--legacy runs on --engine postgres only"},
+		{"postgres://u:secret@127.0.0.1:1/db", []string{"serve", "--engine", "mariadb", "--addr", "127.0.0.1:0"}, "--engine mariadb needs DATABASE_URL unset"},
+		{"", []string{"keys", "list", "--engine", "oracle"}, `unknown --engine "oracle"`},
 	}
 	for _, c := range cases {
 		t.Setenv("DATABASE_URL", c.env)
@@ -149,5 +153,16 @@ func TestMariaDBDoctorAndBench(t *testing.T) {
 	devnull.Close()
 	if code != 0 {
 		t.Fatalf("bench --engine mariadb: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestKeysMariaDBWithoutServe: keys --engine mariadb with DATABASE_URL
+// unset and no serve running on --data-dir says what to do, exit 1, and
+// starts nothing.
+func TestKeysMariaDBWithoutServe(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	code, _, errOut := run(t, "keys", "list", "--engine", "mariadb", "--data-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "start `holdfast serve --engine mariadb` with this --data-dir first") {
+		t.Errorf("keys list --engine mariadb without serve: exit %d %q", code, errOut)
 	}
 }

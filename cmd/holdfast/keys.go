@@ -31,6 +31,7 @@ running server's when serve runs.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(keys.PersistentFlags())
+	engine := engineFlag(keys.PersistentFlags())
 
 	create := &cobra.Command{
 		Use:   "create (--shop N | --admin) [--name NAME] [--scopes storefront,inventory|all] [--expires-in DURATION]",
@@ -70,8 +71,8 @@ printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail
 		if *expiresIn > 0 {
 			spec.ExpiresAt = time.Now().Add(*expiresIn)
 		}
-		return withKeysDB(cmd.Context(), persistent, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			key, rec, err := httpapi.CreateKeyWith(ctx, pool, spec)
+		return withKeyStore(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+			key, rec, err := httpapi.CreateKeyIn(ctx, st, spec)
 			if err != nil {
 				return err
 			}
@@ -99,8 +100,8 @@ once, alone on the last line.`,
 		if *grace < 0 {
 			return usageError("--grace must not be negative")
 		}
-		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			key, rec, err := httpapi.RotateKey(ctx, pool, args[0], *grace)
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+			key, rec, err := httpapi.RotateKeyIn(ctx, st, args[0], *grace)
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
 				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
 			}
@@ -124,8 +125,8 @@ once, alone on the last line.`,
 		},
 	}
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
-		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			id, err := httpapi.RevokeKey(ctx, pool, args[0])
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+			id, err := httpapi.RevokeKeyIn(ctx, st, args[0])
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
 				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
 			}
@@ -147,8 +148,8 @@ once, alone on the last line.`,
 		if *limit < 1 || *limit > 100_000 {
 			return usageError("keys list takes --limit between 1 and 100000")
 		}
-		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			keys, err := httpapi.ListKeys(ctx, pool, *limit)
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+			keys, err := httpapi.ListKeysIn(ctx, st, *limit)
 			if err != nil {
 				return err
 			}
@@ -213,6 +214,33 @@ func writeKeys(w io.Writer, keys []httpapi.APIKey) error {
 			stamp(&created), stamp(k.ExpiresAt), stamp(k.LastUsedAt), stamp(k.RevokedAt))
 	}
 	return tw.Flush()
+}
+
+// withKeyStore runs f on the keys' store: withKeysDB's database on
+// PostgreSQL; on MariaDB (--engine, or a mysql:// DATABASE_URL)
+// DATABASE_URL or the private server of the serve running with dataDir,
+// migrated.
+func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, httpapi.Store) error) error {
+	engine, err := resolveEngine(engineFlag)
+	if err != nil {
+		return err
+	}
+	if engine == engineMariaDB {
+		mdb, err := openKeysMySQL(ctx, dataDir)
+		if err != nil {
+			return err
+		}
+		defer mdb.Close()
+		sdb, err := mdb.open(2)
+		if err != nil {
+			return err
+		}
+		defer sdb.Close()
+		return f(ctx, httpapi.MySQLStore(sdb))
+	}
+	return withKeysDB(ctx, mode, dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
+		return f(ctx, httpapi.PostgresStore(pool))
+	})
 }
 
 // withKeysDB runs f on the keys' database, migrated: the keys table comes

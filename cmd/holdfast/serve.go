@@ -40,6 +40,7 @@ func newServeCmd() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address")
 	dataDirVar(fs, &f.dataDir)
+	f.engine = engineFlag(fs)
 	fs.BoolVar(&f.doMigrate, "migrate", true, "apply pending migrations on start; false refuses to start when the schema is behind")
 	fs.DurationVar(&f.sweep, "sweep-interval", 30*time.Second, "expiry sweeper interval")
 	fs.DurationVar(&f.replenish, "replenish-interval", 5*time.Second, "pool replenisher interval")
@@ -70,6 +71,7 @@ func newServeCmd() *cobra.Command {
 type serveFlags struct {
 	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
 	legacy                                                shadowFlags // --legacy and its companions, as `holdfast shadow` takes them
+	engine                                                *string     // --engine: postgres or mariadb (serve_mysql.go)
 	doMigrate, pprof, logErrorsOnly                       bool
 	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
 	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
@@ -96,6 +98,13 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	}
 	if f.maxInFlight == 0 {
 		f.maxInFlight = f.maxConns - 4
+	}
+	engineName := enginePostgres
+	if f.engine != nil {
+		var err error
+		if engineName, err = resolveEngine(*f.engine); err != nil {
+			return err
+		}
 	}
 	var redisOpts *goredis.Options
 	if f.legacy.legacyURL != "" {
@@ -130,6 +139,9 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		defer mln.Close()
 	}
 
+	if engineName == engineMariaDB {
+		return runMySQLServe(ctx, f, log, ln, mln)
+	}
 	db, err := openDatabase(ctx, persistent, f.dataDir, logf)
 	if err != nil {
 		return err

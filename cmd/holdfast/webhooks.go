@@ -16,7 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
@@ -38,6 +37,7 @@ the running server's when serve runs.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(cmd.PersistentFlags())
+	engine := engineFlag(cmd.PersistentFlags())
 	shop := cmd.PersistentFlags().Int64("shop", 0, "the shop (required)")
 	needShop := func() error {
 		if *shop <= 0 {
@@ -63,8 +63,8 @@ the running server's when serve runs.`,
 			}
 			from = after
 		}
-		return withKeysDB(cmd.Context(), persistent, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			ep, err := webhook.NewRegistry(pool).Add(ctx, *shop, *u, from)
+		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
 			}
@@ -82,8 +82,8 @@ the running server's when serve runs.`,
 		if err := needShop(); err != nil {
 			return err
 		}
-		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			eps, err := webhook.NewRegistry(pool).List(ctx, *shop)
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+			eps, err := reg.List(ctx, *shop)
 			if err != nil {
 				return err
 			}
@@ -113,8 +113,8 @@ the running server's when serve runs.`,
 		if err != nil || id <= 0 {
 			return usageError("the endpoint id must be a positive integer")
 		}
-		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			ep, err := webhook.NewRegistry(pool).Remove(ctx, *shop, id)
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+			ep, err := reg.Remove(ctx, *shop, id)
 			if errors.Is(err, webhook.ErrNotFound) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has no webhook %d", *shop, id)}
 			}
@@ -135,8 +135,8 @@ the running server's when serve runs.`,
 		if *limit < 1 || *limit > webhook.DeadLettersLimitMax {
 			return usageError("--limit must be between 1 and %d", webhook.DeadLettersLimitMax)
 		}
-		return withKeysDB(cmd.Context(), existing, *dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-			dls, err := webhook.NewRegistry(pool).DeadLetters(ctx, *shop, *limit)
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+			dls, err := reg.DeadLetters(ctx, *shop, *limit)
 			if err != nil {
 				return err
 			}

@@ -23,10 +23,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain starts PostgreSQL and a private MariaDB (TestServeMySQLURL).
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(mysqltest.Runner(m))) }
 
 var (
 	buildOnce sync.Once

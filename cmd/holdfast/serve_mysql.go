@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/metrics"
+	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/webhook"
+)
+
+// mysqlURLFile is where `holdfast serve --engine mariadb` on its private
+// MariaDB leaves the server's mysql:// URL (mode 0600, in --data-dir) while
+// it runs, so `holdfast keys --engine mariadb` with the same --data-dir
+// reaches the same database. It is removed when serve stops.
+const mysqlURLFile = "mariadb-serve.url"
+
+// runMySQLServe is serve on the MySQL engine: DATABASE_URL (mysql://…), or
+// a private MariaDB that lives as long as serve does. ln and mln are
+// serve's listeners, already bound.
+func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln net.Listener) error {
+	switch {
+	case f.legacy.legacyURL != "":
+		return usageError("--legacy runs on --engine %s only", enginePostgres)
+	case !f.doMigrate:
+		return usageError("--migrate=false is for --engine %s: on MariaDB serve applies the migrations on start", enginePostgres)
+	}
+	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	tracer, stopTracing, err := startTracing(ctx, f.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("tracing: flushing spans", "err", err.Error())
+		}
+	}()
+	if tracer != nil {
+		log.Info("tracing: a span per request (no SQL statement spans on MariaDB), exported over OTLP/HTTP")
+	}
+	db, err := openMySQLDatabase(ctx, true, logf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if db.Cluster != nil {
+		path, err := writeMySQLURL(f.dataDir, db.URL)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(path)
+		// No URL here: it carries the password.
+		log.Info("private MariaDB running; its data is removed when serve stops (set DATABASE_URL=mysql://… to keep it); holdfast keys --engine mariadb with the same --data-dir uses it",
+			"port", db.Cluster.Port(), "url_file", path)
+	}
+	reg := prometheus.NewRegistry()
+	engine := metrics.NewEngine()
+	mc, err := db.client(f.maxConns, holdfast.Config{
+		SweepInterval: f.sweep, ReplenishInterval: f.replenish,
+		QuantityMax: f.maxQuantity, LinesPerCartMax: f.maxLines,
+		Logger: log, Observer: engine,
+	})
+	if err != nil {
+		return err
+	}
+	defer mc.DB().Close()
+	// Webhook delivery (docs/API.md): its own bounded pool of workers and
+	// connections, so a slow endpoint never slows checkout.
+	hooksDB, err := db.open(2)
+	if err != nil {
+		return err
+	}
+	defer hooksDB.Close()
+	hooks, err := webhook.NewDeliverer(webhook.Config{DB: hooksDB, Events: mc, Logger: log})
+	if err != nil {
+		return err
+	}
+	srv, err := httpapi.New(httpapi.Config{
+		Engine: mc, Logger: log, Registry: reg,
+		Collectors:   []prometheus.Collector{engine, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
+		Workers:      []httpapi.Worker{mc, hooks},
+		MaxInFlight:  f.maxInFlight,
+		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
+		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
+	})
+	if err != nil {
+		return err
+	}
+	if mln != nil {
+		ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = ms.Serve(mln) }()
+		defer ms.Close()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "engine", engineMariaDB, "max_inflight", f.maxInFlight,
+		"schema_version", strconv.Itoa(all[len(all)-1].Version))
+	// Serve returns after ctx (SIGINT/SIGTERM) is cancelled and the drain:
+	// the deferred calls then close the pool and stop the private server.
+	return srv.Serve(ctx, ln)
+}
+
+// writeMySQLURL leaves the private server's URL in dataDir for `holdfast
+// keys`, readable by this user only, and returns its path.
+func writeMySQLURL(dataDir, url string) (string, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dataDir, mysqlURLFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// openKeysMySQL is the MySQL database of `holdfast keys --engine mariadb`:
+// DATABASE_URL (mysql://…), else the private MariaDB of the `holdfast serve
+// --engine mariadb` running with the same --data-dir. It is migrated.
+func openKeysMySQL(ctx context.Context, dataDir string) (*mysqlDatabase, error) {
+	if os.Getenv("DATABASE_URL") != "" {
+		return openMySQLDatabase(ctx, false, stderrf)
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, mysqlURLFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no private MariaDB of holdfast serve in %s: start `holdfast serve --engine mariadb` with this --data-dir first, or set DATABASE_URL=mysql://…", dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &mysqlDatabase{URL: strings.TrimSpace(string(b))}
+	if err := d.migrate(ctx); err != nil {
+		// The file outlives a serve that was killed: say so, not the URL.
+		return nil, fmt.Errorf("the private MariaDB named in %s does not answer (is holdfast serve --engine mariadb still running?): %w", filepath.Join(dataDir, mysqlURLFile), err)
+	}
+	return d, nil
+}
+
+// withRegistry runs f on the webhook registry of the keys' database
+// (withKeyStore's: PostgreSQL, or MariaDB with --engine mariadb or a
+// mysql:// DATABASE_URL).
+func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, *webhook.Registry) error) error {
+	engine, err := resolveEngine(engineFlag)
+	if err != nil {
+		return err
+	}
+	if engine == engineMariaDB {
+		mdb, err := openKeysMySQL(ctx, dataDir)
+		if err != nil {
+			return err
+		}
+		defer mdb.Close()
+		sdb, err := mdb.open(2)
+		if err != nil {
+			return err
+		}
+		defer sdb.Close()
+		return f(ctx, webhook.NewMySQLRegistry(sdb))
+	}
+	return withKeysDB(ctx, mode, dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
+		return f(ctx, webhook.NewRegistry(pool))
+	})
+}

@@ -1,0 +1,4 @@
+-- A shop's newest event cursor (0: none yet), as the sequencer last
+-- assigned it: where the console's recent events end.
+-- ? shop
+SELECT COALESCE((SELECT last_seq FROM holdfast_event_shops WHERE shop_id = ?), 0)

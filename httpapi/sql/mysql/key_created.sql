@@ -1,0 +1,3 @@
+-- The creation time of the key just inserted (same transaction).
+-- ? id
+SELECT created_at FROM api_keys WHERE id = ?

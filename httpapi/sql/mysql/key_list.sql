@@ -1,0 +1,6 @@
+-- Every key, newest first, bounded.
+-- ? limit
+SELECT id, shop_id, admin, name, scopes, created_at, expires_at, last_used_at, revoked_at
+FROM api_keys
+ORDER BY id DESC
+LIMIT ?

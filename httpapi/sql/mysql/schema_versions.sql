@@ -1,0 +1,2 @@
+-- The schema versions applied (package mysql/migrations), for readiness.
+SELECT version FROM schema_migrations

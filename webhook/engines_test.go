@@ -1,0 +1,90 @@
+package webhook_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/webhook"
+)
+
+// The engines the registry and the deliverer run on.
+const (
+	enginePostgres = "postgres"
+	engineMariaDB  = "mariadb"
+)
+
+// engines runs test once per engine, as parallel subtests.
+func engines(t *testing.T, test func(t *testing.T, engine string)) {
+	t.Helper()
+	for _, name := range []string{enginePostgres, engineMariaDB} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, name)
+		})
+	}
+}
+
+// backend is a fresh database on one engine: the engine (the feed), the
+// registry, and what a Deliverer needs.
+type backend struct {
+	eng  holdfast.Engine
+	reg  *webhook.Registry
+	pool *pgxpool.Pool // PostgreSQL
+	db   *sql.DB       // MariaDB
+}
+
+func newBackend(t *testing.T, engine string, maxConns int) backend {
+	t.Helper()
+	if engine == engineMariaDB {
+		d := mysqltest.DB(t, maxConns)
+		mc, err := mysql.New(d.DB, holdfast.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB), db: d.DB}
+	}
+	d := pgtest.DB(t, maxConns)
+	hc, err := holdfast.New(d.Pool, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backend{eng: hc, reg: webhook.NewRegistry(d.Pool), pool: d.Pool}
+}
+
+// config is c on this backend's database and feed.
+func (b backend) config(c webhook.Config) webhook.Config {
+	c.Pool, c.DB, c.Events = b.pool, b.db, b.eng
+	return c
+}
+
+// count is the number of rows of a table.
+func (b backend) count(t *testing.T, table string) int {
+	t.Helper()
+	q := "SELECT count(*) FROM " + table
+	var n int
+	var err error
+	if b.db != nil {
+		err = b.db.QueryRowContext(context.Background(), q).Scan(&n)
+	} else {
+		err = b.pool.QueryRow(context.Background(), q).Scan(&n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// setAvailable sets a key's stock through the engine.
+func (b backend) change(t *testing.T, ch holdfast.StockChange) {
+	t.Helper()
+	if _, err := b.eng.ChangeStock(context.Background(), ch); err != nil {
+		t.Fatal(err)
+	}
+}

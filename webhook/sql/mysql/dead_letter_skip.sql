@@ -1,0 +1,4 @@
+-- … and move the endpoint past it. ? cursor, id.
+UPDATE webhook_endpoints
+SET `cursor` = GREATEST(`cursor`, ?), attempts = 0, first_failed_at = NULL, next_at = NULL
+WHERE id = ?
