@@ -323,9 +323,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 // has not seen). The HTTP service admits such requests without a
 // connection slot of their own: they wait in the combiner.
 func (c *Client) Combinable(p ReserveParams) bool {
-	// A wait may need a transaction of its own (waitlist.go); a named
-	// buyer (buyer.go) and an allocated line (allocate.go) take the plain path.
-	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" || p.Lines[0].Allocated() {
+	if !p.CombinableShape() {
 		return false
 	}
 	k := Key{p.ShopID, p.Lines[0].ItemID, p.Lines[0].LocationID}

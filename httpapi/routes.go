@@ -191,9 +191,7 @@ func (s *Server) combinable(p holdfast.ReserveParams) bool {
 	if cb, ok := s.eng.(Combiner); ok {
 		return cb.Combinable(p)
 	}
-	// A wait may need a transaction of its own (waitlist.go); a named buyer
-	// and an allocated line take the engine's plain path.
-	return s.batch && len(p.Lines) == 1 && p.Wait == 0 && p.BuyerID == "" && !p.Lines[0].Allocated()
+	return s.batch && p.CombinableShape()
 }
 
 func (c *call) checkout() (uuid.UUID, *apiError) {
