@@ -35,18 +35,17 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
+
+	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-func statement(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("mysqlbench: missing sql/" + name + ".sql")
-	}
-	return string(b)
-}
+var statements = sqltext.Load("mysqlbench", sqlFiles, "sql")
+
+// statement returns the embedded SQL file name.sql with the bench's comment.
+func statement(name string) string { return statements.Tagged("bench", name) }
 
 // Scenario names, as in package bench.
 const (
