@@ -25,14 +25,9 @@ func query(name string) string { return statements.Get(name) }
 var statements = sqltext.Load("bench", sqlFiles, "sql")
 
 // EngineStrategies are the engine's allocation strategies the bench
-// measures, each as holdfast.Client with Config{Strategy: s}. This is the one
-// list to extend when the engine gains a strategy.
-var EngineStrategies = []holdfast.Strategy{
-	holdfast.StrategyCounter,
-	holdfast.StrategyBatch,
-	holdfast.StrategyPool,
-	holdfast.StrategySlots,
-}
+// measures, each as holdfast.Client with Config{Strategy: s}: every strategy
+// (holdfast.Strategies).
+var EngineStrategies = holdfast.Strategies()
 
 // Baselines are the comparison patterns implemented in this package on
 // their own tables: seed 004's SELECT … FOR UPDATE + ledger entry, and an

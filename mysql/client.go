@@ -183,10 +183,6 @@ func (c *Client) DB() *sql.DB { return c.db }
 // Config is the client's configuration with defaults filled in.
 func (c *Client) Config() holdfast.Config { return c.cfg }
 
-func supported(s holdfast.Strategy) bool {
-	return s == holdfast.StrategyCounter || s == holdfast.StrategyBatch || s == holdfast.StrategyPool
-}
-
 func withDefaults(c holdfast.Config) holdfast.Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {

@@ -58,7 +58,11 @@ func Scenarios() []string { return []string{ScenarioHot, ScenarioHotTx} }
 
 // Strategies lists the MySQL engine's strategies, in order.
 func Strategies() []string {
-	return []string{string(holdfast.StrategyCounter), string(holdfast.StrategyBatch), string(holdfast.StrategyPool)}
+	var out []string
+	for _, s := range mysql.Strategies() {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // ClientsMax bounds Options.Clients: each client holds a connection.
