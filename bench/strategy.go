@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
-
 	"github.com/holdfast/holdfast/internal/sqltext"
 )
 

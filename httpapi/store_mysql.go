@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
-
-	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/mysql/*.sql

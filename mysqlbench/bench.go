@@ -33,10 +33,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
-
-	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/*.sql

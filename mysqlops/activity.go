@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/holdfast/holdfast/ops"
-
 	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/holdfast/holdfast/ops"
 )
 
 // CallerOf names the caller of a statement from its leading comment tag:

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/ops"
-
 	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/holdfast/holdfast/ops"
 )
 
 //go:embed sql/*.sql

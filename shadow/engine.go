@@ -18,9 +18,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/maint"
-	"github.com/holdfast/holdfast/legacy"
-
 	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/holdfast/holdfast/legacy"
 )
 
 //go:embed sql/*.sql
