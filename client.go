@@ -19,11 +19,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/internal/maint"
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/migrate"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
+
+// statements are the engine's embedded statements, by file name.
+var statements = sqltext.Load("holdfast", sqlFiles, "sql")
 
 // Routes name the business process behind each statement: they appear in
 // the sqlcommenter comment of every statement the engine sends, in metrics
@@ -116,18 +120,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	case v < SchemaVersion:
 		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", ErrSchemaOutdated, v, SchemaVersion)
 	}
-	c := &Client{pool: pool, cfg: cfg, sql: map[string]string{}}
-	entries, err := sqlFiles.ReadDir("sql")
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		b, err := sqlFiles.ReadFile("sql/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		c.sql[strings.TrimSuffix(e.Name(), ".sql")] = string(b)
-	}
+	c := &Client{pool: pool, cfg: cfg, sql: statements.Map()}
 	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
 	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
 	return c, nil
@@ -189,14 +182,10 @@ func (c *Client) q(ctx context.Context, route, name string) string {
 }
 
 // comment is the sqlcommenter comment that attributes a statement to its
-// route (and the caller's tag), with a trailing space.
+// route (and the caller's tag), with a trailing space (sqltext.Prefix).
 func (c *Client) comment(ctx context.Context, route string) string {
 	tag, _ := ctx.Value(tagKey{}).(string)
-	s := "/* app='holdfast',route='" + route + "'"
-	if tag != "" {
-		s += ",tag='" + tag + "'"
-	}
-	return s + " */ "
+	return sqltext.Prefix(route, tag)
 }
 
 // now is the injected clock as a statement argument; nil lets the database

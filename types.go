@@ -1,6 +1,7 @@
 package holdfast
 
 import (
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,7 +125,7 @@ const (
 
 // Valid reports whether s names a strategy.
 func (s Strategy) Valid() bool {
-	return s == StrategyCounter || s == StrategyBatch || s == StrategyPool || s == StrategySlots
+	return slices.Contains(strategies[:], s)
 }
 
 // Level is a key's stock as holdfast accounts it.

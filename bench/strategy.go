@@ -12,29 +12,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
 // query returns the embedded statement sql/name.sql.
-func query(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("bench: no statement " + name)
-	}
-	return string(b)
-}
+func query(name string) string { return statements.Get(name) }
+
+var statements = sqltext.Load("bench", sqlFiles, "sql")
 
 // EngineStrategies are the engine's allocation strategies the bench
-// measures, each as holdfast.Client with Config{Strategy: s}. This is the one
-// list to extend when the engine gains a strategy.
-var EngineStrategies = []holdfast.Strategy{
-	holdfast.StrategyCounter,
-	holdfast.StrategyBatch,
-	holdfast.StrategyPool,
-	holdfast.StrategySlots,
-}
+// measures, each as holdfast.Client with Config{Strategy: s}: every strategy
+// (holdfast.Strategies).
+var EngineStrategies = holdfast.Strategies()
 
 // Baselines are the comparison patterns implemented in this package on
 // their own tables: seed 004's SELECT … FOR UPDATE + ledger entry, and an

@@ -17,19 +17,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
 // stmt returns an embedded statement with its sqlcommenter comment.
-func stmt(route, name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("httpapi: no statement " + name)
-	}
-	return "/* app='holdfast',route='" + route + "' */ " + string(b)
-}
+func stmt(route, name string) string { return statements.Tagged(route, name) }
+
+var statements = sqltext.Load("httpapi", sqlFiles, "sql")
 
 var (
 	sqlKeyLookup = stmt("auth", "key_lookup")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
 )
@@ -19,13 +20,9 @@ var mysqlFiles embed.FS
 
 // mysqlStmt returns an embedded MySQL statement with its sqlcommenter
 // comment.
-func mysqlStmt(route, name string) string {
-	b, err := mysqlFiles.ReadFile("sql/mysql/" + name + ".sql")
-	if err != nil {
-		panic("httpapi: no MySQL statement " + name)
-	}
-	return "/* app='holdfast',route='" + route + "' */ " + string(b)
-}
+func mysqlStmt(route, name string) string { return mysqlStatements.Tagged(route, name) }
+
+var mysqlStatements = sqltext.Load("httpapi", mysqlFiles, "sql/mysql")
 
 var (
 	myKeyInsert      = mysqlStmt("keys", "key_insert")

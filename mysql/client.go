@@ -21,10 +21,14 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/maint"
+	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
+
+// statements are the engine's embedded statements, by file name.
+var statements = sqltext.Load("holdfast/mysql", sqlFiles, "sql")
 
 // Client is a handle to holdfast's tables in one MySQL or MariaDB database.
 // It is safe for concurrent use by any number of goroutines; any number of
@@ -78,18 +82,7 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 	if err := holdfast.ValidateBuyerSecret(cfg.BuyerSecret); err != nil {
 		return nil, err
 	}
-	c := &Client{db: db, cfg: cfg, sql: map[string]string{}}
-	entries, err := sqlFiles.ReadDir("sql")
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		b, err := sqlFiles.ReadFile("sql/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		c.sql[strings.TrimSuffix(e.Name(), ".sql")] = string(b)
-	}
+	c := &Client{db: db, cfg: cfg, sql: statements.Map()}
 	return c, nil
 }
 
@@ -190,10 +183,6 @@ func (c *Client) DB() *sql.DB { return c.db }
 // Config is the client's configuration with defaults filled in.
 func (c *Client) Config() holdfast.Config { return c.cfg }
 
-func supported(s holdfast.Strategy) bool {
-	return s == holdfast.StrategyCounter || s == holdfast.StrategyBatch || s == holdfast.StrategyPool
-}
-
 func withDefaults(c holdfast.Config) holdfast.Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -260,14 +249,10 @@ func (c *Client) q(ctx context.Context, route, name string) string {
 
 // comment is the comment that attributes a statement to its route and the
 // caller's tag, with a trailing space: /* app='holdfast',route='reserve',
-// tag='checkout' */. holdfast.WithTag keeps only characters that cannot end
-// the comment or the quoted value.
+// tag='checkout' */ (sqltext.Prefix, which also escapes what could end the
+// comment or the quoted value).
 func comment(ctx context.Context, route string) string {
-	s := "/* app='holdfast',route='" + route + "'"
-	if tag := holdfast.Tag(ctx); tag != "" {
-		s += ",tag='" + tag + "'"
-	}
-	return s + " */ "
+	return sqltext.Prefix(route, holdfast.Tag(ctx))
 }
 
 // takePoolText is the pool take for n pool lines: n copies of the embedded

@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
 )
@@ -40,13 +41,10 @@ import (
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-func statement(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("mysqlbench: missing sql/" + name + ".sql")
-	}
-	return string(b)
-}
+var statements = sqltext.Load("mysqlbench", sqlFiles, "sql")
+
+// statement returns the embedded SQL file name.sql with the bench's comment.
+func statement(name string) string { return statements.Tagged("bench", name) }
 
 // Scenario names, as in package bench.
 const (
@@ -59,7 +57,11 @@ func Scenarios() []string { return []string{ScenarioHot, ScenarioHotTx} }
 
 // Strategies lists the MySQL engine's strategies, in order.
 func Strategies() []string {
-	return []string{string(holdfast.StrategyCounter), string(holdfast.StrategyBatch), string(holdfast.StrategyPool)}
+	var out []string
+	for _, s := range mysql.Strategies() {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // ClientsMax bounds Options.Clients: each client holds a connection.

@@ -5,17 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/ops"
 )
-
-// tagPair is one key='value' pair of a statement's leading comment tag
-// (/* app='holdfast',route='reserve' */, the sqlcommenter form).
-var tagPair = regexp.MustCompile(`(\w+)\s*=\s*'([^']*)'`)
 
 // CallerOf names the caller of a statement from its leading comment tag:
 // "app/route" (or whichever of the two is present), "untagged" when the
@@ -25,18 +21,13 @@ func CallerOf(query string) string {
 	if q == "" {
 		return ""
 	}
-	if !strings.HasPrefix(q, "/*") {
+	// Only the leading comment (/* app='holdfast',route='reserve' */, read
+	// by sqltext.Parse) names the caller here.
+	if !sqltext.Leading(q) {
 		return "untagged"
 	}
-	end := strings.Index(q, "*/")
-	if end < 0 {
-		return "untagged"
-	}
-	tags := map[string]string{}
-	for _, m := range tagPair.FindAllStringSubmatch(q[2:end], -1) {
-		tags[m[1]] = m[2]
-	}
-	switch app, route := tags["app"], tags["route"]; {
+	c := sqltext.Parse(q)
+	switch app, route := c.App, c.Route; {
 	case app != "" && route != "":
 		return app + "/" + route
 	case app != "":

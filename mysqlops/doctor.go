@@ -12,20 +12,17 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/ops"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// statement returns the embedded SQL file name.sql.
-func statement(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("mysqlops: missing sql/" + name + ".sql")
-	}
-	return string(b)
-}
+var statements = sqltext.Load("mysqlops", sqlFiles, "sql")
+
+// statement returns the embedded SQL file name.sql with ops' comment.
+func statement(name string) string { return statements.Tagged(ops.Route, name) }
 
 // Recommendations the doctor grades settings against.
 const (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysqlops"
 	"github.com/holdfast/holdfast/mysqltest"
@@ -23,6 +24,8 @@ func TestCallerOf(t *testing.T) {
 		"SELECT 1":                                      "untagged",
 		"/* just a comment */ SELECT 1":                 "untagged",
 		"":                                              "",
+		// A hostile route, escaped by the writer, comes back whole.
+		sqltext.Prefix("it's */ x", "") + "SELECT 1": "holdfast/it's */ x",
 	} {
 		if got := mysqlops.CallerOf(q); got != want {
 			t.Errorf("CallerOf(%q) = %q, want %q", q, got, want)

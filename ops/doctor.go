@@ -185,7 +185,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*Report,
 	cfg = cfg.withDefaults()
 	d := &doctor{pool: pool, cfg: cfg, client: cfg.Client}
 	rep := &Report{At: time.Now()}
-	if err := pool.QueryRow(ctx, "/* app='holdfast',route='ops' */ SELECT current_database(), coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local socket') || ' (PostgreSQL ' || current_setting('server_version') || ')'").
+	if err := pool.QueryRow(ctx, statement("server")).
 		Scan(&rep.Database, &rep.Server); err != nil {
 		return nil, fmt.Errorf("ops: doctor: %w", err)
 	}
@@ -362,7 +362,7 @@ func (d *doctor) settings(ctx context.Context) error {
 	default:
 		msg := "pg_stat_statements loaded, track = all, compute_query_id = " + set["compute_query_id"].show
 		var created bool
-		if err := d.pool.QueryRow(ctx, "/* app='holdfast',route='ops' */ SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements')").Scan(&created); err != nil {
+		if err := d.pool.QueryRow(ctx, statement("pg_stat_statements_created")).Scan(&created); err != nil {
 			return err
 		}
 		if !created {

@@ -120,7 +120,7 @@ func (t *Top) Collect(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ops: read hold counts: %w", err)
 	}
-	if err := t.pool.QueryRow(ctx, "/* app='holdfast',route='ops' */ SELECT current_database()").Scan(&s.Database); err != nil {
+	if err := t.pool.QueryRow(ctx, statement("current_database")).Scan(&s.Database); err != nil {
 		return nil, err
 	}
 	s.Deadlocks = a.Database.Deadlocks

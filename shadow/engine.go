@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,11 +18,14 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/maint"
+	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/legacy"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
+
+var statements = sqltext.Load("shadow", sqlFiles, "sql")
 
 // Bounds and defaults.
 const (
@@ -129,20 +131,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	e := &Engine{pool: pool, old: old, hf: hf, cfg: cfg, sqls: map[string]string{}, change: make(chan struct{}), metrics: newMetricSet()}
+	e := &Engine{pool: pool, old: old, hf: hf, cfg: cfg, sqls: statements.Map(), change: make(chan struct{}), metrics: newMetricSet()}
 	e.rec.init()
 	e.modes.Store(&modeTable{revision: -1, shops: map[int64]ShopMode{}})
-	entries, err := sqlFiles.ReadDir("sql")
-	if err != nil {
-		return nil, err
-	}
-	for _, en := range entries {
-		b, err := sqlFiles.ReadFile("sql/" + en.Name())
-		if err != nil {
-			return nil, err
-		}
-		e.sqls[strings.TrimSuffix(en.Name(), ".sql")] = string(b)
-	}
 	if err := e.Refresh(ctx); err != nil {
 		return nil, err
 	}

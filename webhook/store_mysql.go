@@ -6,20 +6,18 @@ import (
 	"embed"
 	"errors"
 	"time"
+
+	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/mysql/*.sql
 var mysqlFiles embed.FS
 
+var mysqlStatements = sqltext.Load("webhook", mysqlFiles, "sql/mysql")
+
 // mysqlStmt returns an embedded MySQL statement with its sqlcommenter
 // comment.
-func mysqlStmt(name string) string {
-	b, err := mysqlFiles.ReadFile("sql/mysql/" + name + ".sql")
-	if err != nil {
-		panic("webhook: no MySQL statement " + name)
-	}
-	return "/* app='holdfast',route='webhooks' */ " + string(b)
-}
+func mysqlStmt(name string) string { return mysqlStatements.Tagged("webhooks", name) }
 
 var (
 	myEndpointCount  = mysqlStmt("endpoint_count")

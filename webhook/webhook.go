@@ -43,18 +43,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-func stmt(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("webhook: no statement " + name)
-	}
-	return "/* app='holdfast',route='webhooks' */ " + string(b)
-}
+var statements = sqltext.Load("webhook", sqlFiles, "sql")
+
+// stmt returns an embedded statement with its sqlcommenter comment.
+func stmt(name string) string { return statements.Tagged("webhooks", name) }
 
 // Headers of a delivery.
 const (

@@ -3,15 +3,17 @@ package main
 import (
 	"context"
 	"io"
+	"slices"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
 )
 
 // runMySQLDemo is the flash sale on the MySQL engine: DATABASE_URL
 // (mysql://…) or a private throwaway MariaDB server.
 func runMySQLDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
-	if f.strategy == string(holdfast.StrategySlots) {
-		return usageError("--strategy %s is not offered on MariaDB (counter, batch or pool)", f.strategy)
+	if f.strategy != "" && !slices.Contains(mysql.Strategies(), holdfast.Strategy(f.strategy)) {
+		return usageError("--strategy %s is not offered on MariaDB (%s)", f.strategy, namesOf(mysql.Strategies()))
 	}
 	db, err := openMySQLDatabase(ctx, true, stderrf)
 	if err != nil {

@@ -6,13 +6,15 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
-// strategies is every allocation strategy, the one list flag help and
-// validation draw from. holdfast has no exported list yet; when it gains one
-// (holdfast.Strategies()), this should become it.
-var strategies = []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyBatch, holdfast.StrategyPool, holdfast.StrategySlots}
+// strategies is every allocation strategy, the list flag help and
+// validation draw from.
+var strategies = holdfast.Strategies()
 
 // strategyNames is "counter, batch, pool or slots".
-func strategyNames() string {
+func strategyNames() string { return namesOf(strategies) }
+
+// namesOf is "a, b or c".
+func namesOf(strategies []holdfast.Strategy) string {
 	names := make([]string, len(strategies))
 	for i, s := range strategies {
 		names[i] = string(s)

@@ -1,1 +1,1 @@
-/* app='holdfast',route='bench' */ INSERT INTO bench_sink (c) VALUES (?)
+INSERT INTO bench_sink (c) VALUES (?)

@@ -1,1 +1,1 @@
-/* app='holdfast',route='bench' */ SELECT SLEEP(?)
+SELECT SLEEP(?)

@@ -1,1 +1,1 @@
-/* app='holdfast',route='ops' */ SELECT coalesce(DATABASE(), ''), concat(@@hostname, ':', @@port, ' (', @@version_comment, ' ', @@version, ')')
+SELECT coalesce(DATABASE(), ''), concat(@@hostname, ':', @@port, ' (', @@version_comment, ' ', @@version, ')')

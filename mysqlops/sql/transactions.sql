@@ -1,4 +1,4 @@
-/* app='holdfast',route='ops' */ SELECT t.trx_mysql_thread_id, t.trx_state,
+SELECT t.trx_mysql_thread_id, t.trx_state,
        TIMESTAMPDIFF(MICROSECOND, t.trx_started, NOW(6)) / 1e6,
        coalesce(TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1e6, 0),
        coalesce(p.COMMAND, ''), coalesce(p.USER, ''), coalesce(p.HOST, ''),

@@ -1,0 +1,1 @@
+SELECT current_database(), coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local socket') || ' (PostgreSQL ' || current_setting('server_version') || ')'
