@@ -231,6 +231,15 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 		return nil, err
 	}
 	rows.Close()
+	// An attempt of this checkout still in flight may yet hold it: the
+	// normal path waits for it (inflight.go). Probed after the stock read,
+	// so an attempt that committed before the probe is seen by the hold
+	// read below.
+	if busy, err := c.inFlight(ctx, req.shop, req.checkout); err != nil {
+		return nil, err
+	} else if busy {
+		return nil, errInFlight
+	}
 	var status string
 	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
 	if err == nil || !errors.Is(err, sql.ErrNoRows) {
@@ -246,6 +255,10 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 // on the hold's primary key and then rolls its own units back.
 func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, mode takeMode) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
+	// The checkout's in-flight mark before anything else (inflight.go).
+	if err := c.markInFlight(ctx, tx, req.shop, req.checkout); err != nil {
+		return nil, err
+	}
 	var buyerHash []byte
 	if req.buyer != "" {
 		// The buyer's lock rows first (the lock order, buyer.go).
