@@ -1,9 +1,14 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -59,4 +64,26 @@ func (c *Client) inFlight(ctx context.Context, shop int64, checkout uuid.UUID) (
 func isLockBusy(err error) bool {
 	n := errNumber(err)
 	return n == erLockNowait || n == erLockWaitTimeout
+}
+
+// markInFlightBatch writes and deletes the in-flight marks of a combined
+// batch's checkouts (distinct), in checkout order, as its first write.
+func (c *Client) markInFlightBatch(ctx context.Context, tx *sql.Tx, reqs []*batchReq) error {
+	const route = holdfast.RouteReserve
+	ids := make([][2]any, len(reqs))
+	for i, r := range reqs {
+		ids[i] = [2]any{r.req.shop, hex.EncodeToString(r.req.checkout[:])}
+	}
+	slices.SortFunc(ids, func(a, b [2]any) int {
+		return cmp.Or(cmp.Compare(a[0].(int64), b[0].(int64)), strings.Compare(a[1].(string), b[1].(string)))
+	})
+	raw, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_mark_batch"), string(raw)); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "inflight_unmark_batch"), string(raw))
+	return err
 }
