@@ -58,6 +58,10 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 
 func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, input []holdfast.Line, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
 	const route = holdfast.RouteReserve
+	// The checkout's in-flight mark before anything else (inflight.go).
+	if err := c.markInFlight(ctx, tx, req.shop, req.checkout); err != nil {
+		return nil, nil, err
+	}
 	var order []int64
 	if holdfast.NeedsLocationOrder(req.lines) {
 		var err error

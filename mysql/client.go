@@ -474,6 +474,9 @@ const (
 	erServerShutdown  = 1053
 	erLockWaitTimeout = 1205
 	erLockDeadlock    = 1213
+	// erLockNowait is MySQL's answer to a NOWAIT read of a locked row;
+	// MariaDB answers erLockWaitTimeout.
+	erLockNowait = 3572
 	// erAutoincReadFailed is InnoDB failing to take a table's AUTO-INC
 	// lock: under innodb_autoinc_lock_mode = 1 (MariaDB's default) an
 	// INSERT … SELECT holds it to the statement's end, and the event

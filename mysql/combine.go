@@ -230,6 +230,10 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		}
 		return int(min(max(a.LocationID-b.LocationID, -1), 1))
 	})
+	// The batch's in-flight marks before anything else (inflight.go).
+	if err := c.markInFlightBatch(ctx, tx, reqs); err != nil {
+		return nil, err
+	}
 	units := make(map[holdfast.Key]int, len(keys))
 	for _, k := range keys {
 		var n int

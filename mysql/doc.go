@@ -57,6 +57,14 @@
 //     runs at 20 workers × 150 operations after the fixes). A reservation
 //     with a buyer id on a limited item takes its buyer_locks rows (item
 //     order) before all of this; nothing else locks them (buyer.go).
+//     First of all, every reservation attempt writes its checkout's
+//     in-flight mark (a reserve_inflight row inserted and deleted at once,
+//     whose lock lasts to COMMIT or ROLLBACK), and a combined batch writes
+//     its checkouts' marks in checkout order, before its counter rows: a
+//     retry of the checkout waits there for its first attempt, and the
+//     sold-out hint probes the mark with NOWAIT and goes the normal way
+//     when it is held (inflight.go; docs/FAULTS.md finding 7). Nothing else
+//     touches the marks, so they close no cycle.
 //  4. A cart's pool lines are fetched in one round trip: one UNION ALL of
 //     per-line SELECT … LIMIT q FOR UPDATE SKIP LOCKED (the one place SQL
 //     text is composed at runtime: n copies of an embedded fragment, values

@@ -205,7 +205,9 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 // stock read is seen by the later hold read, so its units are never
 // counted as held against its own retry (docs/FAULTS.md finding 7; read
 // the other way round, a commit between the two made the retry count its
-// own hold and answer sold out).
+// own hold and answer sold out). Between the two it probes the checkout's
+// in-flight mark without waiting: an attempt still uncommitted may yet
+// hold the checkout, so the normal path answers (waiting for it there).
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
 	const route = holdfast.RouteReserve
 	rows, err := c.db.QueryContext(ctx, c.q(ctx, route, "sellable"), req.shop, string(req.linesRaw))
@@ -231,6 +233,15 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 		return nil, err
 	}
 	rows.Close()
+	// An attempt of this checkout still in flight may yet hold it: the
+	// normal path waits for it (inflight.go). Probed after the stock read,
+	// so an attempt that committed before the probe is seen by the hold
+	// read below.
+	if busy, err := c.inFlight(ctx, req.shop, req.checkout); err != nil {
+		return nil, err
+	} else if busy {
+		return nil, errInFlight
+	}
 	var status string
 	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
 	if err == nil || !errors.Is(err, sql.ErrNoRows) {
@@ -243,9 +254,14 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 // buffer, then create the hold and its lines. Units are taken first so that
 // a sold-out answer writes nothing (seed decision 3: the units table first,
 // then reserved_quantities); a concurrent retry of the same checkout waits
-// on the hold's primary key and then rolls its own units back.
+// on its in-flight mark, written first (inflight.go), and then finds the
+// hold.
 func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, mode takeMode) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
+	// The checkout's in-flight mark before anything else (inflight.go).
+	if err := c.markInFlight(ctx, tx, req.shop, req.checkout); err != nil {
+		return nil, err
+	}
 	var buyerHash []byte
 	if req.buyer != "" {
 		// The buyer's lock rows first (the lock order, buyer.go).
