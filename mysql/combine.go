@@ -73,9 +73,7 @@ type batchResult struct {
 // connection slot of their own: they wait in the combiner. As the
 // PostgreSQL engine's Client.Combinable.
 func (c *Client) Combinable(p holdfast.ReserveParams) bool {
-	// A wait may need a transaction of its own (waitlist.go); a named
-	// buyer (buyer.go) and an allocated line (allocate.go) take the plain path.
-	if len(p.Lines) != 1 || p.Wait != 0 || p.BuyerID != "" || p.Lines[0].Allocated() {
+	if !p.CombinableShape() {
 		return false
 	}
 	return c.batchKey(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})
