@@ -257,10 +257,14 @@ func TestShadowCLIRoundTrip(t *testing.T) {
 
 	// Past warming: with the servers' hold lifetime at 1s, shop 5 is ready
 	// once a second has passed since it entered shadow. Poll (each try is a
-	// whole command run), with a generous bound.
+	// whole command run), with a generous bound. The latency bounds are
+	// lifted: this test is about the commands, and a loaded machine gives
+	// holdfast's p99 any value (a CI-style run under stress-ng stayed "not
+	// ready" for two minutes on the default 250 ms).
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		code, out, errOut = run(t, "shadow", "promote", "--next", "--min-compared", "10", "--hold-lifetime-max", "1s")
+		code, out, errOut = run(t, "shadow", "promote", "--next", "--min-compared", "10", "--hold-lifetime-max", "1s",
+			"--max-p99", "1h", "--max-p99-ratio", "1000000")
 		if code == 0 || time.Now().After(deadline) {
 			break
 		}
