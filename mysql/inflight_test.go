@@ -110,16 +110,10 @@ func runHintRace(t *testing.T, e *env, ctx context.Context, secret []byte, item 
 		return running(t, e.db.DB, "Take a buyer's lock row") == 1
 	})
 
-	if time.Since(soldOut) > 700*time.Millisecond {
-		t.Logf("item %d: the hint lapsed before the retry (%v): again", item, time.Since(soldOut))
-		l.Rollback()     //nolint:errcheck
-		<-firstDone      // short: other holds the stock
-		first.Rollback() //nolint:errcheck
-		if _, err := e.c.Release(ctx, 1, other); err != nil {
-			t.Fatal(err)
-		}
-		return false
-	}
+	// The retry must read the sold-out hint: it is kept fresh for this
+	// key, so a loaded machine that takes longer than the hint's
+	// second to get here still tests the race (no wall-clock window).
+	mysql.HoldSoldOutHint(e.c, k)
 	retryDone := make(chan result, 1)
 	go func() {
 		h, err := e.c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: line, BuyerID: "buyer"})
@@ -289,16 +283,10 @@ func runCombinedHintRace(t *testing.T, e *env, c2 *mysql.Client, ctx context.Con
 		}
 		return running(t, e.db.DB, "Lock one counter row of a combined batch") == 1
 	})
-	if time.Since(soldOut) > 700*time.Millisecond {
-		t.Logf("item %d: the hint lapsed before the retry (%v): again", item, time.Since(soldOut))
-		tx.Rollback() //nolint:errcheck
-		<-fillerDone
-		<-firstDone
-		if _, err := e.c.Release(ctx, 1, other); err != nil {
-			t.Fatal(err)
-		}
-		return false
-	}
+	// The retry must read the sold-out hint: it is kept fresh for this
+	// key, so a loaded machine that takes longer than the hint's
+	// second to get here still tests the race (no wall-clock window).
+	mysql.HoldSoldOutHint(e.c, k)
 	go reserve(e.c, retryDone, id, line(k, 2))
 	var early *result
 	pollUntil(t, "the retry to wait for the first attempt, or answer", func() bool {
