@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -221,6 +222,16 @@ func writeKeys(w io.Writer, keys []httpapi.APIKey) error {
 // DATABASE_URL or the private server of the serve running with dataDir,
 // migrated.
 func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, httpapi.Store) error) error {
+	return withServiceDB(ctx, engineFlag, mode, dataDir,
+		func(db *sql.DB) error { return f(ctx, httpapi.MySQLStore(db)) },
+		func(pool *pgxpool.Pool) error { return f(ctx, httpapi.PostgresStore(pool)) })
+}
+
+// withServiceDB runs onMySQL or onPostgres on the database of the
+// service's own records (keys, webhooks): on MariaDB (--engine, or a
+// mysql:// DATABASE_URL) DATABASE_URL or the private server of the serve
+// running with dataDir, migrated; else withKeysDB's.
+func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir string, onMySQL func(*sql.DB) error, onPostgres func(*pgxpool.Pool) error) error {
 	engine, err := resolveEngine(engineFlag)
 	if err != nil {
 		return err
@@ -236,11 +247,9 @@ func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir s
 			return err
 		}
 		defer sdb.Close()
-		return f(ctx, httpapi.MySQLStore(sdb))
+		return onMySQL(sdb)
 	}
-	return withKeysDB(ctx, mode, dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-		return f(ctx, httpapi.PostgresStore(pool))
-	})
+	return withKeysDB(ctx, mode, dataDir, func(_ context.Context, pool *pgxpool.Pool) error { return onPostgres(pool) })
 }
 
 // withKeysDB runs f on the keys' database, migrated: the keys table comes

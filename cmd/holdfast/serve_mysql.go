@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,24 +161,7 @@ func openKeysMySQL(ctx context.Context, dataDir string) (*mysqlDatabase, error) 
 // (withKeyStore's: PostgreSQL, or MariaDB with --engine mariadb or a
 // mysql:// DATABASE_URL).
 func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, *webhook.Registry) error) error {
-	engine, err := resolveEngine(engineFlag)
-	if err != nil {
-		return err
-	}
-	if engine == engineMariaDB {
-		mdb, err := openKeysMySQL(ctx, dataDir)
-		if err != nil {
-			return err
-		}
-		defer mdb.Close()
-		sdb, err := mdb.open(2)
-		if err != nil {
-			return err
-		}
-		defer sdb.Close()
-		return f(ctx, webhook.NewMySQLRegistry(sdb))
-	}
-	return withKeysDB(ctx, mode, dataDir, func(ctx context.Context, pool *pgxpool.Pool) error {
-		return f(ctx, webhook.NewRegistry(pool))
-	})
+	return withServiceDB(ctx, engineFlag, mode, dataDir,
+		func(db *sql.DB) error { return f(ctx, webhook.NewMySQLRegistry(db)) },
+		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pool)) })
 }
