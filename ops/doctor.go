@@ -373,21 +373,6 @@ func (d *doctor) settings(ctx context.Context) error {
 	return nil
 }
 
-// partitionOptions are the storage options migration 001 gives every
-// reservation_units partition; counterOptions those of inventory_counters.
-var (
-	partitionOptions = map[string]string{
-		"fillfactor": "70", "autovacuum_vacuum_scale_factor": "0.0", "autovacuum_vacuum_threshold": "1000",
-		"autovacuum_analyze_scale_factor": "0.0", "autovacuum_analyze_threshold": "5000",
-		"autovacuum_vacuum_cost_delay": "0", "autovacuum_vacuum_cost_limit": "10000",
-		"vacuum_truncate": "false",
-	}
-	counterOptions = map[string]string{
-		"fillfactor": "50", "autovacuum_vacuum_scale_factor": "0.0", "autovacuum_vacuum_threshold": "1000",
-		"autovacuum_vacuum_cost_delay": "0",
-	}
-)
-
 func sameOption(have, want string) bool {
 	if have == want {
 		return true
@@ -416,9 +401,11 @@ func (d *doctor) storage(ctx context.Context) error {
 	}
 	good, partitions := 0, 0
 	for _, r := range rels {
-		want := partitionOptions
+		// What the migrations set: one table, in package migrate, that its
+		// TestStorageOptions holds to the migrations.
+		want := migrate.PartitionStorage()
 		if r.name == "inventory_counters" {
-			want = counterOptions
+			want = migrate.CounterStorage()
 		} else {
 			partitions++
 		}
