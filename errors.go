@@ -125,7 +125,6 @@ func (e *ExpiredError) Is(target error) bool { return target == ErrHoldExpired }
 const (
 	sqlstateDeadlock          = "40P01"
 	sqlstateSerialization     = "40001"
-	sqlstateUniqueViolation   = "23505"
 	sqlstateCheckViolation    = "23514"
 	sqlstateLockNotAvailable  = "55P03" // lock_timeout
 	sqlstateQueryCanceled     = "57014" // statement_timeout

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/holdfast/holdfast/wire"
 )
 
 // SetLocationOrder sets the shop's default location order: the candidates,
@@ -20,9 +22,7 @@ func (c *Client) SetLocationOrder(ctx context.Context, shopID int64, locations [
 
 // LocationOrder reads the shop's default location order (empty: none).
 func (c *Client) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
-	var out struct {
-		Locations []int64 `json:"locations"`
-	}
+	var out wire.LocationOrder
 	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/shops/%d/location-order", shopID), nil, &out, true); err != nil {
 		return nil, err
 	}

@@ -7,18 +7,8 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
-
-// buyerLimitJSON is a per-buyer limit on the wire, and the buyer_limit
-// member of a buyer_limit_exceeded error.
-type buyerLimitJSON struct {
-	ShopID        int64 `json:"shop_id"`
-	ItemID        int64 `json:"item_id"`
-	Limit         int   `json:"limit"`
-	WindowSeconds int64 `json:"window_seconds"`
-	Held          int   `json:"held"`
-	Requested     int   `json:"requested"`
-}
 
 func buyerLimitPath(shopID, itemID int64) string {
 	return fmt.Sprintf("/v1/shops/%d/buyer-limits/%d", shopID, itemID)
@@ -35,11 +25,11 @@ func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error
 // BuyerLimit reads the per-buyer limit of a shop's item; an *Error matching
 // holdfast.ErrNotFound when it has none.
 func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
-	var l buyerLimitJSON
+	var l wire.BuyerLimit
 	if _, err := c.do(ctx, http.MethodGet, buyerLimitPath(shopID, itemID), nil, &l, true); err != nil {
 		return nil, err
 	}
-	return &holdfast.BuyerLimit{ShopID: l.ShopID, ItemID: l.ItemID, Limit: l.Limit, Window: time.Duration(l.WindowSeconds) * time.Second}, nil
+	return l.BuyerLimit(), nil
 }
 
 // RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing

@@ -28,6 +28,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // responseMax bounds a response body the client reads.
@@ -152,16 +153,16 @@ func (c *Client) Reserve(ctx context.Context, shopID int64, r ReserveRequest) (*
 	if r.BuyerID != "" {
 		body["buyer_id"] = r.BuyerID
 	}
-	var h holdJSON
-	var w waitingJSON // waitlist.go
+	var h wire.Hold
+	var w wire.Waiting // waitlist.go
 	status, err := c.do(ctx, http.MethodPost, fmt.Sprintf("/v1/shops/%d/reservations", shopID), body, &holdOrWait{&h, &w}, true)
 	if err != nil {
 		return nil, err
 	}
 	if status == http.StatusAccepted {
-		return nil, w.err()
+		return nil, w.Waitlisted()
 	}
-	out := h.hold()
+	out := h.Hold()
 	out.Replayed = status == http.StatusOK
 	return out, nil
 }
@@ -189,16 +190,16 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 }
 
 func (c *Client) holdOp(ctx context.Context, method string, shop int64, id uuid.UUID, suffix string, body any) (*holdfast.Hold, error) {
-	var h holdJSON
-	var w waitingJSON // waitlist.go
+	var h wire.Hold
+	var w wire.Waiting // waitlist.go
 	status, err := c.do(ctx, method, fmt.Sprintf("/v1/shops/%d/reservations/%s%s", shop, id, suffix), body, &holdOrWait{&h, &w}, true)
 	if err != nil {
 		return nil, err
 	}
 	if status == http.StatusAccepted {
-		return nil, w.err()
+		return nil, w.Waitlisted()
 	}
-	return h.hold(), nil
+	return h.Hold(), nil
 }
 
 // SetAvailable sets a key's available stock. A lost response is
@@ -247,15 +248,14 @@ func (c *Client) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, er
 }
 
 func (c *Client) level(ctx context.Context, method string, k holdfast.Key, suffix string, body any, idempotent bool) (*holdfast.Level, error) {
-	var l levelJSON
+	var l wire.Level
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d%s", k.ShopID, k.ItemID, k.LocationID, suffix)
 	if _, err := c.do(ctx, method, path, body, &l, idempotent); err != nil {
 		return nil, err
 	}
-	return &holdfast.Level{
-		Key: k, Available: l.Available, Held: l.Held, Pooled: l.Pooled, Sellable: l.Sellable,
-		OverCommitted: l.OverCommitted, Strategy: holdfast.Strategy(l.Strategy), Safety: l.Safety,
-	}, nil
+	out := l.Level()
+	out.Key = k // the key asked, which the answer names too
+	return out, nil
 }
 
 // Ready reports whether the server's database is reachable and current.
@@ -317,17 +317,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, ide
 }
 
 func decodeError(res *http.Response, b []byte) error {
-	var eb struct {
-		Error struct {
-			Code    string               `json:"code"`
-			Message string               `json:"message"`
-			Field   string               `json:"field"`
-			Lines   []holdfast.Shortfall `json:"lines"`
-			Request string               `json:"request_id"`
-			Current int64                `json:"current_revision"`
-			Buyer   *buyerLimitJSON      `json:"buyer_limit"`
-		} `json:"error"`
-	}
+	var eb wire.ErrorBody
 	e := &Error{Status: res.StatusCode}
 	if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Code == "" {
 		e.Code, e.Message = "http_"+strconv.Itoa(res.StatusCode), strings.TrimSpace(string(b))
@@ -335,10 +325,10 @@ func decodeError(res *http.Response, b []byte) error {
 			e.Code = "unavailable" // a proxy in front of the service
 		}
 	} else {
-		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, eb.Error.Lines
-		e.CurrentRevision = eb.Error.Current
+		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, wire.Shortfalls(eb.Error.Lines)
+		e.CurrentRevision = eb.Error.CurrentRevision
 		if b := eb.Error.Buyer; b != nil {
-			e.BuyerLimit = &holdfast.BuyerLimitError{ItemID: b.ItemID, Limit: b.Limit, Held: b.Held, Requested: b.Requested}
+			e.BuyerLimit = b.BuyerLimitError()
 		}
 	}
 	e.RequestID = res.Header.Get("X-Request-Id")
@@ -346,35 +336,4 @@ func decodeError(res *http.Response, b []byte) error {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
 	return e
-}
-
-type holdJSON struct {
-	CheckoutID uuid.UUID       `json:"checkout_id"`
-	ShopID     int64           `json:"shop_id"`
-	Status     holdfast.Status `json:"status"`
-	Lines      []holdfast.Line `json:"lines"`
-	CreatedAt  time.Time       `json:"created_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	Deadline   time.Time       `json:"deadline"`
-	EndedAt    *time.Time      `json:"ended_at"`
-	Revision   int64           `json:"revision"`
-	Released   []holdfast.Line `json:"released"`
-}
-
-func (h *holdJSON) hold() *holdfast.Hold {
-	return &holdfast.Hold{
-		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: h.Status, Lines: h.Lines,
-		CreatedAt: h.CreatedAt, ExpiresAt: h.ExpiresAt, Deadline: h.Deadline, EndedAt: h.EndedAt,
-		Revision: h.Revision, Released: h.Released,
-	}
-}
-
-type levelJSON struct {
-	Available     int    `json:"available"`
-	Held          int    `json:"held"`
-	Pooled        int    `json:"pooled"`
-	Sellable      int    `json:"sellable"`
-	OverCommitted bool   `json:"over_committed"`
-	Strategy      string `json:"strategy"`
-	Safety        int    `json:"safety"`
 }

@@ -70,7 +70,7 @@ func TestClient(t *testing.T) {
 	id := uuid.New()
 	r := client.ReserveRequest{CheckoutID: id, Lines: []holdfast.Line{{ItemID: 7, LocationID: 1, Quantity: 2}}, TTL: time.Minute}
 	h, err := c.Reserve(ctx, 1, r)
-	if err != nil || h.Replayed || h.Status != holdfast.StatusHeld || h.ExpiresAt.Sub(h.CreatedAt) != time.Minute {
+	if err != nil || h.Replayed || h.Status != holdfast.StatusHeld || h.ExpiresAt.Sub(h.CreatedAt) != time.Minute || !h.Claimable {
 		t.Fatalf("reserve: %+v %v", h, err)
 	}
 	if h, err := c.Reserve(ctx, 1, r); err != nil || !h.Replayed {
@@ -103,7 +103,7 @@ func TestClient(t *testing.T) {
 	if _, err := c.Claim(ctx, 1, uuid.New()); !errors.Is(err, holdfast.ErrNotFound) {
 		t.Fatalf("claim unknown: %v", err)
 	}
-	if h, err := c.Claim(ctx, 1, id); err != nil || h.Status != holdfast.StatusClaimed {
+	if h, err := c.Claim(ctx, 1, id); err != nil || h.Status != holdfast.StatusClaimed || h.Claimable {
 		t.Fatalf("claim: %+v %v", h, err)
 	}
 	if _, err := c.Release(ctx, 1, id); !errors.Is(err, holdfast.ErrHoldClaimed) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/webhook"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // EventsQuery asks for a page of a shop's event feed (GET
@@ -56,10 +57,7 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (*EventsPage, error)
 	if len(v) > 0 {
 		path += "?" + v.Encode()
 	}
-	var page struct {
-		Events    []holdfast.Event `json:"events"`
-		NextAfter int64            `json:"next_after"`
-	}
+	var page wire.EventsPage
 	if _, err := c.do(ctx, http.MethodGet, path, nil, &page, true); err != nil {
 		return nil, err
 	}

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Holds lists a page of a shop's holds and outcomes, newest first (GET
@@ -32,13 +32,7 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var page struct {
-		Holds []struct {
-			holdJSON
-			Claimable bool `json:"claimable"`
-		} `json:"holds"`
-		Next string `json:"next"`
-	}
+	var page wire.HoldPage
 	path := fmt.Sprintf("/v1/shops/%d/holds", q.ShopID)
 	if len(v) > 0 {
 		path += "?" + v.Encode()
@@ -46,14 +40,7 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 	if _, err := c.do(ctx, http.MethodGet, path, nil, &page, true); err != nil {
 		return nil, err
 	}
-	out := &holdfast.HoldPage{Holds: make([]holdfast.Hold, len(page.Holds)), Next: page.Next}
-	for i, h := range page.Holds {
-		out.Holds[i] = *h.hold()
-		// On the wire claimable is present only on a lapsed (expired,
-		// unswept) hold; a held one is claimable by its status.
-		out.Holds[i].Claimable = h.Status == holdfast.StatusHeld || h.Claimable
-	}
-	return out, nil
+	return page.HoldPage(), nil
 }
 
 // Ledger lists a page of a key's ledger, newest first (GET
@@ -67,17 +54,7 @@ func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var page struct {
-		Entries []struct {
-			ID             int64     `json:"id"`
-			Delta          int       `json:"delta"`
-			AvailableAfter int       `json:"available_after"`
-			Reason         string    `json:"reason"`
-			Reference      string    `json:"reference"`
-			CreatedAt      time.Time `json:"created_at"`
-		} `json:"entries"`
-		Next string `json:"next"`
-	}
+	var page wire.LedgerPage
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d/ledger", q.ShopID, q.ItemID, q.LocationID)
 	if len(v) > 0 {
 		path += "?" + v.Encode()
@@ -85,9 +62,7 @@ func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.
 	if _, err := c.do(ctx, http.MethodGet, path, nil, &page, true); err != nil {
 		return nil, err
 	}
-	out := &holdfast.LedgerPage{Key: q.Key, Entries: make([]holdfast.LedgerEntry, len(page.Entries)), Next: page.Next}
-	for i, e := range page.Entries {
-		out.Entries[i] = holdfast.LedgerEntry(e)
-	}
+	out := page.LedgerPage()
+	out.Key = q.Key // the key asked, which the answer names too
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Route names of the shop's default location order (allocation, issue #16).
@@ -22,12 +23,6 @@ func (s *Server) allocationRoutes() {
 	const p = "/v1/shops/{shop_id}/location-order"
 	s.handle("PUT "+p, routeSetLocationOrder, routeOpts{body: true, scope: ScopeInventory}, s.setLocationOrder)
 	s.handle("GET "+p, routeGetLocationOrder, routeOpts{}, s.getLocationOrder)
-}
-
-// locationOrderJSON is a shop's default location order on the wire.
-type locationOrderJSON struct {
-	ShopID    int64   `json:"shop_id"`
-	Locations []int64 `json:"locations"`
 }
 
 func (s *Server) setLocationOrder(c *call) (int, any, error) {
@@ -47,7 +42,7 @@ func (s *Server) setLocationOrder(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, locationOrderJSON{ShopID: c.shop, Locations: locs}, nil
+	return http.StatusOK, wire.LocationOrder{ShopID: c.shop, Locations: locs}, nil
 }
 
 func (s *Server) getLocationOrder(c *call) (int, any, error) {
@@ -65,7 +60,7 @@ func (s *Server) getLocationOrder(c *call) (int, any, error) {
 	if locs == nil {
 		locs = []int64{}
 	}
-	return http.StatusOK, locationOrderJSON{ShopID: c.shop, Locations: locs}, nil
+	return http.StatusOK, wire.LocationOrder{ShopID: c.shop, Locations: locs}, nil
 }
 
 // decodeLocationList decodes an array of at most max positive, distinct

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Per-buyer limits and safety stock (issue #16 items 3 and 4): the routes,
@@ -32,26 +33,6 @@ func (s *Server) buyerRoutes() {
 	s.handle("GET "+lim, routeGetBuyerLimit, routeOpts{}, s.getBuyerLimit)
 	s.handle("DELETE "+lim, routeRemoveBuyerLimit, routeOpts{optional: true, scope: stock}, s.removeBuyerLimit)
 	s.handle("PUT "+safety, routeSetSafety, routeOpts{body: true, scope: stock}, s.setSafety)
-}
-
-// buyerLimitJSON is a per-buyer limit on the wire, and the buyer_limit
-// member of a buyer_limit_exceeded error (with held and requested).
-type buyerLimitJSON struct {
-	ShopID        int64  `json:"shop_id,omitempty"`
-	ItemID        int64  `json:"item_id"`
-	Limit         int    `json:"limit"`
-	WindowSeconds *int64 `json:"window_seconds,omitempty"`
-	Held          *int   `json:"held,omitempty"`
-	Requested     *int   `json:"requested,omitempty"`
-}
-
-func toBuyerLimitJSON(e *holdfast.BuyerLimitError) *buyerLimitJSON {
-	return &buyerLimitJSON{ItemID: e.ItemID, Limit: e.Limit, Held: &e.Held, Requested: &e.Requested}
-}
-
-func limitJSON(l *holdfast.BuyerLimit) buyerLimitJSON {
-	w := int64(l.Window / time.Second)
-	return buyerLimitJSON{ShopID: l.ShopID, ItemID: l.ItemID, Limit: l.Limit, WindowSeconds: &w}
 }
 
 // buyerLimitAPIError is the 409 buyer_limit_exceeded answer: the item, its
@@ -117,7 +98,7 @@ func (s *Server) setBuyerLimit(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, renameWindow(err)
 	}
-	return http.StatusOK, limitJSON(&l), nil
+	return http.StatusOK, wire.FromBuyerLimit(&l), nil
 }
 
 func (s *Server) getBuyerLimit(c *call) (int, any, error) {
@@ -139,7 +120,7 @@ func (s *Server) getBuyerLimit(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, limitJSON(l), nil
+	return http.StatusOK, wire.FromBuyerLimit(l), nil
 }
 
 func (s *Server) removeBuyerLimit(c *call) (int, any, error) {
@@ -178,5 +159,5 @@ func (s *Server) setSafety(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toLevelJSON(l), nil
+	return http.StatusOK, wire.FromLevel(l), nil
 }

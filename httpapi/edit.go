@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Route names of issue #16's operations.
@@ -50,7 +50,7 @@ func (s *Server) edit(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toHoldJSON(h), nil
+	return http.StatusOK, wire.FromHold(h), nil
 }
 
 // claimRoute serves POST …/{checkout_id}/claim: with no body (or {}) a
@@ -80,7 +80,7 @@ func (s *Server) claimRoute(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toHoldJSON(h), nil
+	return http.StatusOK, wire.FromHold(h), nil
 }
 
 // decodeEdit decodes an edit's body; the engine validates again.
@@ -150,24 +150,6 @@ func decodeLineList(o *object, lim limits) ([]holdfast.Line, *apiError) {
 		lines[i] = holdfast.Line{ItemID: itemID, LocationID: loc, Quantity: int(qty)}
 	}
 	return lines, nil
-}
-
-// appendLines appends lines as a JSON array, as encoding/json writes it.
-func appendLines(b []byte, lines []lineJSON) []byte {
-	b = append(b, '[')
-	for i, l := range lines {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"item_id":`...)
-		b = strconv.AppendInt(b, l.ItemID, 10)
-		b = append(b, `,"location_id":`...)
-		b = strconv.AppendInt(b, l.LocationID, 10)
-		b = append(b, `,"quantity":`...)
-		b = strconv.AppendInt(b, int64(l.Quantity), 10)
-		b = append(b, '}')
-	}
-	return append(b, ']')
 }
 
 func (ceilingEngine) Edit(context.Context, holdfast.EditParams) (*holdfast.Hold, error) {

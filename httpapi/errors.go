@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Error codes. Each response error carries one; docs/API.md and
@@ -75,36 +76,11 @@ func (e *apiError) Error() string {
 
 func (e *apiError) Unwrap() error { return e.cause }
 
-// errorBody is the wire form of every error.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code      string          `json:"code"`
-	Message   string          `json:"message"`
-	Field     string          `json:"field,omitempty"`
-	Lines     []shortfallJSON `json:"lines,omitempty"`
-	Buyer     *buyerLimitJSON `json:"buyer_limit,omitempty"`
-	RequestID string          `json:"request_id,omitempty"`
-	// CurrentRevision is the hold's revision, on revision_conflict.
-	CurrentRevision int64 `json:"current_revision,omitempty"`
-}
-
-type shortfallJSON struct {
-	ItemID     int64 `json:"item_id"`
-	LocationID int64 `json:"location_id"`
-	Requested  int   `json:"requested"`
-	Sellable   int   `json:"sellable"`
-}
-
-func (e *apiError) body() errorBody {
-	b := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field, CurrentRevision: e.CurrentRevision}}
-	for _, l := range e.Lines {
-		b.Error.Lines = append(b.Error.Lines, shortfallJSON(l))
-	}
+func (e *apiError) body() wire.ErrorBody {
+	b := wire.ErrorBody{Error: wire.Error{Code: e.Code, Message: e.Message, Field: e.Field, CurrentRevision: e.CurrentRevision}}
+	b.Error.Lines = wire.FromShortfalls(e.Lines)
 	if e.BuyerLimit != nil {
-		b.Error.Buyer = toBuyerLimitJSON(e.BuyerLimit)
+		b.Error.Buyer = wire.FromBuyerLimitError(e.BuyerLimit)
 	}
 	return b
 }
@@ -218,8 +194,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	bp := bufPool.Get().(*[]byte)
 	buf := (*bp)[:0]
-	if h, ok := v.(holdJSON); ok {
-		buf = appendHold(buf, &h)
+	if h, ok := v.(wire.Hold); ok {
+		buf = h.AppendJSON(buf)
 	} else {
 		bb := bytes.NewBuffer(buf)
 		enc := json.NewEncoder(bb)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/webhook"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Route names of the event feed and the webhook registry.
@@ -50,14 +51,6 @@ func (s *Server) eventRoutes() {
 	s.handle("GET "+base+"/webhooks", routeWebhookList, routeOpts{}, s.webhookList)
 	s.handle("DELETE "+base+"/webhooks/{webhook_id}", routeWebhookRemove, routeOpts{optional: true}, s.webhookRemove)
 	s.handle("GET "+base+"/webhooks/dead-letters", routeWebhookDeadList, routeOpts{}, s.webhookDeadLetters)
-}
-
-// eventsPage is the answer of GET …/events.
-type eventsPage struct {
-	Events []holdfast.Event `json:"events"`
-	// NextAfter is the cursor to ask after next: the last event's, or the
-	// after asked when there was none.
-	NextAfter int64 `json:"next_after"`
 }
 
 // query reads a request's query parameters: only the allowed names, each
@@ -144,7 +137,7 @@ func (s *Server) events(c *call) (int, any, error) {
 			return 0, nil, err
 		}
 		if len(evs) > 0 || !time.Now().Add(EventsPollInterval).Before(until) {
-			page := eventsPage{Events: evs, NextAfter: after}
+			page := wire.EventsPage{Events: evs, NextAfter: after}
 			if page.Events == nil {
 				page.Events = []holdfast.Event{}
 			}

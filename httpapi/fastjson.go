@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +12,8 @@ import (
 // hand: no reflection, no intermediate maps. The strict decoder stays the
 // authority: fastReserve accepts only bodies decodeReserve accepts, with the
 // same result (FuzzDecodeReserve checks it), and leaves everything unusual
-// to decodeReserve, which names what is wrong.
+// to decodeReserve, which names what is wrong. The answer, a wire.Hold, is
+// written by its own hand encoder (wire.Hold.AppendJSON).
 
 // scanner reads JSON tokens from b.
 type scanner struct {
@@ -190,67 +190,4 @@ func (s *scanner) lines(p *holdfast.ReserveParams, lim limits) bool {
 			return false
 		}
 	}
-}
-
-// appendHold appends h's JSON, byte for byte what encoding/json writes
-// for it (with SetEscapeHTML(false) and the trailing newline).
-func appendHold(b []byte, h *holdJSON) []byte {
-	b = append(b, `{"checkout_id":"`...)
-	b = appendUUID(b, h.CheckoutID)
-	b = append(b, `","shop_id":`...)
-	b = strconv.AppendInt(b, h.ShopID, 10)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendQuote(b, h.Status)
-	b = append(b, `,"lines":[`...)
-	for i, l := range h.Lines {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"item_id":`...)
-		b = strconv.AppendInt(b, l.ItemID, 10)
-		b = append(b, `,"location_id":`...)
-		b = strconv.AppendInt(b, l.LocationID, 10)
-		b = append(b, `,"quantity":`...)
-		b = strconv.AppendInt(b, int64(l.Quantity), 10)
-		b = append(b, '}')
-	}
-	b = append(b, `],"created_at":`...)
-	b = appendTime(b, h.CreatedAt)
-	b = append(b, `,"expires_at":`...)
-	b = appendTime(b, h.ExpiresAt)
-	b = append(b, `,"deadline":`...)
-	b = appendTime(b, h.Deadline)
-	if h.EndedAt != nil {
-		b = append(b, `,"ended_at":`...)
-		b = appendTime(b, *h.EndedAt)
-	}
-	if h.Claimable {
-		b = append(b, `,"claimable":true`...)
-	}
-	if h.Revision != 0 {
-		b = append(b, `,"revision":`...)
-		b = strconv.AppendInt(b, h.Revision, 10)
-	}
-	if len(h.Released) > 0 {
-		b = append(b, `,"released":`...)
-		b = appendLines(b, h.Released)
-	}
-	return append(b, "}\n"...)
-}
-
-func appendUUID(b []byte, id uuid.UUID) []byte {
-	const hexDigits = "0123456789abcdef"
-	for i, x := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, hexDigits[x>>4], hexDigits[x&0xf])
-	}
-	return b
-}
-
-func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
 }

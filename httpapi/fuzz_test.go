@@ -1,14 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
 )
@@ -106,30 +103,6 @@ func checkAccepted(t *testing.T, p holdfast.ReserveParams, lim limits, body []by
 	}
 	if p.TTL != 0 && (p.TTL < holdfast.HoldTTLMin || p.TTL > lim.HoldLifetimeMax || p.TTL%time.Second != 0) {
 		t.Fatalf("accepted ttl %v: %q", p.TTL, body)
-	}
-}
-
-// TestAppendHold: the hand-written encoding of a hold is byte for byte
-// what encoding/json writes.
-func TestAppendHold(t *testing.T) {
-	now := time.Date(2026, 11, 30, 18, 0, 0, 123456789, time.UTC)
-	end := now.Add(time.Minute)
-	for _, h := range []holdJSON{
-		{CheckoutID: uuid.MustParse("6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42"), ShopID: 1, Status: "held",
-			Lines: []lineJSON{{1, 2, 3}}, CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute), Deadline: now.Add(time.Hour)},
-		{CheckoutID: uuid.New(), ShopID: 1 << 62, Status: "claimed", Lines: []lineJSON{{1, 2, 3}, {9223372036854775807, 1, 10000}},
-			CreatedAt: now.Truncate(time.Second), ExpiresAt: now, Deadline: now, EndedAt: &end},
-		{CheckoutID: uuid.New(), Status: "expired", Lines: []lineJSON{}},
-	} {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(h); err != nil {
-			t.Fatal(err)
-		}
-		if got := appendHold(nil, &h); !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("appendHold\n got %s\nwant %s", got, want.Bytes())
-		}
 	}
 }
 

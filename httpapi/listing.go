@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Route names of the listings.
@@ -25,31 +25,6 @@ func (s *Server) listingRoutes() {
 		s.series(r, http.StatusServiceUnavailable, CodeOverloaded)
 		s.series(r, http.StatusServiceUnavailable, CodeUnavailable)
 	}
-}
-
-// holdPageJSON is a page of holds on the wire.
-type holdPageJSON struct {
-	Holds []holdJSON `json:"holds"`
-	Next  string     `json:"next,omitempty"`
-}
-
-// ledgerEntryJSON is one ledger entry on the wire.
-type ledgerEntryJSON struct {
-	ID             int64     `json:"id"`
-	Delta          int       `json:"delta"`
-	AvailableAfter int       `json:"available_after"`
-	Reason         string    `json:"reason"`
-	Reference      string    `json:"reference,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
-}
-
-// ledgerPageJSON is a page of a key's ledger on the wire.
-type ledgerPageJSON struct {
-	ShopID     int64             `json:"shop_id"`
-	ItemID     int64             `json:"item_id"`
-	LocationID int64             `json:"location_id"`
-	Entries    []ledgerEntryJSON `json:"entries"`
-	Next       string            `json:"next,omitempty"`
 }
 
 // listQuery reads a listing's query string: only the parameters in allowed,
@@ -118,11 +93,7 @@ func (s *Server) listHolds(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := holdPageJSON{Holds: make([]holdJSON, len(p.Holds)), Next: p.Next}
-	for i := range p.Holds {
-		out.Holds[i] = toHoldJSON(&p.Holds[i])
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, wire.FromHoldPage(p), nil
 }
 
 func (s *Server) ledger(c *call) (int, any, error) {
@@ -154,11 +125,7 @@ func (s *Server) ledger(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := ledgerPageJSON{ShopID: k.ShopID, ItemID: k.ItemID, LocationID: k.LocationID, Entries: make([]ledgerEntryJSON, len(p.Entries)), Next: p.Next}
-	for i, e := range p.Entries {
-		out.Entries[i] = ledgerEntryJSON{ID: e.ID, Delta: e.Delta, AvailableAfter: e.AvailableAfter, Reason: e.Reason, Reference: e.Reference, CreatedAt: e.CreatedAt.UTC()}
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, wire.FromLedgerPage(p), nil
 }
 
 // The ceiling answers no listing: it stores nothing.

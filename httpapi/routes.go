@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // Route names: the "route" label of metrics and log lines.
@@ -75,76 +75,6 @@ func (s *Server) routes() {
 	}
 }
 
-// holdJSON is a hold on the wire.
-type holdJSON struct {
-	CheckoutID uuid.UUID  `json:"checkout_id"`
-	ShopID     int64      `json:"shop_id"`
-	Status     string     `json:"status"`
-	Lines      []lineJSON `json:"lines"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	Deadline   time.Time  `json:"deadline"`
-	EndedAt    *time.Time `json:"ended_at,omitempty"`
-	// Claimable is present (true) only on a hold past its expiry that the
-	// sweeper has not processed yet (status expired): a claim still
-	// succeeds. A held hold is claimable by its status alone.
-	Claimable bool `json:"claimable,omitempty"`
-	// Revision is the hold's version: 1 at reservation, +1 per edit;
-	// absent from answers of a shadow layer's legacy store (no revisions).
-	Revision int64 `json:"revision,omitempty"`
-	// Released is what a partial claim gave back.
-	Released []lineJSON `json:"released,omitempty"`
-}
-
-type lineJSON struct {
-	ItemID     int64 `json:"item_id"`
-	LocationID int64 `json:"location_id"`
-	Quantity   int   `json:"quantity"`
-}
-
-func toHoldJSON(h *holdfast.Hold) holdJSON {
-	out := holdJSON{
-		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: string(h.Status), Lines: make([]lineJSON, len(h.Lines)),
-		CreatedAt: h.CreatedAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), Deadline: h.Deadline.UTC(),
-		Claimable: h.Claimable && h.Status == holdfast.StatusExpired,
-	}
-	for i, l := range h.Lines {
-		out.Lines[i] = lineJSON{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity}
-	}
-	out.Revision = h.Revision
-	for _, l := range h.Released {
-		out.Released = append(out.Released, lineJSON{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity})
-	}
-	if h.EndedAt != nil {
-		t := h.EndedAt.UTC()
-		out.EndedAt = &t
-	}
-	return out
-}
-
-// levelJSON is a key's stock on the wire.
-type levelJSON struct {
-	ShopID        int64  `json:"shop_id"`
-	ItemID        int64  `json:"item_id"`
-	LocationID    int64  `json:"location_id"`
-	Available     int    `json:"available"`
-	Held          int    `json:"held"`
-	Pooled        int    `json:"pooled"`
-	Sellable      int    `json:"sellable"`
-	OverCommitted bool   `json:"over_committed"`
-	Strategy      string `json:"strategy"`
-	Safety        int    `json:"safety"`
-}
-
-func toLevelJSON(l *holdfast.Level) levelJSON {
-	return levelJSON{
-		ShopID: l.ShopID, ItemID: l.ItemID, LocationID: l.LocationID,
-		Available: l.Available, Held: l.Held, Pooled: l.Pooled, Sellable: l.Sellable,
-		OverCommitted: l.OverCommitted, Strategy: string(l.Strategy),
-		Safety: l.Safety,
-	}
-}
-
 func (s *Server) reserve(c *call) (int, any, error) {
 	p, ok := fastReserve(c.shop, c.body, s.limits)
 	if !ok {
@@ -172,7 +102,7 @@ func (s *Server) reserve(c *call) (int, any, error) {
 	if h.Replayed {
 		status = http.StatusOK
 	}
-	return status, toHoldJSON(h), nil
+	return status, wire.FromHold(h), nil
 }
 
 // Combiner is implemented by engines that combine concurrent reservations
@@ -218,7 +148,7 @@ func (s *Server) lifecycle(c *call, op func(ctx context.Context, shop int64, id 
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toHoldJSON(h), nil
+	return http.StatusOK, wire.FromHold(h), nil
 }
 
 func (s *Server) claim(c *call) (int, any, error)   { return s.lifecycle(c, s.eng.Claim) }
@@ -242,7 +172,7 @@ func (s *Server) extend(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toHoldJSON(h), nil
+	return http.StatusOK, wire.FromHold(h), nil
 }
 
 func (c *call) key() (holdfast.Key, *apiError) {
@@ -269,7 +199,7 @@ func (s *Server) stock(c *call, member string) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, toLevelJSON(l), nil
+		return http.StatusOK, wire.FromLevel(l), nil
 	}
 	ch, apiErr := decodeStock(c.body, member, c.r.Header.Get("Idempotency-Key"))
 	if apiErr != nil {
@@ -290,7 +220,7 @@ func (s *Server) stock(c *call, member string) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toLevelJSON(l), nil
+	return http.StatusOK, wire.FromLevel(l), nil
 }
 
 func (s *Server) setStock(c *call) (int, any, error)    { return s.stock(c, "available") }

@@ -14,22 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // ServeWaitlist: the ceiling engine has no waitlist.
 func (ceilingEngine) ServeWaitlist(context.Context) (int, error) { return 0, holdfast.ErrUnavailable }
-
-// waitingJSON is the answer for a checkout in a waitlist: 202 from a
-// reservation that asked to wait (wait_seconds) and from reading the
-// checkout while it waits.
-type waitingJSON struct {
-	CheckoutID uuid.UUID       `json:"checkout_id"`
-	ShopID     int64           `json:"shop_id"`
-	Status     string          `json:"status"` // always "waiting"
-	Position   int             `json:"position"`
-	WaitUntil  time.Time       `json:"wait_until"`
-	Lines      []shortfallJSON `json:"lines"`
-}
 
 // waiting answers err when it says the checkout waits.
 func waiting(shop int64, id uuid.UUID, err error) (int, any, bool) {
@@ -37,11 +26,7 @@ func waiting(shop int64, id uuid.UUID, err error) (int, any, bool) {
 	if !errors.As(err, &we) {
 		return 0, nil, false
 	}
-	out := waitingJSON{CheckoutID: id, ShopID: shop, Status: "waiting", Position: we.Position, WaitUntil: we.WaitUntil.UTC(), Lines: []shortfallJSON{}}
-	for _, l := range we.Lines {
-		out.Lines = append(out.Lines, shortfallJSON(l))
-	}
-	return http.StatusAccepted, out, true
+	return http.StatusAccepted, wire.FromWaitlisted(shop, id, we), true
 }
 
 // waitSeconds reads wait_seconds within [0, WaitMax].

@@ -1,7 +1,9 @@
 // Package migrate applies holdfast's schema: embedded, numbered, forward-only
 // SQL files. Applying is idempotent and safe to run from several processes at
-// once: a session advisory lock serialises the runners, and each migration
-// commits together with its row in holdfast_migrations.
+// once: each migration runs in its own transaction, which first takes a
+// transaction-scoped advisory lock that serialises the runners (so it works
+// through PgBouncer in transaction pooling mode too), and commits together
+// with its row in holdfast_migrations.
 package migrate
 
 import (

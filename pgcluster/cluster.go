@@ -53,14 +53,16 @@ const User = "holdfast"
 // connections, and Stop for it to exit after a fast shutdown.
 const StartTimeoutMax = 60 * time.Second
 
-// Options configures a cluster. The zero value is a durable cluster in a new
-// temporary directory that is removed on Stop.
+// Options configures a cluster. The zero value is a cluster that is not
+// durable (see Durable), in a new temporary directory that is removed on
+// Stop: what tests want.
 type Options struct {
 	// DataDir holds the cluster. It is created and initialised when it does
 	// not hold a cluster yet, and kept on Stop. Empty means a temporary
 	// directory removed on Stop.
 	DataDir string
-	// Durable false turns fsync and synchronous_commit off: for tests only.
+	// Durable false initialises without syncing (initdb --no-sync) and turns
+	// fsync, synchronous_commit and full_page_writes off: for tests only.
 	// The zero value is not durable; callers that keep data set it.
 	Durable bool
 	// MaxConnections defaults to 300.

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/holdfast/holdfast"
+)
+
+// What a run measures: each client's tally, merged into a measurement, and
+// the percentiles of its latencies.
+
+// measurement is what a run's clients saw.
+type measurement struct {
+	holds, soldOut, errors int64
+	codes                  map[string]int64
+	lat                    []time.Duration
+	confirmed              int64         // units of every success, outside the window too
+	window                 time.Duration // a timed run's window; zero for counted runs
+	elapsed                time.Duration // a counted run's time to answer every attempt
+	waits                  map[string]float64
+	goCPU, pgCPU, otherCPU float64
+}
+
+func (m *measurement) fill(res *Result) {
+	res.Holds, res.SoldOut, res.Errors = m.holds, m.soldOut, m.errors
+	if len(m.codes) > 0 {
+		res.ErrorsByCode = m.codes
+	}
+	if m.window > 0 {
+		res.HoldsPerSec = float64(m.holds) / m.window.Seconds()
+	}
+	slices.Sort(m.lat)
+	res.P50ms, res.P95ms, res.P99ms = ms(percentile(m.lat, 0.50)), ms(percentile(m.lat, 0.95)), ms(percentile(m.lat, 0.99))
+	if n := len(m.lat); n > 0 {
+		res.Maxms = ms(m.lat[n-1])
+	}
+	res.Waits, res.GoCPU, res.PgCPU, res.OtherCPU = m.waits, m.goCPU, m.pgCPU, m.otherCPU
+}
+
+// percentile is the nearest-rank q-quantile of sorted.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
+
+// tally is one client's share of a measurement.
+type tally struct {
+	holds, soldOut, errors, confirmed int64
+	codes                             map[string]int64
+	lat                               []time.Duration
+}
+
+func (t *tally) record(units int, err error, d time.Duration, inWindow bool) {
+	if err == nil {
+		t.confirmed += int64(units)
+	}
+	if !inWindow {
+		return
+	}
+	t.lat = append(t.lat, d)
+	switch {
+	case err == nil:
+		t.holds++
+	case errors.Is(err, holdfast.ErrInsufficientStock):
+		t.soldOut++
+	default:
+		t.errors++
+		if t.codes == nil {
+			t.codes = map[string]int64{}
+		}
+		t.codes[errorCode(err)]++
+	}
+}
+
+func merge(ts []*tally) *measurement {
+	m := &measurement{}
+	for _, t := range ts {
+		m.holds += t.holds
+		m.soldOut += t.soldOut
+		m.errors += t.errors
+		m.confirmed += t.confirmed
+		m.lat = append(m.lat, t.lat...)
+		for k, v := range t.codes {
+			if m.codes == nil {
+				m.codes = map[string]int64{}
+			}
+			m.codes[k] += v
+		}
+	}
+	return m
+}
