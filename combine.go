@@ -328,7 +328,7 @@ func (c *Client) Combinable(p ReserveParams) bool {
 	}
 	k := Key{p.ShopID, p.Lines[0].ItemID, p.Lines[0].LocationID}
 	if ki, ok := c.keys.Load(k); ok {
-		return ki.(keyInfo).strategy == StrategyBatch
+		return strategyOf(ki.(keyInfo).strategy).combines
 	}
-	return c.cfg.Strategy == StrategyBatch
+	return strategyOf(c.cfg.Strategy).combines
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -126,7 +125,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReservePar
 		// (or no longer) a batch key has no units in its counter row, the
 		// batch refuses it, and the plain path caches its strategy.
 		ki, ok := c.keys.Load(k)
-		if (ok && ki.(keyInfo).strategy == StrategyBatch) || (!ok && c.cfg.Strategy == StrategyBatch) {
+		if (ok && strategyOf(ki.(keyInfo).strategy).combines) || (!ok && strategyOf(c.cfg.Strategy).combines) {
 			// In flight until answered, on either path: the measure of
 			// contention that decides whether to combine.
 			c.combiner.inflight.Add(1)
@@ -333,14 +332,7 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	if mode == takeFast {
 		batch := &pgx.Batch{}
 		for i, l := range lines {
-			switch infos[i].strategy {
-			case StrategyPool:
-				batch.Queue(c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity)
-			case StrategySlots:
-				batch.Queue(c.q(ctx, route, "take_slot"), shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots))
-			default:
-				batch.Queue(c.q(ctx, route, "take_counter"), shop, l.ItemID, l.LocationID, l.Quantity)
-			}
+			c.queueTake(ctx, batch, route, infos[i].strategy, shop, l)
 		}
 		br := tx.SendBatch(ctx, batch)
 		short := false
@@ -399,9 +391,9 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		}
 		var got int
 		switch {
-		case infos[i].strategy == StrategyPool && mode == takeLocked:
+		case strategyOf(infos[i].strategy).pooled && mode == takeLocked:
 			got, err = c.takePoolWait(ctx, tx, route, k, l.Quantity)
-		case infos[i].strategy == StrategyPool:
+		case strategyOf(infos[i].strategy).pooled:
 			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
 		default:
 			got, err = c.gather(ctx, tx, route, k, l.Quantity, true)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -238,14 +237,7 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	batch := &pgx.Batch{}
 	for i, l := range resolved {
-		switch infos[i].strategy {
-		case StrategyPool:
-			batch.Queue(c.q(ctx, route, "take_pool"), req.shop, l.ItemID, l.LocationID, l.Quantity)
-		case StrategySlots:
-			batch.Queue(c.q(ctx, route, "take_slot"), req.shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots))
-		default:
-			batch.Queue(c.q(ctx, route, "take_counter"), req.shop, l.ItemID, l.LocationID, l.Quantity)
-		}
+		c.queueTake(ctx, batch, route, infos[i].strategy, req.shop, l)
 	}
 	items, locs, qtys := columns(resolved)
 	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))

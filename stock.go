@@ -311,7 +311,7 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 		return nil, err
 	}
 	if !s.Valid() {
-		return nil, argError("strategy", "must be counter, batch, pool or slots")
+		return nil, argError("strategy", "must be %s", strategyNames())
 	}
 	if poolCap < 0 || poolCap > PoolCapLimit {
 		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapLimit)
