@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -242,11 +240,8 @@ const slowLevelMax = 2
 // and the first slow one, outside any transaction.
 func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, idempotent bool, beforeSlow func() error, fn func(tx pgx.Tx, level int) error) error {
 	level := 0
-	// doubt: an earlier attempt's COMMIT went unacknowledged, so it may have
-	// committed; if the retries then fail without learning the outcome,
-	// the answer must say so (finalErr), never "nothing happened".
-	doubt := false
-	for attempt := 0; ; {
+	r := retrier{c: c, route: route}
+	for {
 		err := c.once(ctx, b, route, own, func(tx pgx.Tx) error { return fn(tx, level) })
 		if err == nil || errors.Is(err, errRollback) {
 			return nil
@@ -262,24 +257,54 @@ func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, ide
 		}
 		var ce *commitError
 		lost := connectionLost(err)
-		doubt = doubt || (own && commitUnacknowledged(err))
+		if own && commitUnacknowledged(err) {
+			r.doubt = true
+		}
 		canRetry := retryable(err) || errors.Is(err, errRetry) || (own && lost && (idempotent || !errors.As(err, &ce)))
-		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return c.finalErr(route, err, own, idempotent, doubt)
-		}
-		attempt++
-		state := SQLState(err)
-		switch {
-		case errors.Is(err, errRetry):
-			state = "race"
-		case state == "":
-			state = "connection"
-		}
-		c.cfg.Observer.Retry(route, state)
-		if err := c.backoff(ctx, attempt); err != nil {
-			return c.finalErr(route, err, own, idempotent, doubt)
+		if again, berr := r.again(ctx, err, canRetry); !again {
+			if berr != nil {
+				err = berr
+			}
+			return c.finalErr(route, err, own, idempotent, r.doubt)
 		}
 	}
+}
+
+// retrier is the engine's one retry policy, used by every transaction the
+// client runs (run, runSlow) and by combined batches (combine.go): which
+// failures run again, at most Config.RetryMax times, the jittered backoff
+// between attempts, what the Observer is told, and whether any attempt's
+// COMMIT went unacknowledged (doubt) — then the attempt may have committed
+// and, if the retries fail without learning the outcome, the answer must
+// say so (finalErr), never "nothing happened".
+type retrier struct {
+	c       *Client
+	route   string
+	attempt int
+	doubt   bool
+}
+
+// again reports whether to run the attempt that failed with err again,
+// having backed off: only when canRetry (the caller's judgement of err),
+// retries are left and ctx is live. berr is the context's error when the
+// backoff was cut short.
+func (r *retrier) again(ctx context.Context, err error, canRetry bool) (again bool, berr error) {
+	if !canRetry || r.attempt >= r.c.cfg.RetryMax || ctx.Err() != nil {
+		return false, nil
+	}
+	r.attempt++
+	state := SQLState(err)
+	switch {
+	case errors.Is(err, errRetry):
+		state = "race"
+	case state == "":
+		state = "connection"
+	}
+	r.c.cfg.Observer.Retry(r.route, state)
+	if err := r.c.backoff(ctx, r.attempt); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // finalErr is mapErr for the last attempt of an operation; doubt says an
@@ -386,20 +411,6 @@ func commitUnacknowledged(err error) bool {
 	}
 	state := SQLState(ce.err)
 	return state == "" || strings.HasPrefix(state, "08")
-}
-
-func isNetErr(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset") ||
-		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect") ||
-		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "closed pool")
 }
 
 // keyHash is the key's advisory lock id.

@@ -178,30 +178,27 @@ func (c *Client) execBatch(batch []*batchReq) {
 
 	var created map[checkoutKey]*Hold
 	var err error
-	doubt := false
-	for attempt := 0; ; attempt++ {
+	r := retrier{c: c, route: RouteReserve}
+	for {
 		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
-		doubt = doubt || commitUnacknowledged(err)
+		if commitUnacknowledged(err) {
+			r.doubt = true
+		}
+		if err == nil {
+			break
+		}
 		// A counter row held past the batch's short lock wait (a caller's
 		// ReserveTx doing work before its commit) is not waited for here:
 		// the requests go to the plain path, where only those of that
-		// key wait, each under its caller's own deadline.
-		if err == nil || SQLState(err) == sqlstateLockNotAvailable ||
-			!(retryable(err) || connectionLost(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			break
-		}
-		// Re-running is safe even when a COMMIT's answer was lost: the
-		// holds it created are skipped, and their requests find them on
-		// the plain path.
-		state := SQLState(err)
-		if state == "" {
-			state = "connection"
-		}
-		c.cfg.Observer.Retry(RouteReserve, state)
-		if c.backoff(ctx, attempt+1) != nil {
+		// key wait, each under its caller's own deadline. Re-running is
+		// safe even when a COMMIT's answer was lost: the holds it created
+		// are skipped, and their requests find them on the plain path.
+		canRetry := SQLState(err) != sqlstateLockNotAvailable && (retryable(err) || connectionLost(err))
+		if again, _ := r.again(ctx, err, canRetry); !again {
 			break
 		}
 	}
+	doubt := r.doubt
 	if err != nil {
 		c.cfg.Logger.Debug("combined batch failed; its requests take the plain path", "requests", len(uniq), "err", err)
 	}

@@ -56,15 +56,22 @@ func (r *InvariantReport) String() string {
 // available, and holds and their lines agree. Tests run it after every
 // concurrent test; operators can run it through `holdfast doctor`.
 func (c *Client) CheckInvariant(ctx context.Context) (*InvariantReport, error) {
-	for attempt := 0; ; attempt++ {
+	// The engine's one retry policy (retrier). Its transaction begins on
+	// its own terms: one REPEATABLE READ snapshot, read only, and no
+	// statement timeout, since it reads every key.
+	r := retrier{c: c, route: RouteRead}
+	for {
 		rep, err := c.checkInvariant(ctx)
 		// A read: after a lost connection (a pooled connection a server
 		// restart closed) it simply runs again.
-		if err == nil || !(connectionLost(err) || retryable(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return rep, err
+		if err == nil {
+			return rep, nil
 		}
-		if err := c.backoff(ctx, attempt+1); err != nil {
-			return nil, err
+		if again, berr := r.again(ctx, err, connectionLost(err) || retryable(err)); !again {
+			if berr != nil {
+				return nil, berr
+			}
+			return rep, err
 		}
 	}
 }
