@@ -470,10 +470,12 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 // MySQL and MariaDB error numbers the engine treats specially: the one place
 // server errors are mapped to holdfast's.
 const (
-	erDupEntry        = 1062
-	erServerShutdown  = 1053
-	erLockWaitTimeout = 1205
-	erLockDeadlock    = 1213
+	erDupEntry       = 1062
+	erServerShutdown = 1053
+	// erTooManyConnections: the server is full (max_connections).
+	erTooManyConnections = 1040
+	erLockWaitTimeout    = 1205
+	erLockDeadlock       = 1213
 	// erLockNowait is MySQL's answer to a NOWAIT read of a locked row;
 	// MariaDB answers erLockWaitTimeout.
 	erLockNowait = 3572
@@ -531,6 +533,14 @@ func timedOut(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Unreachable reports errors of the database connection itself, met by
+// code outside the engine's own runner (the service's key store, its
+// readiness check): this package is the one place that classifies MySQL's
+// errors; the HTTP layer asks it.
+func Unreachable(err error) bool {
+	return connectionLost(err) || errNumber(err) == erTooManyConnections
 }
 
 // connectionLost reports errors where the connection failed; the outcome of

@@ -86,9 +86,9 @@ func (c *Client) Combinable(p holdfast.ReserveParams) bool {
 // path, and that path caches its strategy.
 func (c *Client) batchKey(k holdfast.Key) bool {
 	if ki, ok := c.keys.Load(k); ok {
-		return ki.(keyInfo).strategy == holdfast.StrategyBatch
+		return strategyOf(ki.(keyInfo).strategy).combines
 	}
-	return c.cfg.Strategy == holdfast.StrategyBatch
+	return strategyOf(c.cfg.Strategy).combines
 }
 
 // reserveCombined serves req through the combiner when another combinable

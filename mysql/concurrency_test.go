@@ -199,7 +199,7 @@ func TestRandomizedRaces(t *testing.T) {
 			k := holdfast.Key{ShopID: 1, ItemID: item, LocationID: loc}
 			keys = append(keys, k)
 			e.stock(k, 30)
-			e.strategy(k, strategies[int(item+loc)%len(strategies)], 0)
+			e.strategy(k, mysql.Strategies()[int(item+loc)%len(mysql.Strategies())], 0)
 		}
 	}
 	var mu sync.Mutex
@@ -260,7 +260,7 @@ func TestRandomizedRaces(t *testing.T) {
 					}
 				case op < 96:
 					k := keys[r.IntN(len(keys))]
-					_, err = e.c.SetStrategy(ctx, k, strategies[r.IntN(len(strategies))], r.IntN(12))
+					_, err = e.c.SetStrategy(ctx, k, mysql.Strategies()[r.IntN(len(mysql.Strategies()))], r.IntN(12))
 				default:
 					_, err = e.c.Replenish(ctx)
 				}
@@ -366,7 +366,7 @@ func TestBatchCombines(t *testing.T) {
 // answered with it (one new, the rest Replayed), and no units leak.
 func TestConcurrentRetries(t *testing.T) {
 	t.Parallel()
-	for _, s := range strategies {
+	for _, s := range mysql.Strategies() {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, 16, holdfast.Config{})

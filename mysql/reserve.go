@@ -448,7 +448,7 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop int64, lines []holdfast.Line, infos []keyInfo, firstMiss bool, refill func(i int) error) ([]int, error) {
 	var missed []int
 	for i, l := range lines {
-		if infos[i].strategy == holdfast.StrategyPool {
+		if strategyOf(infos[i].strategy).pooled {
 			continue
 		}
 		if refill != nil {
@@ -474,7 +474,7 @@ func (c *Client) takeLines(ctx context.Context, tx *sql.Tx, route string, shop i
 	var poolArgs []any
 	var poolLines []int
 	for i, l := range lines {
-		if infos[i].strategy == holdfast.StrategyPool {
+		if strategyOf(infos[i].strategy).pooled {
 			poolArgs = append(poolArgs, len(poolLines), shop, l.ItemID, l.LocationID, l.Quantity)
 			poolLines = append(poolLines, i)
 		}

@@ -347,7 +347,7 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 		return 0, err
 	}
 	capacity := math.MaxInt32
-	if st.strategy == holdfast.StrategyPool {
+	if strategyOf(st.strategy).pooled {
 		capacity = max(st.poolCap, need)
 	}
 	add := max(0, min(capacity-st.pooled, st.available-st.safety-st.held-st.pooled)) // never safety stock
@@ -357,7 +357,7 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 	if add == 0 {
 		return 0, nil
 	}
-	if st.strategy == holdfast.StrategyPool {
+	if strategyOf(st.strategy).pooled {
 		for left := add; left > 0; left -= refillChunk {
 			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "pool_fill"), min(left, refillChunk), k.ShopID, k.ItemID, k.LocationID); err != nil {
 				return 0, err
