@@ -3,6 +3,8 @@ package holdfast
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -170,4 +172,34 @@ func connectionLost(err error) bool {
 		return true
 	}
 	return pgconn.SafeToRetry(err) || isNetErr(err)
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset") ||
+		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "closed pool")
+}
+
+// Unreachable reports errors of the database connection itself — lost,
+// refused, or the server shutting down or full (57P01–57P03, 53300) — met
+// by code outside the engine's own runner (the service's key store, its
+// readiness check). This package is the one place that classifies
+// PostgreSQL's errors; the HTTP layer asks it.
+func Unreachable(err error) bool {
+	if connectionLost(err) {
+		return true
+	}
+	switch SQLState(err) {
+	case sqlstateAdminShutdown, "57P02", sqlstateCannotConnectNow, "53300":
+		return true
+	}
+	return false
 }

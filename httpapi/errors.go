@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -169,21 +167,10 @@ func toAPIError(route string, err error) *apiError {
 
 // dbUnreachable reports errors of the database connection itself, met
 // outside the engine (key lookups, readiness): the engine maps its own to
-// holdfast.ErrUnavailable.
+// holdfast.ErrUnavailable, and each engine package is the one place that
+// classifies its database's errors.
 func dbUnreachable(err error) bool {
-	var connErr *pgconn.ConnectError
-	var netErr net.Error
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &connErr), errors.As(err, &netErr), pgconn.SafeToRetry(err):
-		return true
-	case errors.As(err, &pgErr):
-		// Class 08 (connection exception), 57P01-57P03 (shutdown, cannot
-		// connect now), 53300 (too many connections).
-		return pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
-			pgErr.Code == "57P03" || pgErr.Code == "53300"
-	}
-	return false
+	return holdfast.Unreachable(err) || mysql.Unreachable(err)
 }
 
 // bufPool recycles response buffers.
