@@ -34,7 +34,8 @@ type combiner struct {
 }
 
 // CombineRunnersMax bounds the combined transactions in flight at once
-// from one client: while one commits, the next executes. They lock counter
+// from one client: while one commits, the next executes, on other keys (a
+// key is in one running batch at a time, see runBatches). They lock counter
 // rows in key order, so they never deadlock each other.
 const CombineRunnersMax = 2
 
