@@ -132,7 +132,7 @@ func (c *Client) reserveCombined(ctx context.Context, k Key, req *reservation) (
 // counter rows, so the second would only wait, holding a connection, with
 // fewer requests than it could have had, and past CombineLockWait send them
 // all to the plain path. Left in pending, they join the busy key's runner's
-// next batch. Measured on the hot key at 64 clients: 1.25–1.46× the holds/s
+// next batch. Measured on the hot key at 64 clients: 1.20–2.38× the holds/s
 // with one batch per key at a time (docs/PERFORMANCE.md, "Where the hot
 // key's time goes").
 func (c *Client) runBatches() {
