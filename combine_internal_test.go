@@ -13,10 +13,11 @@ import (
 	"github.com/holdfast/holdfast/pgtest"
 )
 
-// combineRig is a client on batch keys A (item 1) and B (item 2), with key
-// A's counter row held by an open ReserveTx and both combiner runners
-// waiting on it in batches: the exact state in which the combiner's
-// answers used to go wrong (#10 item 2).
+// combineRig is a client on batch keys A (item 1), B (item 2) and C (item
+// 3), with the counter rows of A and C held by an open ReserveTx and both
+// combiner runners waiting on them in batches (A2 on A, A3 on C: one
+// client runs one batch per key at a time): the exact state in which the
+// combiner's answers used to go wrong (#10 item 2).
 type combineRig struct {
 	t       *testing.T
 	c       *Client
@@ -83,7 +84,7 @@ func newCombineRig(t *testing.T, lockWait time.Duration, setup string) *combineR
 			t.Fatal(err)
 		}
 	}
-	for _, item := range []int64{1, 2} {
+	for _, item := range []int64{1, 2, 3} {
 		if _, err := c.SetAvailable(ctx, r.key(item), 100, "stock", ""); err != nil {
 			t.Fatal(err)
 		}
@@ -93,19 +94,25 @@ func newCombineRig(t *testing.T, lockWait time.Duration, setup string) *combineR
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.blocker.Rollback(context.Background()) })
-	if _, err := c.ReserveTx(ctx, r.blocker, r.params(1)); err != nil {
-		t.Fatal(err)
+	for _, item := range []int64{1, 3} {
+		if _, err := c.ReserveTx(ctx, r.blocker, r.params(item)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// A1 waits on the plain path, A2 and A3 in one batch each: both
-	// runners are busy.
+	// A1 waits on the plain path, A2 (key A) and A3 (key C) in one batch
+	// each: both runners are busy.
 	r.errs = make([]error, 3)
 	for i := range 3 {
 		actx, cancel := context.WithCancel(ctx)
 		r.cancel = append(r.cancel, cancel)
 		done := make(chan error, 1)
 		r.done = append(r.done, done)
+		item := int64(1)
+		if i == 2 {
+			item = 3
+		}
 		go func() {
-			_, err := c.Reserve(actx, r.params(1))
+			_, err := c.Reserve(actx, r.params(item))
 			done <- err
 		}()
 		waitUntil(t, "reservation A to wait for the row", func() bool { return r.lockWaiters() == i+1 })
