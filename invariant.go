@@ -30,7 +30,8 @@ type InvariantReport struct {
 	// reserved on them).
 	OverCommitted []KeyAccount `json:"over_committed"`
 	// Defects are structural: hold lines without a held checkout, held
-	// checkouts whose lines differ from their record.
+	// checkouts whose lines differ from their record, keys whose held
+	// counts (held_counts) differ from their lines.
 	Defects []string `json:"defects"`
 }
 
@@ -107,6 +108,21 @@ func (c *Client) checkInvariant(ctx context.Context) (*InvariantReport, error) {
 			default:
 				rep.Violations = append(rep.Violations, a)
 			}
+		}
+		rows, err = tx.Query(ctx, c.q(ctx, RouteRead, "invariant_held_counts"))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k Key
+			var lines, counted int64
+			if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &lines, &counted); err != nil {
+				return err
+			}
+			rep.Defects = append(rep.Defects, fmt.Sprintf("held count differs from lines: %+v lines %d counted %d", k, lines, counted))
+		}
+		if err := rows.Err(); err != nil {
+			return err
 		}
 		rows, err = tx.Query(ctx, c.q(ctx, RouteRead, "invariant_holds"))
 		if err != nil {

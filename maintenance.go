@@ -256,6 +256,9 @@ func (c *Client) replenishStep(ctx context.Context) (bool, error) {
 	if err != nil || len(keys) == 0 {
 		return false, err
 	}
+	if err := c.foldHeld(ctx, keys); err != nil {
+		return false, err
+	}
 	_, busy, err := c.refillKeys(ctx, keys)
 	if err != nil {
 		// Not lost: remembered for the next pass.
@@ -302,6 +305,35 @@ func (c *Client) changedKeys(ctx context.Context) ([]Key, error) {
 		return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
 	})
 	return keys, nil
+}
+
+// foldHeld folds the per-backend held_counts rows of the keys whose
+// advisory lock it gets at once (held_fold.sql), in a short transaction of
+// its own: it holds rows a reserver may want next, so it must not wait for a
+// counter row (a refill) while holding them. Keys it cannot lock are folded
+// on a later pass; nothing depends on it but the rows a key keeps.
+func (c *Client) foldHeld(ctx context.Context, keys []Key) error {
+	return c.run(ctx, c.maintenance(), RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
+		hashes := make([]int64, len(keys))
+		for i, k := range keys {
+			hashes[i] = keyHash(k)
+		}
+		lrows, err := tx.Query(ctx, c.q(ctx, RouteReplenish, "trylock_keys"), hashes)
+		if err != nil {
+			return err
+		}
+		idx, err := pgx.CollectRows(lrows, pgx.RowTo[int])
+		if err != nil || len(idx) == 0 {
+			return err
+		}
+		shops, items, locs := make([]int64, len(idx)), make([]int64, len(idx)), make([]int64, len(idx))
+		for i, n := range idx {
+			k := keys[n-1]
+			shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+		}
+		_, err = tx.Exec(ctx, c.q(ctx, RouteReplenish, "held_fold"), shops, items, locs)
+		return err
+	})
 }
 
 // refillKeys refills keys in one transaction, skipping those whose lock

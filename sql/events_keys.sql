@@ -9,7 +9,7 @@ WITH k AS (
     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(shop_id, item, loc)
 ), s AS (
     SELECT k.shop_id, k.item, k.loc, l.available,
-           l.available - coalesce((SELECT sum(r.quantity) FROM reserved_quantities r
+           l.available - coalesce((SELECT sum(r.held) FROM held_counts r
                                    WHERE r.shop_id = k.shop_id AND r.inventory_item_id = k.item
                                      AND r.location_id = k.loc), 0) <= 0 AS sold_out
     FROM k JOIN inventory_levels l

@@ -2,7 +2,7 @@
 -- $1 shop, $2 item, $3 location, $4 default strategy, $5 default pool cap.
 SELECT l.available IS NOT NULL,
        coalesce(l.available, 0)::int,
-       (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
+       (SELECT coalesce(sum(r.held), 0) FROM held_counts r
          WHERE r.shop_id = $1::bigint AND r.inventory_item_id = $2::bigint AND r.location_id = $3::bigint)::int,
        (SELECT count(*) FROM reservation_units u
          WHERE u.shop_id = $1::bigint AND u.inventory_item_id = $2::bigint AND u.location_id = $3::bigint)::int,

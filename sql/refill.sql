@@ -4,7 +4,9 @@
 -- meanwhile moves units between holds and buffers (or removes them from both
 -- holds and available) without changing what this statement may add.
 -- Every hold counts, expired or not: an unswept expired hold still owns its
--- units. The amount added is least(cap - pooled, available - safety - held -
+-- units; held is the key's held_counts rows (migration 012), which in any
+-- snapshot sum to its lines, so a few rows are read whatever its holds. The
+-- amount added is least(cap - pooled, available - safety - held -
 -- pooled): never units of the key's safety stock.
 -- $1 shops, $2 items, $3 locations, $4 default strategy, $5 default pool cap,
 -- $6 slots per slotted key.
@@ -17,7 +19,7 @@ WITH k AS (
                 THEN coalesce(l.pool_cap, $5::int) ELSE 2147483647 END::bigint AS cap,
            coalesce(l.available, 0)::bigint AS available,
            coalesce(l.safety, 0)::bigint AS safety,
-           (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
+           (SELECT coalesce(sum(r.held), 0) FROM held_counts r
              WHERE r.shop_id = k.shop_id AND r.inventory_item_id = k.item
                AND r.location_id = k.location)::bigint AS held,
            (SELECT count(*) FROM reservation_units u

@@ -13,7 +13,7 @@ WITH page AS (
     LIMIT $4::int
 ), st AS (
     SELECT p.*,
-           (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
+           (SELECT coalesce(sum(r.held), 0) FROM held_counts r
              WHERE r.shop_id = p.shop_id AND r.inventory_item_id = p.inventory_item_id
                AND r.location_id = p.location_id) AS held,
            (SELECT count(*) FROM reservation_units u

@@ -2,8 +2,8 @@
 -- sold-out test that keeps sold-out reserves off the replenishment lock.
 -- $1 shop, $2 items, $3 locations.
 SELECT (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
-       (SELECT coalesce(sum(r.quantity), 0)
-        FROM reserved_quantities r
+       (SELECT coalesce(sum(r.held), 0)
+        FROM held_counts r
         WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int,
        -- Whether the key has waiters (waitlist.go): then nothing is sellable
        -- to a new buyer.

@@ -6,8 +6,8 @@
 -- (sold_out_inflight.sql). $1 shop, $2 checkout, $3 items, $4 locations.
 SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid),
        (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
-       (SELECT coalesce(sum(r.quantity), 0)
-        FROM reserved_quantities r
+       (SELECT coalesce(sum(r.held), 0)
+        FROM held_counts r
         WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int
 FROM unnest($3::bigint[], $4::bigint[]) WITH ORDINALITY AS k(item, location, n)
 LEFT JOIN inventory_levels l

@@ -3,7 +3,7 @@
 -- unswept included) and whether the key has waiters.
 -- $1 shop, $2 items, $3 locations.
 SELECT (coalesce(l.available, 0) - coalesce(l.safety, 0))::int,
-       (SELECT coalesce(sum(r.quantity), 0) FROM reserved_quantities r
+       (SELECT coalesce(sum(r.held), 0) FROM held_counts r
          WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int,
        EXISTS (SELECT 1 FROM waiter_lines w
                WHERE w.shop_id = $1::bigint AND w.inventory_item_id = k.item AND w.location_id = k.location)
