@@ -87,7 +87,7 @@ type keyInfo struct {
 // SchemaVersion is the schema version (package migrate) this engine needs
 // at least. A newer schema is accepted: during a rolling upgrade the new
 // binary migrates while old ones still run.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // schemaCheckTimeout bounds New's schema check.
 const schemaCheckTimeout = 30 * time.Second

@@ -1,4 +1,4 @@
--- Keys whose held_counts (migration 012) differ from the sum of their
+-- Keys whose held_counts (migration 011) differ from the sum of their
 -- lines; each row is a defect. Refills and sold-out checks read the counts.
 WITH lines AS (
     SELECT shop_id, inventory_item_id, location_id, sum(quantity)::bigint AS held

@@ -4,7 +4,7 @@
 -- meanwhile moves units between holds and buffers (or removes them from both
 -- holds and available) without changing what this statement may add.
 -- Every hold counts, expired or not: an unswept expired hold still owns its
--- units; held is the key's held_counts rows (migration 012), which in any
+-- units; held is the key's held_counts rows (migration 011), which in any
 -- snapshot sum to its lines, so a few rows are read whatever its holds. The
 -- amount added is least(cap - pooled, available - safety - held -
 -- pooled): never units of the key's safety stock.
