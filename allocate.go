@@ -86,9 +86,9 @@ func validateAllocationLine(i int, l Line) error {
 	if l.LocationID != 0 {
 		switch {
 		case l.Candidates.Len() > 0:
-			return argError(fmt.Sprintf("lines[%d].candidates", i), "only with location_id 0 (allocation); a line with a location takes from that location")
+			return NewArgumentError(fmt.Sprintf("lines[%d].candidates", i), "only with location_id 0 (allocation); a line with a location takes from that location")
 		case l.Split:
-			return argError(fmt.Sprintf("lines[%d].split", i), "only with location_id 0 (allocation)")
+			return NewArgumentError(fmt.Sprintf("lines[%d].split", i), "only with location_id 0 (allocation)")
 		}
 		return nil
 	}
@@ -99,14 +99,14 @@ func validateAllocationLine(i int, l Line) error {
 // positive ids, no duplicates.
 func validateLocationList(field string, ids []int64, max int) error {
 	if len(ids) > max {
-		return argError(field, "at most %d locations, got %d", max, len(ids))
+		return NewArgumentError(field, "at most %d locations, got %d", max, len(ids))
 	}
 	for j, id := range ids {
 		if id <= 0 {
-			return argError(fmt.Sprintf("%s[%d]", field, j), "must be a positive integer")
+			return NewArgumentError(fmt.Sprintf("%s[%d]", field, j), "must be a positive integer")
 		}
 		if k := slices.Index(ids[:j], id); k >= 0 {
-			return argError(fmt.Sprintf("%s[%d]", field, j), "duplicates %s[%d] (location %d)", field, k, id)
+			return NewArgumentError(fmt.Sprintf("%s[%d]", field, j), "duplicates %s[%d] (location %d)", field, k, id)
 		}
 	}
 	return nil
@@ -122,7 +122,7 @@ func checkAllocatedItems(in []Line) error {
 		}
 		for k, o := range in {
 			if k != j && o.ItemID == l.ItemID {
-				return argError(fmt.Sprintf("lines[%d]", max(j, k)), "item %d is allocated by lines[%d]; an allocated item takes exactly one line", l.ItemID, j)
+				return NewArgumentError(fmt.Sprintf("lines[%d]", max(j, k)), "item %d is allocated by lines[%d]; an allocated item takes exactly one line", l.ItemID, j)
 			}
 		}
 	}
@@ -134,7 +134,7 @@ func checkAllocatedItems(in []Line) error {
 // engine validates SetLocationOrder with it.
 func ValidateLocationOrder(shopID int64, locations []int64) error {
 	if shopID <= 0 {
-		return argError("shop_id", "must be a positive integer")
+		return NewArgumentError("shop_id", "must be a positive integer")
 	}
 	return validateLocationList("locations", locations, LocationOrderMax)
 }
@@ -155,7 +155,7 @@ func ExpandAllocation(lines, input []Line, order []int64) ([]Line, error) {
 		if l.Allocated() && l.Candidates.Len() == 0 {
 			if len(order) == 0 {
 				j := slices.IndexFunc(input, func(o Line) bool { return o.Allocated() && o.ItemID == l.ItemID })
-				return nil, argError(fmt.Sprintf("lines[%d].location_id", j), "0 allocates from candidates or the shop's default location order, and the line has no candidates and the shop no order (set one, or send candidates)")
+				return nil, NewArgumentError(fmt.Sprintf("lines[%d].location_id", j), "0 allocates from candidates or the shop's default location order, and the line has no candidates and the shop no order (set one, or send candidates)")
 			}
 			out[i].Candidates = LocationsOf(order...)
 		}
@@ -178,7 +178,7 @@ func AllocationKeys(lines []Line) []Line {
 			keys = append(keys, Line{ItemID: l.ItemID, LocationID: loc})
 		}
 	}
-	slices.SortFunc(keys, compareLines)
+	slices.SortFunc(keys, CompareLines)
 	return slices.Compact(keys)
 }
 
@@ -194,7 +194,7 @@ func AllocationKeys(lines []Line) []Line {
 // usual.
 func ResolveAllocation(lines []Line, keys []Line, sellable []int) ([]Line, []Shortfall) {
 	at := func(item, loc int64) int {
-		i, ok := slices.BinarySearchFunc(keys, Line{ItemID: item, LocationID: loc}, compareLines)
+		i, ok := slices.BinarySearchFunc(keys, Line{ItemID: item, LocationID: loc}, CompareLines)
 		if !ok {
 			return 0
 		}
@@ -248,7 +248,7 @@ func ResolveAllocation(lines []Line, keys []Line, sellable []int) ([]Line, []Sho
 	if len(short) > 0 {
 		return nil, short
 	}
-	slices.SortFunc(out, compareLines)
+	slices.SortFunc(out, CompareLines)
 	return out, nil
 }
 
@@ -289,10 +289,10 @@ func AllocationSatisfied(held, requested []Line) bool {
 	return n == len(held)
 }
 
-// allocatedShort reports whether any shortfall falls on a line that
+// AllocatedShort reports whether any shortfall falls on a line that
 // allocation chose (an item of an allocated line): the choice was made on
 // a snapshot that units in flight to other reservers made stale.
-func allocatedShort(requested []Line, short []Shortfall) bool {
+func AllocatedShort(requested []Line, short []Shortfall) bool {
 	for _, s := range short {
 		for _, r := range requested {
 			if r.Allocated() && r.ItemID == s.ItemID {
@@ -301,9 +301,4 @@ func allocatedShort(requested []Line, short []Shortfall) bool {
 		}
 	}
 	return false
-}
-
-// AllocatedShort is allocatedShort for other engines.
-func AllocatedShort(requested []Line, short []Shortfall) bool {
-	return allocatedShort(requested, short)
 }

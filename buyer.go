@@ -76,11 +76,11 @@ func (e *BuyerLimitError) Is(target error) bool { return target == ErrBuyerLimit
 // BuyerIDMaxLen bytes of printable ASCII. Every engine uses it.
 func ValidateBuyerID(id string) error {
 	if len(id) > BuyerIDMaxLen {
-		return argError("buyer_id", "at most %d bytes", BuyerIDMaxLen)
+		return NewArgumentError("buyer_id", "at most %d bytes", BuyerIDMaxLen)
 	}
 	for i := 0; i < len(id); i++ {
 		if id[i] < 0x21 || id[i] > 0x7e {
-			return argError("buyer_id", "must be printable ASCII without spaces (byte %d is 0x%02x)", i, id[i])
+			return NewArgumentError("buyer_id", "must be printable ASCII without spaces (byte %d is 0x%02x)", i, id[i])
 		}
 	}
 	return nil
@@ -93,15 +93,15 @@ func ValidateBuyerID(id string) error {
 func ValidateBuyerLimit(l BuyerLimit, retention time.Duration) error {
 	switch {
 	case l.ShopID <= 0:
-		return argError("shop_id", "must be a positive integer")
+		return NewArgumentError("shop_id", "must be a positive integer")
 	case l.ItemID <= 0:
-		return argError("item_id", "must be a positive integer")
+		return NewArgumentError("item_id", "must be a positive integer")
 	case l.Limit < 0 || l.Limit > AvailableMax:
-		return argError("limit", "must be between 0 and %d", AvailableMax)
+		return NewArgumentError("limit", "must be between 0 and %d", AvailableMax)
 	case l.Window < 0 || l.Window > retention:
-		return argError("window", "must be between 0 and the outcome retention (%v)", retention)
+		return NewArgumentError("window", "must be between 0 and the outcome retention (%v)", retention)
 	case l.Window%time.Microsecond != 0:
-		return argError("window", "must be a whole number of microseconds")
+		return NewArgumentError("window", "must be a whole number of microseconds")
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func ValidateBuyerLimit(l BuyerLimit, retention time.Duration) error {
 // secret stored in its database) or at least BuyerSecretMinLen bytes.
 func ValidateBuyerSecret(secret []byte) error {
 	if len(secret) > 0 && len(secret) < BuyerSecretMinLen {
-		return argError("Config.BuyerSecret", "at least %d bytes (or empty: the database's secret)", BuyerSecretMinLen)
+		return NewArgumentError("Config.BuyerSecret", "at least %d bytes (or empty: the database's secret)", BuyerSecretMinLen)
 	}
 	return nil
 }
@@ -268,7 +268,7 @@ func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop
 			return err
 		}
 		if iso != "read committed" {
-			return argError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
+			return NewArgumentError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
 		}
 		q := 0
 		for i, it := range items {

@@ -27,21 +27,6 @@ var sqlFiles embed.FS
 // statements are the engine's embedded statements, by file name.
 var statements = sqltext.Load("holdfast", sqlFiles, "sql")
 
-// Routes name the business process behind each statement: they appear in
-// the sqlcommenter comment of every statement the engine sends, in metrics
-// and in logs.
-const (
-	RouteReserve   = "reserve"
-	RouteClaim     = "claim"
-	RouteRelease   = "release"
-	RouteExtend    = "extend"
-	RouteAdjust    = "adjust"
-	RouteRead      = "read"
-	RouteSweep     = "sweep"
-	RouteReplenish = "replenish"
-	RoutePurge     = "purge"
-)
-
 // Client is a handle to holdfast's tables in one PostgreSQL database. It is
 // safe for concurrent use by any number of goroutines; any number of
 // Clients, in any number of processes, may share a database.
@@ -58,20 +43,21 @@ type Client struct {
 	combiner  combiner // contended reservations on batch keys
 	texts     sync.Map // textKey -> tagged statement text
 
-	// Maintenance: its own small pool (see Config.MaintenancePool), the
+	// Maintenance: its own small pool (see WithMaintenancePool), the
 	// workers, the keys this process reserved on since the replenisher's
 	// last pass, and the sweeper's view of the nearest expiry.
-	maintMu     sync.Mutex
-	maintPool   *pgxpool.Pool
-	maintOwned  bool
-	workers     []*maint.Worker
-	sweeper     atomic.Pointer[maint.Worker]
-	replenisher atomic.Pointer[maint.Worker]
-	waitlister  atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
-	dirty       sync.Map                     // Key -> struct{}
-	dirtyN      atomic.Int64
-	sweepNextAt atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
-	buyer       buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
+	maintMu      sync.Mutex
+	maintPool    *pgxpool.Pool
+	maintPoolOpt *pgxpool.Pool // WithMaintenancePool
+	maintOwned   bool
+	workers      []*maint.Worker
+	sweeper      atomic.Pointer[maint.Worker]
+	replenisher  atomic.Pointer[maint.Worker]
+	waitlister   atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
+	dirty        sync.Map                     // Key -> struct{}
+	dirtyN       atomic.Int64
+	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
+	buyer        buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
 }
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's
@@ -97,9 +83,9 @@ const schemaCheckTimeout = 30 * time.Second
 // database needs `holdfast migrate` (migrate.Up) first, ErrUnavailable when
 // it cannot be asked, and an *ArgumentError naming the field for a Config
 // outside its bounds.
-func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+func New(pool *pgxpool.Pool, cfg Config, opts ...Option) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
@@ -119,9 +105,25 @@ func New(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", ErrSchemaOutdated, v, SchemaVersion)
 	}
 	c := &Client{pool: pool, cfg: cfg, sql: statements.Map()}
+	for _, o := range opts {
+		o(c)
+	}
 	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
 	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
 	return c, nil
+}
+
+// Option configures a Client beyond the engine-neutral Config: what only
+// the PostgreSQL engine has.
+type Option func(*Client)
+
+// WithMaintenancePool makes pool the one the sweeper, purger and
+// replenisher use; the client never closes it. Without it, Start creates
+// one from the client pool's configuration with Config.MaintenanceConns
+// connections, and Stop closes it. Either way maintenance never competes
+// with checkout for the client pool's connections (seed 000).
+func WithMaintenancePool(pool *pgxpool.Pool) Option {
+	return func(c *Client) { c.maintPoolOpt = pool }
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
@@ -132,40 +134,12 @@ func (c *Client) Pool() *pgxpool.Pool { return c.pool }
 // Config is the client's configuration with defaults filled in.
 func (c *Client) Config() Config { return c.cfg }
 
-type tagKey struct{}
-
-// WithTag returns a context whose statements carry tag in their
-// sqlcommenter comment beside holdfast's own route, so an application's
-// …Tx calls are attributed to its business process in pg_stat_activity.
-// Characters other than letters, digits, '_', '-', '.' and ':' are dropped;
-// at most 64 are kept.
-func WithTag(ctx context.Context, tag string) context.Context {
-	var b strings.Builder
-	for _, r := range tag {
-		if b.Len() >= 64 {
-			break
-		}
-		if r == '_' || r == '-' || r == '.' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		}
-	}
-	return context.WithValue(ctx, tagKey{}, b.String())
-}
-
-// Tag returns the tag WithTag put into ctx, as WithTag kept it (only
-// letters, digits, '_', '-', '.' and ':', at most 64), or "" when ctx has
-// none. Other engines (package mysql) read it to tag their statements.
-func Tag(ctx context.Context) string {
-	tag, _ := ctx.Value(tagKey{}).(string)
-	return tag
-}
-
 type textKey struct{ route, name, tag string }
 
 // q returns the named statement prefixed with its sqlcommenter comment. The
 // comment is the only text ever added to the embedded SQL.
 func (c *Client) q(ctx context.Context, route, name string) string {
-	tag, _ := ctx.Value(tagKey{}).(string)
+	tag := Tag(ctx)
 	k := textKey{route, name, tag}
 	if s, ok := c.texts.Load(k); ok {
 		return s.(string)
@@ -182,7 +156,7 @@ func (c *Client) q(ctx context.Context, route, name string) string {
 // comment is the sqlcommenter comment that attributes a statement to its
 // route (and the caller's tag), with a trailing space (sqltext.Prefix).
 func (c *Client) comment(ctx context.Context, route string) string {
-	tag, _ := ctx.Value(tagKey{}).(string)
+	tag := Tag(ctx)
 	return sqltext.Prefix(route, tag)
 }
 
@@ -426,28 +400,4 @@ func keyHash(k Key) int64 {
 	return int64(h.Sum64())
 }
 
-// Observer receives engine events; holdfast's metrics implement it. Methods
-// must be safe for concurrent use and must not block.
-type Observer interface {
-	// Op reports one operation: its route, outcome (a short code such as
-	// "held", "replayed", "insufficient_stock", "error") and duration.
-	Op(route, outcome string, d time.Duration)
-	// Retry reports a transaction run again, by SQLSTATE ("connection" for
-	// a lost connection).
-	Retry(route, sqlstate string)
-	// Replenished reports units added to a key's buffer, inline (on a
-	// buyer's reservation) or in the background.
-	Replenished(k Key, inline bool, units int)
-	// Expired reports holds the sweeper expired.
-	Expired(n int)
-	// Claimed reports a claim and how long after its reservation it came.
-	Claimed(holdAge time.Duration)
-}
-
-type nopObserver struct{}
-
-func (nopObserver) Op(string, string, time.Duration) {}
-func (nopObserver) Retry(string, string)             {}
-func (nopObserver) Replenished(Key, bool, int)       {}
-func (nopObserver) Expired(int)                      {}
-func (nopObserver) Claimed(time.Duration)            {}
+var _ Engine = (*Client)(nil)

@@ -3,8 +3,6 @@ package holdfast
 import (
 	"log/slog"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Bounds and defaults. Each bound is enforced on every call; see Config for
@@ -106,13 +104,6 @@ type Config struct {
 	LockTimeout              time.Duration
 	StatementTimeout         time.Duration
 	IdleInTransactionTimeout time.Duration
-	// MaintenancePool, when set, is the pool the sweeper, purger and
-	// replenisher use; the client never closes it. Nil (the default): Start
-	// creates one from the client pool's configuration with
-	// MaintenanceConns connections, and Stop closes it. Either way
-	// maintenance never competes with checkout for the client pool's
-	// connections (seed 000).
-	MaintenancePool *pgxpool.Pool
 	// MaintenanceConns bounds the maintenance pool Start creates. Defaults
 	// to 2; at most MaintenanceConnsLimit.
 	MaintenanceConns int
@@ -140,28 +131,28 @@ type Config struct {
 	BuyerSecret []byte
 }
 
-// validate checks every bound of a Config with defaults filled in; New
+// Validate checks every bound of a Config with defaults filled in; New
 // refuses a Config that fails it, with an *ArgumentError naming the field.
-func (c Config) validate() error {
+func (c Config) Validate() error {
 	intIn := func(field string, v, lo, hi int) error {
 		if v < lo || v > hi {
-			return argError("Config."+field, "must be between %d and %d, got %d", lo, hi, v)
+			return NewArgumentError("Config."+field, "must be between %d and %d, got %d", lo, hi, v)
 		}
 		return nil
 	}
 	positive := func(field string, d time.Duration) error {
 		if d <= 0 {
-			return argError("Config."+field, "must be positive, got %v", d)
+			return NewArgumentError("Config."+field, "must be positive, got %v", d)
 		}
 		return nil
 	}
 	switch {
 	case !c.Strategy.Valid():
-		return argError("Config.Strategy", "unknown strategy %q", c.Strategy)
+		return NewArgumentError("Config.Strategy", "unknown strategy %q", c.Strategy)
 	case c.HoldLifetimeMax < HoldTTLMin:
-		return argError("Config.HoldLifetimeMax", "must be at least %v", HoldTTLMin)
+		return NewArgumentError("Config.HoldLifetimeMax", "must be at least %v", HoldTTLMin)
 	case c.HoldTTLDefault < HoldTTLMin || c.HoldTTLDefault > c.HoldLifetimeMax:
-		return argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", HoldTTLMin, c.HoldLifetimeMax)
+		return NewArgumentError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", HoldTTLMin, c.HoldLifetimeMax)
 	}
 	for _, err := range []error{
 		intIn("LinesPerCartMax", c.LinesPerCartMax, 1, LinesPerCartLimit),
@@ -190,7 +181,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v

@@ -56,15 +56,15 @@ type EditParams struct {
 // sorted in key order. A rejected edit is an *ArgumentError naming the
 // field; every engine validates edits with it.
 func ValidateEdit(cfg Config, p EditParams) ([]Line, error) {
-	cfg = cfg.withDefaults()
-	if err := validateCheckout(p.ShopID, p.CheckoutID); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := ValidateCheckout(p.ShopID, p.CheckoutID); err != nil {
 		return nil, err
 	}
 	if p.Revision < 1 {
-		return nil, argError("revision", "must be at least 1 (the hold's current revision + 1)")
+		return nil, NewArgumentError("revision", "must be at least 1 (the hold's current revision + 1)")
 	}
 	if p.TTL < 0 || (p.TTL > 0 && (p.TTL < HoldTTLMin || p.TTL > cfg.HoldLifetimeMax)) {
-		return nil, argError("ttl", "must be 0 (keep the expiry) or between %v and %v", HoldTTLMin, cfg.HoldLifetimeMax)
+		return nil, NewArgumentError("ttl", "must be 0 (keep the expiry) or between %v and %v", HoldTTLMin, cfg.HoldLifetimeMax)
 	}
 	lines, err := ValidateLines(cfg, p.Lines)
 	if err != nil {
@@ -73,7 +73,7 @@ func ValidateEdit(cfg Config, p EditParams) ([]Line, error) {
 	// An edit keeps, grows or shrinks held keys: allocation is Reserve's.
 	for i, l := range p.Lines {
 		if l.LocationID == 0 {
-			return nil, argError(fmt.Sprintf("lines[%d].location_id", i), "an edit names each line's location (allocation, location_id 0, is for Reserve)")
+			return nil, NewArgumentError(fmt.Sprintf("lines[%d].location_id", i), "an edit names each line's location (allocation, location_id 0, is for Reserve)")
 		}
 	}
 	return lines, nil
@@ -94,7 +94,7 @@ func DiffLines(held, want []Line) (grow, shrink []Line) {
 		case j == len(want):
 			c = -1
 		default:
-			c = compareLines(held[i], want[j])
+			c = CompareLines(held[i], want[j])
 		}
 		switch {
 		case c < 0: // held only: give it all back
@@ -145,7 +145,7 @@ func EditShortfall(held, want []Line, short []Shortfall) []Shortfall {
 // and returns them sorted in key order. Every engine validates partial
 // claims with it; SplitClaim then checks them against the hold.
 func ValidateClaimLines(cfg Config, shop int64, checkout uuid.UUID, lines []Line) ([]Line, error) {
-	if err := validateCheckout(shop, checkout); err != nil {
+	if err := ValidateCheckout(shop, checkout); err != nil {
 		return nil, err
 	}
 	return ValidateLines(cfg, lines)
@@ -160,10 +160,10 @@ func SplitClaim(held, in []Line) (claimed, released []Line, err error) {
 	for i, l := range in {
 		j := slices.IndexFunc(held, func(h Line) bool { return h.ItemID == l.ItemID && h.LocationID == l.LocationID })
 		if j < 0 {
-			return nil, nil, argError(fmt.Sprintf("lines[%d]", i), "item %d at location %d is not held by the checkout", l.ItemID, l.LocationID)
+			return nil, nil, NewArgumentError(fmt.Sprintf("lines[%d]", i), "item %d at location %d is not held by the checkout", l.ItemID, l.LocationID)
 		}
 		if l.Quantity > held[j].Quantity {
-			return nil, nil, argError(fmt.Sprintf("lines[%d].quantity", i), "the checkout holds %d of item %d at location %d, cannot claim %d", held[j].Quantity, l.ItemID, l.LocationID, l.Quantity)
+			return nil, nil, NewArgumentError(fmt.Sprintf("lines[%d].quantity", i), "the checkout holds %d of item %d at location %d, cannot claim %d", held[j].Quantity, l.ItemID, l.LocationID, l.Quantity)
 		}
 		got[[2]int64{l.ItemID, l.LocationID}] = l.Quantity
 	}

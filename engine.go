@@ -92,5 +92,3 @@ type StockChange struct {
 	Reference string
 	ID        string
 }
-
-var _ Engine = (*Client)(nil)

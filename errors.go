@@ -86,7 +86,9 @@ func (e *ArgumentError) Error() string {
 
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
 
-func argError(field, format string, args ...any) error {
+// NewArgumentError returns an *ArgumentError for field: the typed error every
+// engine answers bad input with (errors.Is(err, ErrInvalidArgument)).
+func NewArgumentError(field, format string, args ...any) error {
 	return &ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 

@@ -54,7 +54,7 @@ const (
 	// EventSequencePassMax is the most events one SequenceEvents call
 	// sequences (EventSequencePasses batches); the sweeper calls again at
 	// once when a call was full.
-	EventSequencePassMax = eventSequencePasses * EventSequenceBatch
+	EventSequencePassMax = EventSequencePasses * EventSequenceBatch
 )
 
 // Event is one state change in a shop's event feed. Cursor is the shop's
@@ -88,11 +88,11 @@ type Event struct {
 func ValidateEventsArgs(shopID, after int64, limit int) (int, error) {
 	switch {
 	case shopID <= 0:
-		return 0, argError("shop_id", "must be positive")
+		return 0, NewArgumentError("shop_id", "must be positive")
 	case after < 0:
-		return 0, argError("after", "must not be negative")
+		return 0, NewArgumentError("after", "must not be negative")
 	case limit < 0 || limit > EventsLimitMax:
-		return 0, argError("limit", "must be between 1 and %d (0: %d)", EventsLimitMax, EventsLimitDefault)
+		return 0, NewArgumentError("limit", "must be between 1 and %d (0: %d)", EventsLimitMax, EventsLimitDefault)
 	case limit == 0:
 		return EventsLimitDefault, nil
 	}
@@ -201,7 +201,7 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 	total := 0
 	// A bounded number of batches per call: under a steady stream of
 	// writes the next call (or the sweeper's next tick) carries on.
-	for pass := 0; pass < eventSequencePasses; pass++ {
+	for pass := 0; pass < EventSequencePasses; pass++ {
 		var pending bool
 		if err := pool.QueryRow(ctx, c.q(ctx, RouteSweep, "events_pending")).Scan(&pending); err != nil {
 			return total, err
@@ -263,8 +263,8 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 	return total, nil
 }
 
-// eventSequencePasses bounds the batches one SequenceEvents call runs.
-const eventSequencePasses = 8
+// EventSequencePasses bounds the batches one SequenceEvents call runs.
+const EventSequencePasses = 8
 
 // eventInsertSQL is sql/event_insert.sql, for InsertEventTx (no Client).
 var eventInsertSQL = func() string {

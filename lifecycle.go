@@ -35,7 +35,7 @@ func (c *Client) ClaimTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutI
 
 func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*Hold, error) {
 	start := time.Now()
-	if err := validateCheckout(shop, checkout); err != nil {
+	if err := ValidateCheckout(shop, checkout); err != nil {
 		c.cfg.Observer.Op(RouteClaim, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (c *Client) ReleaseTx(ctx context.Context, tx pgx.Tx, shopID int64, checkou
 
 func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*Hold, error) {
 	start := time.Now()
-	if err := validateCheckout(shop, checkout); err != nil {
+	if err := ValidateCheckout(shop, checkout); err != nil {
 		c.cfg.Observer.Op(RouteRelease, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
@@ -329,9 +329,9 @@ func (c *Client) ExtendTx(ctx context.Context, tx pgx.Tx, shopID int64, checkout
 
 func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID, ttl time.Duration) (*Hold, error) {
 	start := time.Now()
-	err := validateCheckout(shop, checkout)
+	err := ValidateCheckout(shop, checkout)
 	if err == nil && (ttl < HoldTTLMin || ttl > c.cfg.HoldLifetimeMax) {
-		err = argError("ttl", "must be between %v and %v", HoldTTLMin, c.cfg.HoldLifetimeMax)
+		err = NewArgumentError("ttl", "must be between %v and %v", HoldTTLMin, c.cfg.HoldLifetimeMax)
 	}
 	if err != nil {
 		c.cfg.Observer.Op(RouteExtend, outcome(err, nil), time.Since(start))
@@ -397,7 +397,7 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 // a claim still succeeds (its units never went back), an Extend still
 // revives it, a Release ends it as expired.
 func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*Hold, error) {
-	if err := validateCheckout(shopID, checkoutID); err != nil {
+	if err := ValidateCheckout(shopID, checkoutID); err != nil {
 		return nil, err
 	}
 	var h *Hold
@@ -469,16 +469,6 @@ func (c *Client) endHold(ctx context.Context, tx pgx.Tx, route string, shop int6
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(h.Lines, compareLines)
+	slices.SortFunc(h.Lines, CompareLines)
 	return h, nil
-}
-
-func validateCheckout(shop int64, checkout uuid.UUID) error {
-	if shop <= 0 {
-		return argError("shop_id", "must be a positive integer")
-	}
-	if checkout == uuid.Nil {
-		return argError("checkout_id", "must be a non-nil UUID")
-	}
-	return nil
 }

@@ -130,11 +130,11 @@ func (c LedgerCursor) Encode() string {
 func decodeCursor(s, prefix string, n int) ([]byte, error) {
 	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok {
-		return nil, argError("cursor", "not a cursor of this listing (use the next of the previous page)")
+		return nil, NewArgumentError("cursor", "not a cursor of this listing (use the next of the previous page)")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil || len(b) != n {
-		return nil, argError("cursor", "malformed cursor (use the next of the previous page)")
+		return nil, NewArgumentError("cursor", "malformed cursor (use the next of the previous page)")
 	}
 	return b, nil
 }
@@ -145,18 +145,18 @@ func decodeCursor(s, prefix string, n int) ([]byte, error) {
 // Every engine calls it before reading anything.
 func (q HoldQuery) Validate() (HoldQuery, *HoldCursor, error) {
 	if q.ShopID <= 0 {
-		return q, nil, argError("shop_id", "must be a positive integer")
+		return q, nil, NewArgumentError("shop_id", "must be a positive integer")
 	}
 	if q.ItemID < 0 {
-		return q, nil, argError("item_id", "must be a positive integer, or 0 for any")
+		return q, nil, NewArgumentError("item_id", "must be a positive integer, or 0 for any")
 	}
 	if q.LocationID < 0 {
-		return q, nil, argError("location_id", "must be a positive integer, or 0 for any")
+		return q, nil, NewArgumentError("location_id", "must be a positive integer, or 0 for any")
 	}
 	switch q.Status {
 	case "", StatusHeld, StatusClaimed, StatusReleased, StatusExpired:
 	default:
-		return q, nil, argError("status", "must be held, claimed, released or expired, not %q", string(q.Status))
+		return q, nil, NewArgumentError("status", "must be held, claimed, released or expired, not %q", string(q.Status))
 	}
 	var err error
 	if q.Limit, err = checkLimit(q.Limit, ListLimitMax); err != nil {
@@ -196,7 +196,7 @@ func (q HoldQuery) LinesFilter() []byte {
 // cursor (nil on the first page). A rejected query is an *ArgumentError
 // naming the field (shop_id, item_id, location_id, limit, cursor).
 func (q LedgerQuery) Validate() (LedgerQuery, *LedgerCursor, error) {
-	if err := validateKey(q.Key); err != nil {
+	if err := ValidateKey(q.Key); err != nil {
 		return q, nil, err
 	}
 	var err error
@@ -212,7 +212,7 @@ func (q LedgerQuery) Validate() (LedgerQuery, *LedgerCursor, error) {
 	}
 	id := int64(binary.BigEndian.Uint64(b))
 	if id <= 0 {
-		return q, nil, argError("cursor", "malformed cursor (use the next of the previous page)")
+		return q, nil, NewArgumentError("cursor", "malformed cursor (use the next of the previous page)")
 	}
 	return q, &LedgerCursor{ID: id}, nil
 }
@@ -220,7 +220,7 @@ func (q LedgerQuery) Validate() (LedgerQuery, *LedgerCursor, error) {
 // Validate checks q and returns it with its default filled in.
 func (q KeyQuery) Validate() (KeyQuery, error) {
 	if q.ShopID <= 0 {
-		return q, argError("shop_id", "must be a positive integer")
+		return q, NewArgumentError("shop_id", "must be a positive integer")
 	}
 	var err error
 	q.Limit, err = checkLimit(q.Limit, KeysLimitMax)
@@ -232,7 +232,7 @@ func checkLimit(n, most int) (int, error) {
 	case n == 0:
 		return min(ListLimitDefault, most), nil
 	case n < 0 || n > most:
-		return n, argError("limit", "must be between 1 and %d", most)
+		return n, NewArgumentError("limit", "must be between 1 and %d", most)
 	}
 	return n, nil
 }
@@ -290,7 +290,7 @@ func (c *Client) Holds(ctx context.Context, q HoldQuery) (*HoldPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	page.trim(q.Limit)
+	TrimHoldPage(page, q.Limit)
 	return page, nil
 }
 

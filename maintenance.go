@@ -16,7 +16,7 @@ import (
 
 // Start launches the background maintenance: the expiry sweeper (which also
 // purges old outcome records) and the replenisher, on the maintenance pool
-// (Config.MaintenancePool, or one Start creates with
+// (WithMaintenancePool, or one Start creates with
 // Config.MaintenanceConns connections), never on the client's pool. Each
 // worker's first tick runs at once. The sweeper wakes at the nearest
 // expiry it knows of (at most every ExpiryNoticeMin), and at once when this
@@ -27,8 +27,8 @@ func (c *Client) Start(ctx context.Context) {
 	c.maintMu.Lock()
 	defer c.maintMu.Unlock()
 	if c.maintPool == nil {
-		if c.cfg.MaintenancePool != nil {
-			c.maintPool = c.cfg.MaintenancePool
+		if c.maintPoolOpt != nil {
+			c.maintPool = c.maintPoolOpt
 		} else {
 			pc := c.pool.Config()
 			pc.MaxConns = int32(c.cfg.MaintenanceConns)
@@ -91,8 +91,8 @@ func (c *Client) maintenance() *pgxpool.Pool {
 	switch {
 	case c.maintPool != nil:
 		return c.maintPool
-	case c.cfg.MaintenancePool != nil:
-		return c.cfg.MaintenancePool
+	case c.maintPoolOpt != nil:
+		return c.maintPoolOpt
 	}
 	return c.pool
 }

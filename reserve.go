@@ -30,7 +30,7 @@ func (c *Client) Reserve(ctx context.Context, p ReserveParams) (*Hold, error) {
 // hold exists once the caller commits.
 func (c *Client) ReserveTx(ctx context.Context, tx pgx.Tx, p ReserveParams) (*Hold, error) {
 	if p.Wait != 0 {
-		return nil, argError("wait", "waiting is not offered inside a caller's transaction")
+		return nil, NewArgumentError("wait", "waiting is not offered inside a caller's transaction")
 	}
 	return c.reserve(ctx, tx, false, p)
 }
@@ -47,17 +47,17 @@ type reservation struct {
 
 func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
 	if p.ShopID <= 0 {
-		return nil, argError("shop_id", "must be a positive integer")
+		return nil, NewArgumentError("shop_id", "must be a positive integer")
 	}
 	if p.CheckoutID == uuid.Nil {
-		return nil, argError("checkout_id", "must be a non-nil UUID")
+		return nil, NewArgumentError("checkout_id", "must be a non-nil UUID")
 	}
 	ttl := p.TTL
 	if ttl == 0 {
 		ttl = c.cfg.HoldTTLDefault
 	}
 	if ttl < HoldTTLMin || ttl > c.cfg.HoldLifetimeMax {
-		return nil, argError("ttl", "must be between %v and %v", HoldTTLMin, c.cfg.HoldLifetimeMax)
+		return nil, NewArgumentError("ttl", "must be between %v and %v", HoldTTLMin, c.cfg.HoldLifetimeMax)
 	}
 	lines, err := c.validateLines(p.Lines)
 	if err != nil {
@@ -81,22 +81,6 @@ func (c *Client) validateReserve(p ReserveParams) (*reservation, error) {
 
 // validateLines checks a cart's lines and returns them sorted.
 func (c *Client) validateLines(in []Line) ([]Line, error) { return ValidateLines(c.cfg, in) }
-
-func compareLines(a, b Line) int {
-	if a.ItemID != b.ItemID {
-		if a.ItemID < b.ItemID {
-			return -1
-		}
-		return 1
-	}
-	if a.LocationID != b.LocationID {
-		if a.LocationID < b.LocationID {
-			return -1
-		}
-		return 1
-	}
-	return 0
-}
 
 func (c *Client) reserve(ctx context.Context, b beginner, own bool, p ReserveParams) (*Hold, error) {
 	start := time.Now()

@@ -195,7 +195,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		return nil, keys, err
 	}
 	if len(short) > 0 {
-		if !allocatedShort(req.lines, short) {
+		if !AllocatedShort(req.lines, short) {
 			return nil, keys, &InsufficientStockError{Lines: short}
 		}
 		if mode != takeLocked {
@@ -311,7 +311,7 @@ func (c *Client) SetLocationOrder(ctx context.Context, shopID int64, locations [
 // set).
 func (c *Client) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
 	if shopID <= 0 {
-		return nil, argError("shop_id", "must be a positive integer")
+		return nil, NewArgumentError("shop_id", "must be a positive integer")
 	}
 	var out []int64
 	err := c.run(ctx, c.pool, RouteLocationOrder, true, true, func(tx pgx.Tx, _ int) error {

@@ -30,11 +30,11 @@ func SafetyRespected(a KeyAccount) bool {
 
 // ValidateSafety checks SetSafetyStock's arguments. Every engine uses it.
 func ValidateSafety(k Key, safety int) error {
-	if err := validateKey(k); err != nil {
+	if err := ValidateKey(k); err != nil {
 		return err
 	}
 	if safety < 0 || safety > AvailableMax {
-		return argError("safety", "must be between 0 and %d", AvailableMax)
+		return NewArgumentError("safety", "must be between 0 and %d", AvailableMax)
 	}
 	return nil
 }

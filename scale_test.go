@@ -74,7 +74,7 @@ func TestScale(t *testing.T) {
 	// jumps to just before it, so that writing it (slow at this size) does
 	// not eat into it.
 	var shift atomic.Int64
-	obs := &scaleObserver{Observer: Config{}.withDefaults().Observer}
+	obs := &scaleObserver{Observer: Config{}.WithDefaults().Observer}
 	bigC, err := New(big.Pool, Config{Observer: obs, Now: func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }})
 	if err != nil {
 		t.Fatal(err)
@@ -370,7 +370,7 @@ func scaleSpread(t *testing.T, c *Client, keys, clients int, d time.Duration) []
 // scaleObserver counts the holds the sweeper expired.
 type scaleObserver struct {
 	Observer // the default (no-op) observer for what is not counted
-	expired atomic.Int64
+	expired  atomic.Int64
 }
 
 func (o *scaleObserver) Expired(n int) { o.expired.Add(int64(n)) }

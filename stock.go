@@ -79,50 +79,47 @@ const ReasonMaxLen = 500
 // StockChangeIDMaxLen bounds a stock change's idempotency id, in bytes.
 const StockChangeIDMaxLen = 128
 
-func validateKey(k Key) error {
+// ValidateKey checks a key's ids are positive.
+func ValidateKey(k Key) error {
 	switch {
 	case k.ShopID <= 0:
-		return argError("shop_id", "must be a positive integer")
+		return NewArgumentError("shop_id", "must be a positive integer")
 	case k.ItemID <= 0:
-		return argError("item_id", "must be a positive integer")
+		return NewArgumentError("item_id", "must be a positive integer")
 	case k.LocationID <= 0:
-		return argError("location_id", "must be a positive integer")
+		return NewArgumentError("location_id", "must be a positive integer")
 	}
 	return nil
 }
 
-// ValidateStockChange checks a stock change's arguments for every engine:
-// the key, reason and reference, the level or delta within AvailableMax,
-// and the idempotency id (at most StockChangeIDMaxLen bytes of UTF-8 text
-// without control characters).
-func ValidateStockChange(ch StockChange) error { return validateStockChange(ch) }
-
-func validateStockChange(ch StockChange) error {
-	err := validateKey(ch.Key)
+// ValidateStockChange checks a stock change's key, delta, reason and id, as
+// every engine does before it writes anything.
+func ValidateStockChange(ch StockChange) error {
+	err := ValidateKey(ch.Key)
 	switch {
 	case err != nil:
 		return err
 	case ch.Reason == "":
-		return argError("reason", "required")
+		return NewArgumentError("reason", "required")
 	case len(ch.Reason) > ReasonMaxLen:
-		return argError("reason", "at most %d bytes", ReasonMaxLen)
+		return NewArgumentError("reason", "at most %d bytes", ReasonMaxLen)
 	case len(ch.Reference) > ReasonMaxLen:
-		return argError("reference", "at most %d bytes", ReasonMaxLen)
+		return NewArgumentError("reference", "at most %d bytes", ReasonMaxLen)
 	case ch.Set != nil && (*ch.Set < 0 || *ch.Set > AvailableMax):
-		return argError("available", "must be between 0 and %d", AvailableMax)
+		return NewArgumentError("available", "must be between 0 and %d", AvailableMax)
 	case ch.Set == nil && (ch.Delta < -AvailableMax || ch.Delta > AvailableMax):
-		return argError("delta", "must be between %d and %d", -AvailableMax, AvailableMax)
+		return NewArgumentError("delta", "must be between %d and %d", -AvailableMax, AvailableMax)
 	case len(ch.ID) > StockChangeIDMaxLen:
-		return argError("id", "at most %d bytes", StockChangeIDMaxLen)
+		return NewArgumentError("id", "at most %d bytes", StockChangeIDMaxLen)
 	case !utf8.ValidString(ch.ID) || strings.ContainsFunc(ch.ID, unicode.IsControl):
-		return argError("id", "must be UTF-8 text without control characters")
+		return NewArgumentError("id", "must be UTF-8 text without control characters")
 	}
 	return nil
 }
 
 func (c *Client) changeStock(ctx context.Context, b beginner, own bool, ch StockChange) (*Level, error) {
 	start := time.Now()
-	if err := validateStockChange(ch); err != nil {
+	if err := ValidateStockChange(ch); err != nil {
 		c.cfg.Observer.Op(RouteAdjust, outcome(err, nil), time.Since(start))
 		return nil, err
 	}
@@ -219,10 +216,10 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch StockChange)
 
 func checkNext(old, next, delta int) error {
 	if next < 0 {
-		return argError("delta", "would take available below zero (available %d, delta %d)", old, delta)
+		return NewArgumentError("delta", "would take available below zero (available %d, delta %d)", old, delta)
 	}
 	if next > AvailableMax {
-		return argError("delta", "would take available above %d", AvailableMax)
+		return NewArgumentError("delta", "would take available above %d", AvailableMax)
 	}
 	return nil
 }
@@ -307,14 +304,14 @@ func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k Key, all
 // client's default), moving its buffered units into the new buffer under
 // the key's lock.
 func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int) (*Level, error) {
-	if err := validateKey(k); err != nil {
+	if err := ValidateKey(k); err != nil {
 		return nil, err
 	}
 	if !s.Valid() {
-		return nil, argError("strategy", "must be %s", strategyNames())
+		return nil, NewArgumentError("strategy", "must be %s", strategyNames())
 	}
 	if poolCap < 0 || poolCap > PoolCapLimit {
-		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapLimit)
+		return nil, NewArgumentError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapLimit)
 	}
 	var lvl *Level
 	err := c.run(ctx, c.pool, RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
@@ -345,7 +342,7 @@ func (c *Client) SetStrategy(ctx context.Context, k Key, s Strategy, poolCap int
 
 // Level returns a key's stock: available, held, pooled and sellable.
 func (c *Client) Level(ctx context.Context, k Key) (*Level, error) {
-	if err := validateKey(k); err != nil {
+	if err := ValidateKey(k); err != nil {
 		return nil, err
 	}
 	var lvl *Level

@@ -59,7 +59,7 @@ func (e *WaitlistedError) Is(target error) bool { return target == ErrWaitlisted
 // WaitMaxDefault when zero): every engine's one check of it.
 func ValidateWait(cfg Config, wait time.Duration) error {
 	if wait < 0 || wait > WaitMaxOf(cfg) {
-		return argError("wait", "must be between 0 and %v", WaitMaxOf(cfg))
+		return NewArgumentError("wait", "must be between 0 and %v", WaitMaxOf(cfg))
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func WaitMaxOf(cfg Config) time.Duration {
 
 func validWaitMax(d time.Duration) error {
 	if d < 0 || d > WaitMaxLimit {
-		return argError("Config.WaitMax", "must be between 0 and %v, got %v", WaitMaxLimit, d)
+		return NewArgumentError("Config.WaitMax", "must be between 0 and %v, got %v", WaitMaxLimit, d)
 	}
 	return nil
 }
@@ -99,10 +99,10 @@ func ValidateWaitCart(p ReserveParams) error {
 		return nil
 	}
 	if p.BuyerID != "" {
-		return argError("wait", "waiting is not offered to a reservation with a buyer id")
+		return NewArgumentError("wait", "waiting is not offered to a reservation with a buyer id")
 	}
 	if HasAllocation(p.Lines) {
-		return argError("wait", "waiting is not offered to a cart with allocated lines (location_id 0)")
+		return NewArgumentError("wait", "waiting is not offered to a cart with allocated lines (location_id 0)")
 	}
 	return nil
 }
