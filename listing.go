@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // Bounds of the listings (Holds, Ledger, Keys).
@@ -237,63 +236,6 @@ func checkLimit(n, most int) (int, error) {
 	return n, nil
 }
 
-// Holds lists a page of a shop's holds and outcomes, newest first (see
-// HoldQuery and HoldPage). A rejected query is an *ArgumentError and reads
-// nothing.
-func (c *Client) Holds(ctx context.Context, q HoldQuery) (*HoldPage, error) {
-	q, cur, err := q.Validate()
-	if err != nil {
-		return nil, err
-	}
-	var at *time.Time
-	var id *uuid.UUID
-	if cur != nil {
-		at, id = &cur.CreatedAt, &cur.CheckoutID
-	}
-	var filter *string
-	if f := q.LinesFilter(); f != nil {
-		s := string(f)
-		filter = &s
-	}
-	page := &HoldPage{Holds: []Hold{}}
-	err = c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		page.Holds, page.Next = page.Holds[:0], ""
-		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "list_holds"), q.ShopID, filter, string(q.Status), at, id, q.Limit+1, c.now())
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			h := Hold{ShopID: q.ShopID}
-			var raw []byte
-			var status string
-			var lapsed bool
-			var released []byte
-			if err := rows.Scan(&h.CheckoutID, &status, &raw, &h.CreatedAt, &h.ExpiresAt, &h.Deadline, &h.EndedAt, &lapsed, &h.Revision, &released); err != nil {
-				return err
-			}
-			if err := unmarshalReleased(released, &h); err != nil {
-				return err
-			}
-			h.Status = Status(status)
-			h.Claimable = h.Status == StatusHeld
-			if lapsed {
-				h.Status = StatusExpired
-			}
-			if err := json.Unmarshal(raw, &h.Lines); err != nil {
-				return err
-			}
-			page.Holds = append(page.Holds, h)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	TrimHoldPage(page, q.Limit)
-	return page, nil
-}
-
 // trim drops the row read past the page (there is a next page) and sets
 // Next from the last hold kept.
 func (p *HoldPage) trim(limit int) {
@@ -319,73 +261,6 @@ func TrimLedgerPage(p *LedgerPage, limit int) {
 	}
 	p.Entries = p.Entries[:limit]
 	p.Next = LedgerCursor{ID: p.Entries[limit-1].ID}.Encode()
-}
-
-// Ledger lists a page of a key's ledger, newest first (see LedgerQuery and
-// LedgerPage). A key never stocked has an empty ledger. A rejected query
-// is an *ArgumentError and reads nothing.
-func (c *Client) Ledger(ctx context.Context, q LedgerQuery) (*LedgerPage, error) {
-	q, cur, err := q.Validate()
-	if err != nil {
-		return nil, err
-	}
-	var after *int64
-	if cur != nil {
-		after = &cur.ID
-	}
-	page := &LedgerPage{Key: q.Key, Entries: []LedgerEntry{}}
-	err = c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		page.Entries = page.Entries[:0]
-		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "list_ledger"), q.ShopID, q.ItemID, q.LocationID, after, q.Limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var e LedgerEntry
-			if err := rows.Scan(&e.ID, &e.Delta, &e.AvailableAfter, &e.Reason, &e.Reference, &e.CreatedAt); err != nil {
-				return err
-			}
-			page.Entries = append(page.Entries, e)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	TrimLedgerPage(page, q.Limit)
-	return page, nil
-}
-
-// Keys lists a shop's keys by activity — the most units in active holds
-// first, then the most recently changed stock — with their levels (each
-// read as Level reads it). A rejected query is an *ArgumentError.
-func (c *Client) Keys(ctx context.Context, q KeyQuery) ([]Level, error) {
-	q, err := q.Validate()
-	if err != nil {
-		return nil, err
-	}
-	var keys []Key
-	err = c.run(ctx, c.pool, RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		keys = keys[:0]
-		rows, err := tx.Query(ctx, c.q(ctx, RouteRead, "list_keys"), q.ShopID, q.Limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			k := Key{ShopID: q.ShopID}
-			if err := rows.Scan(&k.ItemID, &k.LocationID); err != nil {
-				return err
-			}
-			keys = append(keys, k)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return KeyLevels(ctx, c, keys)
 }
 
 // KeyLevels reads each key's level with e.Level, in order: how every

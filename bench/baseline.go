@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // Bounds of the baselines.
@@ -65,7 +66,7 @@ func runBaseline(ctx context.Context, b beginner, own bool, c *counters, fn func
 		if err == nil {
 			return nil
 		}
-		state := holdfast.SQLState(err)
+		state := postgres.SQLState(err)
 		switch {
 		case errors.Is(err, errVersionConflict):
 			state = "version_conflict"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func TestMain(m *testing.M) { pgtest.MainHeavy(m) }
@@ -337,7 +338,7 @@ func stressBaselineSeed(t *testing.T, name string, seed uint64) {
 
 // slowMachine reports a baseline's lock or statement timeout.
 func slowMachine(err error) bool {
-	s := holdfast.SQLState(err)
+	s := postgres.SQLState(err)
 	return s == "55P03" || s == "57014"
 }
 

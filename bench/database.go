@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // server creates and drops the bench's databases on one PostgreSQL server:

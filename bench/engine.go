@@ -13,17 +13,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // engine is an engine strategy: a holdfast.Client whose default strategy is
 // the one measured.
 type engine struct {
-	client *holdfast.Client
+	client *postgres.Client
 	held   string
 }
 
 func openEngine(s holdfast.Strategy, pool *pgxpool.Pool, c *counters, logger *slog.Logger) (*engine, error) {
-	client, err := holdfast.New(pool, holdfast.Config{Strategy: s, Observer: c, Logger: logger})
+	client, err := postgres.New(pool, holdfast.Config{Strategy: s, Observer: c, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (c *counters) snapshot() (map[string]int64, int64) {
 // errorCode names an error for the errors-by-code count: its SQLSTATE, or
 // the holdfast sentinel it matches.
 func errorCode(err error) string {
-	if s := holdfast.SQLState(err); s != "" {
+	if s := postgres.SQLState(err); s != "" {
 		return s
 	}
 	for _, e := range []struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 //go:embed sql/*.sql
@@ -24,9 +25,9 @@ func query(name string) string { return statements.Get(name) }
 var statements = sqltext.Load("bench", sqlFiles, "sql")
 
 // EngineStrategies are the engine's allocation strategies the bench
-// measures, each as holdfast.Client with Config{Strategy: s}: every strategy
-// (holdfast.Strategies).
-var EngineStrategies = holdfast.Strategies()
+// measures, each as postgres.Client with Config{Strategy: s}: every strategy
+// of the engine's table (postgres.Strategies).
+var EngineStrategies = postgres.Strategies()
 
 // Baselines are the comparison patterns implemented in this package on
 // their own tables: seed 004's SELECT … FOR UPDATE + ledger entry, and an

@@ -13,16 +13,17 @@ import (
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // server starts the API on a free port and returns its URL, a key for
 // shop 1 and a func that stops it.
-func server(t *testing.T) (*holdfast.Client, string, string, func()) {
+func server(t *testing.T) (*postgres.Client, string, string, func()) {
 	t.Helper()
 	db := pgtest.DB(t, 0)
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

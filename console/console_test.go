@@ -25,6 +25,7 @@ import (
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type server struct {
 	t     *testing.T
 	url   string
-	hc    *holdfast.Client
+	hc    *postgres.Client
 	db    *pgtest.Database
 	admin string // an admin key
 	shop  string // a key of shop 1
@@ -44,7 +45,7 @@ type server struct {
 func newServer(t *testing.T) *server {
 	t.Helper()
 	db := pgtest.DB(t, 20)
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -41,7 +42,7 @@ func TestConsoleShadow(t *testing.T) {
 	rdb := goredis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	db := pgtest.DB(t, 20)
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

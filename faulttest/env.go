@@ -15,6 +15,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // Application names tell the fault injector which backends are fair game.
@@ -70,8 +71,8 @@ type Env struct {
 	DB      *pgtest.Database
 	Pool    *pgxpool.Pool    // the engine's pool: traced, maybe proxied or pooled
 	Admin   *pgxpool.Pool    // direct, untraced: fault injection and checks
-	Client  *holdfast.Client // the engine under test
-	Checker *holdfast.Client // on Admin: resolves and verifies after the faults
+	Client  *postgres.Client // the engine under test
+	Checker *postgres.Client // on Admin: resolves and verifies after the faults
 	Clock   *Clock
 	Hook    *Hook
 	Proxy   *Proxy
@@ -155,7 +156,7 @@ func New(t testing.TB, o Options) *Env {
 		o.Config(&cfg)
 	}
 	e.Cfg = cfg
-	if e.Client, err = holdfast.New(e.Pool, cfg); err != nil {
+	if e.Client, err = postgres.New(e.Pool, cfg); err != nil {
 		t.Fatal(err)
 	}
 	e.Cfg = e.Client.Config()
@@ -163,7 +164,7 @@ func New(t testing.TB, o Options) *Env {
 	ccfg.LowWaterPercent = 100 // refill every buffer that is not full
 	ccfg.RetryMax = 0
 	ccfg.LockTimeout, ccfg.StatementTimeout = 0, 0
-	if e.Checker, err = holdfast.New(e.Admin, ccfg); err != nil {
+	if e.Checker, err = postgres.New(e.Admin, ccfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // ConsoleConfig configures the operator console (package console) that the
@@ -52,7 +52,7 @@ func (s *Server) consoleRoutes() error {
 	// PostgreSQL (its engine, or the shadow layer over it), or the MySQL
 	// engine's database.
 	var head func(ctx context.Context, shop int64) (int64, error)
-	if _, pg := s.eng.(*holdfast.Client); pool != nil && (pg || s.cfg.Shadow != nil) {
+	if _, pg := s.eng.(*postgres.Client); pool != nil && (pg || s.cfg.Shadow != nil) {
 		head = func(ctx context.Context, shop int64) (int64, error) {
 			var n int64
 			err := pool.QueryRow(ctx, sqlConsoleHead, shop).Scan(&n)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -170,7 +171,7 @@ func toAPIError(route string, err error) *apiError {
 // holdfast.ErrUnavailable, and each engine package is the one place that
 // classifies its database's errors.
 func dbUnreachable(err error) bool {
-	return holdfast.Unreachable(err) || mysql.Unreachable(err)
+	return postgres.Unreachable(err) || mysql.Unreachable(err)
 }
 
 // bufPool recycles response buffers.

@@ -21,6 +21,7 @@ import (
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +57,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 type env struct {
 	t     *testing.T
 	db    *pgtest.Database    // nil on MariaDB
-	hc    *holdfast.Client    // nil on MariaDB
+	hc    *postgres.Client    // nil on MariaDB
 	my    *mysqltest.Database // nil on PostgreSQL
 	name  string              // enginePostgres or engineMariaDB
 	eng   holdfast.Engine
@@ -92,7 +93,7 @@ func newEnvOn(t *testing.T, engine string, o envOpts) *env {
 	switch engine {
 	case enginePostgres:
 		e.db = pgtest.DB(t, o.maxConns)
-		hc, err := holdfast.New(e.db.Pool, o.engine)
+		hc, err := postgres.New(e.db.Pool, o.engine)
 		if err != nil {
 			t.Fatal(err)
 		}

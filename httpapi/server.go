@@ -30,6 +30,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/metrics"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -73,7 +74,7 @@ type Config struct {
 	Engine holdfast.Engine
 	// Client is a shorthand for Engine: the PostgreSQL engine, whose pool
 	// also serves Pool.
-	Client *holdfast.Client
+	Client *postgres.Client
 	// Pool is used for key lookups, readiness and webhooks. Required
 	// unless Client or Store is set, or Engine is a MySQL engine (then it
 	// defaults to Client.Pool(); with a MySQL engine it stays nil).

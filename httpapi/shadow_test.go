@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -48,7 +49,7 @@ func newShadowEnv(t *testing.T) (*env, *shadow.Engine) {
 
 	db := pgtest.DB(t, 20)
 	clock := pgtest.NewClock(time.Time{})
-	hc, err := holdfast.New(db.Pool, holdfast.Config{Now: clock.Now})
+	hc, err := postgres.New(db.Pool, holdfast.Config{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

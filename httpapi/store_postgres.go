@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // PostgresStore is the service's Store in a PostgreSQL database migrated

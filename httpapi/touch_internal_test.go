@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // TestServeOutlivesNoKeyTouch: Serve returns only once the background
@@ -20,7 +21,7 @@ import (
 // return with the write still running (up to 5 s against a closing pool).
 func TestServeOutlivesNoKeyTouch(t *testing.T) {
 	db := pgtest.DB(t, 4)
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // TestBloatAlert leaves 2,000 dead tuples in a partition whose autovacuum is
@@ -20,7 +21,7 @@ func TestBloatAlert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
-	c, err := holdfast.New(db.Pool, holdfast.Config{StatementTimeout: time.Minute})
+	c, err := postgres.New(db.Pool, holdfast.Config{StatementTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // Severity grades a finding. Only critical findings fail `holdfast doctor`.
@@ -87,7 +88,7 @@ func (r *Report) Find(check string) []Finding {
 type doctor struct {
 	pool     *pgxpool.Pool
 	cfg      DoctorConfig
-	client   *holdfast.Client
+	client   *postgres.Client
 	findings []Finding
 }
 
@@ -107,7 +108,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*Report,
 		return nil, fmt.Errorf("ops: doctor: %w", err)
 	}
 	if d.client == nil {
-		c, err := holdfast.New(pool, holdfast.Config{})
+		c, err := postgres.New(pool, holdfast.Config{})
 		if err != nil {
 			return nil, err
 		}

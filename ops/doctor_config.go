@@ -1,9 +1,8 @@
 package ops
 
 import (
+	"github.com/holdfast/holdfast/postgres"
 	"time"
-
-	"github.com/holdfast/holdfast"
 )
 
 // DoctorConfig configures Doctor. The zero value of every field means its
@@ -12,7 +11,7 @@ type DoctorConfig struct {
 	// Client runs the invariant check and supplies the default strategy,
 	// pool cap and low-water mark. Nil means a client with holdfast's
 	// defaults on the same pool.
-	Client *holdfast.Client
+	Client *postgres.Client
 	// IdleInTransactionWarn and IdleInTransactionCritical grade sessions
 	// idle in a transaction. Default to 5 seconds and 1 minute.
 	IdleInTransactionWarn     time.Duration

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // The doctor's checks of the schema version and the server's settings

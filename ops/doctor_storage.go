@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // The doctor's check of the churning tables' storage options (storage.*),

@@ -13,6 +13,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func doctor(t *testing.T, pool *pgxpool.Pool, cfg ops.DoctorConfig) *ops.Report {
@@ -33,7 +34,7 @@ func TestDoctorHealthy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	c, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestDoctorOpenSnapshot(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
 	// Slow shared CI machines: the shrink of a big pool must not time out.
-	c, err := holdfast.New(db.Pool, holdfast.Config{StatementTimeout: time.Minute})
+	c, err := postgres.New(db.Pool, holdfast.Config{StatementTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestDoctorKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	c, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -137,7 +138,7 @@ func tableStat(t *testing.T, pool *pgxpool.Pool, table string, cond func(ops.Tab
 
 // poolKey makes a pool-strategy key with n units buffered and returns the
 // reservation_units partition that holds them.
-func poolKey(t *testing.T, c *holdfast.Client, pool *pgxpool.Pool, k holdfast.Key, n int) string {
+func poolKey(t *testing.T, c *postgres.Client, pool *pgxpool.Pool, k holdfast.Key, n int) string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := c.SetAvailable(ctx, k, n, "stocktake", "test"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // TestDoctorCatchesCorruption: `holdfast doctor` (ops.Doctor, run
@@ -20,13 +21,13 @@ func TestDoctorCatchesCorruption(t *testing.T) {
 	t.Parallel()
 	type fixture struct {
 		db             *pgtest.Database
-		c              *holdfast.Client
+		c              *postgres.Client
 		single, double uuid.UUID
 	}
 	setup := func(t *testing.T) fixture {
 		ctx := context.Background()
 		db := pgtest.DB(t, 4)
-		c, err := holdfast.New(db.Pool, holdfast.Config{Strategy: holdfast.StrategyCounter})
+		c, err := postgres.New(db.Pool, holdfast.Config{Strategy: holdfast.StrategyCounter})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // TestDoctorSafetyStock: the doctor lists the keys with a safety stock,
@@ -18,7 +19,7 @@ func TestDoctorSafetyStock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	c, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -91,7 +92,7 @@ func TestTopCollect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	c, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestKeyDefaultsAreTheClients(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 2)
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	c, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -17,7 +18,7 @@ func TestDoctorWebhookDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.DB(t, 4)
-	c, err := holdfast.New(db.Pool, holdfast.Config{})
+	c, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/migrate"
 	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 var (

@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // DemoOptions configures Demo. The zero value of every field means its
@@ -160,7 +161,7 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	if err != nil {
 		return nil, err
 	}
-	hf, err := holdfast.New(pool, holdfast.Config{Now: clock.Now})
+	hf, err := postgres.New(pool, holdfast.Config{Now: clock.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +353,7 @@ func allPrimary(sh *Engine, shops []int64) bool {
 // ledger write (legacy) — after the commit for holdfast, where there is no
 // step between. Between waves the clock passes the TTL and expiry runs.
 func demoSale(ctx context.Context, w io.Writer, sys string, k holdfast.Key, o DemoOptions, clock *demoClock,
-	store *lredis.Store, hf *holdfast.Client, crashes map[uuid.UUID]bool, crashMu *sync.Mutex) (*SaleResult, error) {
+	store *lredis.Store, hf *postgres.Client, crashes map[uuid.UUID]bool, crashMu *sync.Mutex) (*SaleResult, error) {
 	isLegacy := sys != saleHoldfast
 	n := o.Units
 	if isLegacy {

@@ -14,6 +14,7 @@ import (
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -45,7 +46,7 @@ type rig struct {
 	db    *pgtest.Database
 	rdb   *goredis.Client
 	store *lredis.Store
-	hf    *holdfast.Client
+	hf    *postgres.Client
 	sh    *shadow.Engine
 	clock *pgtest.Clock
 }
@@ -85,7 +86,7 @@ func newRigWith(t *testing.T, conf func(*lredis.Config), wrap func(*lredis.Store
 	if err := store.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hf, err := holdfast.New(db.Pool, holdfast.Config{})
+	hf, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

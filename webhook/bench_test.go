@@ -15,6 +15,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -38,7 +39,7 @@ func benchmarkDelivery(b *testing.B, live bool) {
 	for range b.N {
 		db := pgtest.DB(b, 20)
 		ctx := context.Background()
-		c, err := holdfast.New(db.Pool, holdfast.Config{})
+		c, err := postgres.New(db.Pool, holdfast.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}

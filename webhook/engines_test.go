@@ -11,6 +11,7 @@ import (
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -51,7 +52,7 @@ func newBackend(t *testing.T, engine string, maxConns int) backend {
 		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB), db: d.DB}
 	}
 	d := pgtest.DB(t, maxConns)
-	hc, err := holdfast.New(d.Pool, holdfast.Config{})
+	hc, err := postgres.New(d.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

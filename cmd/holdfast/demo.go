@@ -18,7 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/migrate"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -153,7 +154,7 @@ type demoBackend interface {
 
 // startHTTPBackend starts the service in-process and returns a backend that
 // drives it over HTTP; set by demo_http.go.
-var startHTTPBackend func(ctx context.Context, hc *holdfast.Client, pool *pgxpool.Pool, shopID int64) (demoBackend, func(), error)
+var startHTTPBackend func(ctx context.Context, hc *postgres.Client, pool *pgxpool.Pool, shopID int64) (demoBackend, func(), error)
 
 type demoStats struct {
 	held, claimed, released, outOfStock, errors atomic.Int64
@@ -200,7 +201,7 @@ func runDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	if _, err := migrate.Up(ctx, pool); err != nil {
 		return err
 	}
-	hc, err := holdfast.New(pool, holdfast.Config{})
+	hc, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		return err
 	}

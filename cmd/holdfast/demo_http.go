@@ -15,6 +15,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func init() { startHTTPBackend = startDemoHTTP }
@@ -22,7 +23,7 @@ func init() { startHTTPBackend = startDemoHTTP }
 // startDemoHTTP serves the API in-process on a free loopback port with a
 // fresh key for shop, and returns a backend that drives it through the Go
 // client. The func stops the server (draining) and revokes the key.
-func startDemoHTTP(ctx context.Context, hc *holdfast.Client, pool *pgxpool.Pool, shop int64) (demoBackend, func(), error) {
+func startDemoHTTP(ctx context.Context, hc *postgres.Client, pool *pgxpool.Pool, shop int64) (demoBackend, func(), error) {
 	key, rec, err := httpapi.CreateKey(ctx, pool, shop, false)
 	if err != nil {
 		return nil, nil, err

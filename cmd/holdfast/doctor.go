@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func init() { register(newDoctorCmd) }
@@ -51,7 +52,7 @@ is critical, so it can run from cron or CI.`,
 			return err
 		}
 		defer pool.Close()
-		client, err := holdfast.New(pool, holdfast.Config{Strategy: st, PoolCap: *poolCap})
+		client, err := postgres.New(pool, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 		if err != nil {
 			return usageError("%v", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func init() { register(newHoldsCmd) }
@@ -90,7 +91,7 @@ func withReadEngine(ctx context.Context, f *listFlags, fn func(holdfast.Engine) 
 		return err
 	}
 	defer pool.Close()
-	c, err := holdfast.New(pool, holdfast.Config{})
+	c, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		return err
 	}

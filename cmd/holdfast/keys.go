@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 func init() { register(newKeysCmd) }

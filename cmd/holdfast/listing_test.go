@@ -10,6 +10,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // TestListingUsageErrors: malformed holds and ledger queries are usage
@@ -59,7 +60,7 @@ func TestHoldsAndLedgerCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	hc, err := holdfast.New(pool, holdfast.Config{})
+	hc, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,9 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/metrics"
-	"github.com/holdfast/holdfast/migrate"
 	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/migrate"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -191,7 +192,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 
 	reg := prometheus.NewRegistry()
 	engine := metrics.NewEngine()
-	hc, err := holdfast.New(pool, holdfast.Config{
+	hc, err := postgres.New(pool, holdfast.Config{
 		SweepInterval: f.sweep, ReplenishInterval: f.replenish,
 		QuantityMax: f.maxQuantity, LinesPerCartMax: f.maxLines,
 		Logger: log, Observer: engine,
@@ -279,7 +280,7 @@ func (e shadowEngine) Config() holdfast.Config {
 // and comparison records there too. The layer's workers run the legacy's
 // expiry sweep. It returns the layer and a func that closes the Redis
 // client.
-func startShadow(ctx context.Context, opt *goredis.Options, lf *shadowFlags, pool *pgxpool.Pool, hc *holdfast.Client, log *slog.Logger) (*shadow.Engine, func(), error) {
+func startShadow(ctx context.Context, opt *goredis.Options, lf *shadowFlags, pool *pgxpool.Pool, hc *postgres.Client, log *slog.Logger) (*shadow.Engine, func(), error) {
 	// A bare dial first: go-redis logs every failed dial of its pool.
 	dctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
 	c, err := (&net.Dialer{}).DialContext(dctx, opt.Network, opt.Addr)

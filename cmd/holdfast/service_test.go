@@ -19,6 +19,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -427,7 +428,7 @@ func TestServe(t *testing.T) {
 
 func checkInvariant(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	hc, err := holdfast.New(pool, holdfast.Config{})
+	hc, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

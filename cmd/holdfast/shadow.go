@@ -22,7 +22,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/migrate"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -422,7 +423,7 @@ func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(co
 	if _, err := migrate.Up(ctx, pool); err != nil {
 		return err
 	}
-	hf, err := holdfast.New(pool, holdfast.Config{})
+	hf, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/holdfast/holdfast"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -27,7 +28,7 @@ type shadowRig struct {
 	redisURL string
 	pool     *pgxpool.Pool
 	store    *lredis.Store
-	hf       *holdfast.Client
+	hf       *postgres.Client
 	sh       *shadow.Engine
 }
 
@@ -82,7 +83,7 @@ func newShadowRig(t *testing.T) *shadowRig {
 	if err := store.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hf, err := holdfast.New(pool, holdfast.Config{})
+	hf, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/migrate"
 	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 func init() { register(newTopCmd) }
@@ -62,7 +63,7 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 	}
 	// The client fills in holdfast's defaults (strategy, pool cap), so
 	// keys without an override show the strategy they really run.
-	hc, err := holdfast.New(pool, cfg)
+	hc, err := postgres.New(pool, cfg)
 	if err != nil {
 		return usageError("%v", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/faulttest"
-	"github.com/holdfast/holdfast/migrate"
 	"github.com/holdfast/holdfast/pgcluster"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // server is a durable private cluster (pgtest's is not: with

@@ -40,7 +40,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/migrate"
+	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // Options configure a run. The zero value of each field but DatabaseURL
@@ -161,7 +162,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Clients: o.Clients, Duration: o.Duration}
 
 	// The library, shop 1.
-	hc, err := holdfast.New(pool, holdfast.Config{})
+	hc, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // TestProfileServeHot writes a CPU profile of the service (in this process,
@@ -28,7 +29,7 @@ func TestProfileServeHot(t *testing.T) {
 	}
 	db := pgtest.DB(t, 20)
 	ctx := context.Background()
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

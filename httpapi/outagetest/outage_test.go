@@ -19,6 +19,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -89,7 +90,7 @@ func (p *proxy) restore() {
 
 type env struct {
 	t    *testing.T
-	hc   *holdfast.Client
+	hc   *postgres.Client
 	url  string
 	keys map[string]string
 	http *http.Client
@@ -114,7 +115,7 @@ func start(t *testing.T, db *pgtest.Database, via *proxy, cfg httpapi.Config) *e
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	hc, err := holdfast.New(pool, holdfast.Config{})
+	hc, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func checkInvariant(t *testing.T, db *pgtest.Database) {
 	t.Helper()
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +347,7 @@ func TestClusterRestart(t *testing.T) {
 	wg.Wait()
 	t.Logf("answers: %v", counts)
 
-	hc, err := holdfast.New(db.Pool, holdfast.Config{})
+	hc, err := postgres.New(db.Pool, holdfast.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"github.com/google/uuid"
+	"github.com/holdfast/holdfast"
+	"github.com/jackc/pgx/v5"
+	"hash/fnv"
+	"sync"
+	"time"
+)
+
+// buyerKey caches the deployment's buyer secret once read.
+type buyerKey struct {
+	mu     sync.Mutex
+	secret []byte
+}
+
+// buyerSecret returns Config.BuyerSecret, else the secret stored in the
+// database (holdfast_secrets, created by the first engine that needs it).
+func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
+	if len(c.cfg.BuyerSecret) > 0 {
+		return c.cfg.BuyerSecret, nil
+	}
+	c.buyer.mu.Lock()
+	defer c.buyer.mu.Unlock()
+	if c.buyer.secret != nil {
+		return c.buyer.secret, nil
+	}
+	fresh := holdfast.NewBuyerSecret()
+	// Two statements at most: an insert that lost a race to another engine
+	// did nothing and, in its snapshot, does not see the winner's row.
+	for range 3 {
+		var got []byte
+		err := c.pool.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "secret_get"), "buyer", fresh).Scan(&got)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, c.mapErr(holdfast.RouteReserve, err, true, true)
+		}
+		c.buyer.secret = got
+		return got, nil
+	}
+	return nil, fmt.Errorf("%w: the buyer secret could not be read", holdfast.ErrUnavailable)
+}
+
+// buyerLockKey is the advisory lock of one buyer's reservations of one item,
+// in the two-int advisory lock space (disjoint from the keys' bigint locks).
+func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(shop))
+	binary.BigEndian.PutUint64(b[8:], uint64(item))
+	h.Write(b[:])
+	h.Write(hash)
+	v := h.Sum64()
+	return int32(v >> 32), int32(v)
+}
+
+// checkBuyer tags the reservation's hold row (already inserted, locked by
+// this transaction) with the buyer's hash and enforces the buyer limits of
+// its items, in one round trip: it takes each item's (shop, item, buyer)
+// advisory lock in item order — after the hold row, before any key lock
+// (the lock order) — so one buyer's reservations of an item run this check
+// one at a time, then reads each limited item's limit and what the buyer
+// has, in a statement that starts after the locks.
+func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
+	secret, err := c.buyerSecret(ctx)
+	if err != nil {
+		return err
+	}
+	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines, holdfast.BuyerHash(secret, req.shop, req.buyer), true)
+}
+
+// checkBuyerLate enforces the buyer limits on a late claim, which takes a
+// swept hold's units afresh: like a new reservation, it must not take the
+// buyer past a limit (the hold's units were given back to the buyer's
+// allowance when it expired). tx holds the hold's row (the lock order).
+func (c *Client) checkBuyerLate(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+	var hash []byte
+	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteClaim, "buyer_of"), shop, checkout).Scan(&hash); err != nil || hash == nil {
+		return err
+	}
+	return c.enforceBuyer(ctx, tx, holdfast.RouteClaim, shop, checkout, lines, hash, false)
+}
+
+// enforceBuyer is checkBuyer's work for a known hash; tag records it on the
+// hold.
+func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line, hash []byte, tag bool) error {
+	items, qtys := holdfast.BuyerItemQuantities(lines)
+	b := &pgx.Batch{}
+	if tag {
+		b.Queue(c.q(ctx, route, "buyer_tag"), shop, checkout, hash)
+	}
+	// A caller's REPEATABLE READ transaction (ReserveTx) would count from
+	// its old snapshot: refused below when a limit applies.
+	b.Queue("SELECT current_setting('transaction_isolation')")
+	for _, item := range items {
+		k1, k2 := buyerLockKey(shop, item, hash)
+		b.Queue(c.q(ctx, route, "buyer_lock"), k1, k2)
+	}
+	b.Queue(c.q(ctx, route, "buyer_count"), shop, hash, checkout, items, c.now())
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if tag {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	var iso string
+	if err := br.QueryRow().Scan(&iso); err != nil {
+		return err
+	}
+	for range items {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var item int64
+		var limit, held int
+		if err := rows.Scan(&item, &limit, &held); err != nil {
+			return err
+		}
+		if iso != "read committed" {
+			return holdfast.NewArgumentError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
+		}
+		q := 0
+		for i, it := range items {
+			if it == item {
+				q = qtys[i]
+			}
+		}
+		if held+q > limit {
+			return &holdfast.BuyerLimitError{ItemID: item, Limit: limit, Held: held, Requested: q}
+		}
+	}
+	return rows.Err()
+}
+
+// SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
+// item. It applies to reservations from then on; holds already made are
+// not undone. Safe for concurrent use.
+func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
+	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
+		return err
+	}
+	return c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
+		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_set"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds())
+		return err
+	})
+}
+
+// BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
+// it has none.
+func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
+	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+		return nil, err
+	}
+	l := &holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}
+	err := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		var us int64
+		err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
+		l.Window = time.Duration(us) * time.Microsecond
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
+// one that does not exist is not an error.
+func (c *Client) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
+	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+		return err
+	}
+	return c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
+		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_delete"), shopID, itemID)
+		return err
+	})
+}

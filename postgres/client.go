@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/maint"
+	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/holdfast/holdfast/postgres/migrate"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// statements are the engine's embedded statements, by file name.
+var statements = sqltext.Load("holdfast", sqlFiles, "sql")
+
+// Client is a handle to holdfast's tables in one PostgreSQL database. It is
+// safe for concurrent use by any number of goroutines; any number of
+// Clients, in any number of processes, may share a database.
+type Client struct {
+	pool     *pgxpool.Pool
+	cfg      holdfast.Config
+	sql      map[string]string
+	setLocal [3]string
+	// combineLockWait is the lock_timeout of a combined batch.
+	combineLockWait string
+
+	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
+	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
+	combiner  combiner // contended reservations on batch keys
+	texts     sync.Map // textKey -> tagged statement text
+
+	// Maintenance: its own small pool (see WithMaintenancePool), the
+	// workers, the keys this process reserved on since the replenisher's
+	// last pass, and the sweeper's view of the nearest expiry.
+	maintMu      sync.Mutex
+	maintPool    *pgxpool.Pool
+	maintPoolOpt *pgxpool.Pool // WithMaintenancePool
+	maintOwned   bool
+	workers      []*maint.Worker
+	sweeper      atomic.Pointer[maint.Worker]
+	replenisher  atomic.Pointer[maint.Worker]
+	waitlister   atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
+	dirty        sync.Map                     // Key -> struct{}
+	dirtyN       atomic.Int64
+	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
+	buyer        buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
+}
+
+// keyInfoTTL bounds how long a replica trusts its cached view of a key's
+// strategy. A stale view is safe (every buffer counts as pooled), only slower.
+const keyInfoTTL = 2 * time.Second
+
+type keyInfo struct {
+	strategy holdfast.Strategy
+	cap      int
+	at       time.Time
+}
+
+// SchemaVersion is the schema version (package migrate) this engine needs
+// at least. A newer schema is accepted: during a rolling upgrade the new
+// binary migrates while old ones still run.
+const SchemaVersion = 11
+
+// schemaCheckTimeout bounds New's schema check.
+const schemaCheckTimeout = 30 * time.Second
+
+// New returns a Client on pool. It does not migrate: it checks the schema
+// version and answers ErrSchemaMissing or ErrSchemaOutdated when the
+// database needs `holdfast migrate` (migrate.Up) first, ErrUnavailable when
+// it cannot be asked, and an *ArgumentError naming the field for a Config
+// outside its bounds.
+func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
+	defer cancel()
+	// A pooled connection that a server restart closed fails once; the
+	// next attempt gets a fresh one.
+	v, err := migrate.Version(ctx, pool)
+	for attempt := 0; err != nil && attempt < 3 && ctx.Err() == nil && (connectionLost(err) || retryable(err)); attempt++ {
+		v, err = migrate.Version(ctx, pool)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: checking the schema version: %w", holdfast.ErrUnavailable, err)
+	case v == 0:
+		return nil, holdfast.ErrSchemaMissing
+	case v < SchemaVersion:
+		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", holdfast.ErrSchemaOutdated, v, SchemaVersion)
+	}
+	c := &Client{pool: pool, cfg: cfg, sql: statements.Map()}
+	for _, o := range opts {
+		o(c)
+	}
+	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
+	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
+	return c, nil
+}
+
+// Option configures a Client beyond the engine-neutral Config: what only
+// the PostgreSQL engine has.
+type Option func(*Client)
+
+// WithMaintenancePool makes pool the one the sweeper, purger and
+// replenisher use; the client never closes it. Without it, Start creates
+// one from the client pool's configuration with Config.MaintenanceConns
+// connections, and Stop closes it. Either way maintenance never competes
+// with checkout for the client pool's connections (seed 000).
+func WithMaintenancePool(pool *pgxpool.Pool) Option {
+	return func(c *Client) { c.maintPoolOpt = pool }
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+
+// Pool is the connection pool the client runs on.
+func (c *Client) Pool() *pgxpool.Pool { return c.pool }
+
+// Config is the client's configuration with defaults filled in.
+func (c *Client) Config() holdfast.Config { return c.cfg }
+
+// now is the injected clock as a statement argument; nil lets the database
+// clock decide.
+func (c *Client) now() *time.Time {
+	if c.cfg.Now == nil {
+		return nil
+	}
+	t := c.cfg.Now()
+	return &t
+}
+
+// keyHash is the key's advisory lock id.
+func keyHash(k holdfast.Key) int64 {
+	h := fnv.New64a()
+	var b [24]byte
+	for i, v := range [3]int64{k.ShopID, k.ItemID, k.LocationID} {
+		for j := 0; j < 8; j++ {
+			b[i*8+j] = byte(v >> (8 * j))
+		}
+	}
+	h.Write(b[:])
+	return int64(h.Sum64())
+}
+
+var _ holdfast.Engine = (*Client)(nil)

@@ -1,0 +1,64 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/enginetest"
+	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres"
+)
+
+// TestConformance runs the conformance suite, the behaviour every engine
+// owes its callers, against the PostgreSQL engine: each subtest on a fresh
+// migrated database of the private test server.
+func TestConformance(t *testing.T) {
+	enginetest.Run(t, enginetest.Harness{
+		Strategies: []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyBatch, holdfast.StrategyPool, holdfast.StrategySlots},
+		Combining:  []holdfast.Strategy{holdfast.StrategyBatch},
+		New:        newConformanceEngine,
+	})
+}
+
+// newConformanceEngine is a Client on a fresh database with an injected
+// clock, its buffers refilled by Replenish and its tables counted for the
+// suite's "rejected calls write nothing" checks.
+func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Options) *enginetest.Instance {
+	t.Helper()
+	db := pgtest.DB(t, opts.Conns)
+	clock := pgtest.NewClock(time.Time{})
+	cfg.Now = clock.Now
+	if opts.RealClock {
+		cfg.Now = opts.Now
+	}
+	c, err := postgres.New(db.Pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return &enginetest.Instance{
+		Engine: c,
+		Clock:  clock,
+		Refill: func(ctx context.Context) error { _, err := c.Replenish(ctx); return err },
+		Grep:   containsText(db.Pool),
+		Rows: func(ctx context.Context) (map[string]int, error) {
+			out := map[string]int{}
+			for _, tbl := range []string{"inventory_levels", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "waiters", "waiter_lines", "holdfast_events"} {
+				var n int
+				if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl).Scan(&n); err != nil {
+					return nil, err
+				}
+				out[tbl] = n
+			}
+			return out, nil
+		},
+	}
+}

@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"errors"
+	"github.com/jackc/pgx/v5/pgconn"
+	"io"
+	"net"
+	"strings"
+)
+
+// SQLSTATEs the engine treats specially: the one place PostgreSQL errors are
+// mapped to holdfast's.
+const (
+	sqlstateDeadlock          = "40P01"
+	sqlstateSerialization     = "40001"
+	sqlstateCheckViolation    = "23514"
+	sqlstateLockNotAvailable  = "55P03" // lock_timeout
+	sqlstateQueryCanceled     = "57014" // statement_timeout
+	sqlstateIdleInTransaction = "25P03"
+	sqlstateAdminShutdown     = "57P01"
+	sqlstateCannotConnectNow  = "57P03"
+)
+
+// SQLState returns the SQLSTATE of a PostgreSQL error in err's chain, or "".
+func SQLState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// retryable reports whether the whole transaction may be run again: it was
+// rolled back by the server for a reason that a retry can clear.
+func retryable(err error) bool {
+	switch SQLState(err) {
+	case sqlstateDeadlock, sqlstateSerialization, sqlstateLockNotAvailable,
+		sqlstateAdminShutdown, sqlstateCannotConnectNow, sqlstateIdleInTransaction:
+		return true
+	}
+	return false
+}
+
+// connectionLost reports errors where the connection failed; the outcome of a
+// COMMIT in flight is unknown.
+func connectionLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	if state := SQLState(err); state != "" {
+		// Class 08, connection exception: what PgBouncer answers when its
+		// server connection died under the client (08P01 "server conn
+		// crashed?") or the server cannot be reached.
+		return strings.HasPrefix(state, "08")
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	return pgconn.SafeToRetry(err) || isNetErr(err)
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset") ||
+		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "closed pool")
+}
+
+// Unreachable reports errors of the database connection itself — lost,
+// refused, or the server shutting down or full (57P01–57P03, 53300) — met
+// by code outside the engine's own runner (the service's key store, its
+// readiness check). This package is the one place that classifies
+// PostgreSQL's errors; the HTTP layer asks it.
+func Unreachable(err error) bool {
+	if connectionLost(err) {
+		return true
+	}
+	switch SQLState(err) {
+	case sqlstateAdminShutdown, "57P02", sqlstateCannotConnectNow, "53300":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"github.com/google/uuid"
+	"github.com/holdfast/holdfast"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"sync"
+	"time"
+)
+
+// Events returns up to limit events of shopID's feed with a cursor above
+// after, in cursor order (limit 0 means EventsLimitDefault, at most
+// EventsLimitMax). An empty answer means nothing new yet: ask again (the
+// HTTP feed long-polls). Events first sequences the events that committed
+// before the call (waiting for a sequencer at work), so the feed is never
+// older than the call. Safe for concurrent use.
+func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
+	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.sequenceEvents(ctx, c.pool); err != nil {
+		return nil, err
+	}
+	var out []holdfast.Event
+	err = c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for rows.Next() {
+			e := holdfast.Event{ShopID: shopID}
+			var lines []byte
+			var item, loc *int64
+			var reason, ref *string
+			if err := rows.Scan(&e.Cursor, &e.Type, &e.CheckoutID, &lines, &e.ExpiresAt, &item, &loc,
+				&e.Delta, &e.Available, &reason, &ref, &e.At); err != nil {
+				return err
+			}
+			if lines != nil {
+				if err := json.Unmarshal(lines, &e.Lines); err != nil {
+					return err
+				}
+			}
+			if item != nil {
+				e.ItemID = *item
+			}
+			if loc != nil {
+				e.LocationID = *loc
+			}
+			if reason != nil {
+				e.Reason = *reason
+			}
+			if ref != nil {
+				e.Reference = *ref
+			}
+			if e.ExpiresAt != nil {
+				t := e.ExpiresAt.UTC()
+				e.ExpiresAt = &t
+			}
+			e.At = e.At.UTC()
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// SequenceEvents assigns per-shop cursors to the events that committed
+// since the last pass, in batches of EventSequenceBatch until a batch comes
+// back short, and derives key events (sold out, back in stock) for the keys
+// they touched. One sequencer runs at a time across every process (a
+// transaction-scoped advisory lock; a second waits for the first's batch).
+// The sweeper runs it on every tick; Events runs it before reading.
+func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
+	return c.sequenceEvents(ctx, c.maintenance())
+}
+
+// sequencer coalesces a process's sequencing: one caller at a time runs
+// it (waiting in memory, holding no connection), and a caller that started
+// before a run that has since begun and finished needs no run of its own:
+// that run saw every event committed before the caller came.
+type sequencer struct {
+	mu      sync.Mutex
+	lastRun time.Time // when the last completed run began
+}
+
+// sequencers holds each Client's sequencer (kept out of Client's struct).
+var sequencers sync.Map // *Client -> *sequencer
+
+func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	called := time.Now()
+	v, _ := sequencers.LoadOrStore(c, &sequencer{})
+	sq := v.(*sequencer)
+	sq.mu.Lock()
+	defer sq.mu.Unlock()
+	if sq.lastRun.After(called) {
+		return 0, nil
+	}
+	began := time.Now()
+	n, err := c.sequenceEventsLocked(ctx, pool)
+	if err == nil {
+		sq.lastRun = began
+	}
+	return n, err
+}
+
+func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	total := 0
+	// A bounded number of batches per call: under a steady stream of
+	// writes the next call (or the sweeper's next tick) carries on.
+	for pass := 0; pass < holdfast.EventSequencePasses; pass++ {
+		var pending bool
+		if err := pool.QueryRow(ctx, c.q(ctx, holdfast.RouteSweep, "events_pending")).Scan(&pending); err != nil {
+			return total, err
+		}
+		if !pending {
+			return total, nil
+		}
+		n := 0
+		err := c.run(ctx, pool, holdfast.RouteSweep, true, true, func(tx pgx.Tx, _ int) error {
+			n = 0
+			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_lock")); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteSweep, "events_sequence"), holdfast.EventSequenceBatch)
+			if err != nil {
+				return err
+			}
+			var shops, items, locs []int64
+			for rows.Next() {
+				var shop int64
+				var typ string
+				var lines []byte
+				var item, loc *int64
+				if err := rows.Scan(&shop, &typ, &lines, &item, &loc); err != nil {
+					return err
+				}
+				n++
+				switch {
+				case item != nil && loc != nil && typ == string(holdfast.EventStockChanged):
+					shops, items, locs = append(shops, shop), append(items, *item), append(locs, *loc)
+				case lines != nil:
+					var ls []holdfast.Line
+					if json.Unmarshal(lines, &ls) == nil {
+						for _, l := range ls {
+							shops, items, locs = append(shops, shop), append(items, l.ItemID), append(locs, l.LocationID)
+						}
+					}
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(shops) == 0 {
+				return nil
+			}
+			_, err = tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_keys"), shops, items, locs)
+			return err
+		})
+		total += n
+		if err != nil || n < holdfast.EventSequenceBatch {
+			if err == nil && n > 0 {
+				// Key events derived by this pass wait for the next
+				// batch: sequence them now.
+				continue
+			}
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// eventInsertSQL is sql/event_insert.sql, for InsertEventTx (no Client).
+var eventInsertSQL = func() string {
+	b, err := sqlFiles.ReadFile("sql/event_insert.sql")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
+// InsertEventTx writes an explicit event of a shop in the caller's
+// transaction (an engine feature whose change has no trigger, such as a
+// waitlist): it commits or rolls back with the change, and is sequenced
+// like every other event. checkout and lines may be nil.
+func InsertEventTx(ctx context.Context, tx pgx.Tx, shopID int64, typ holdfast.EventType, checkout *uuid.UUID, lines []holdfast.Line, expiresAt *time.Time) error {
+	var raw []byte
+	if lines != nil {
+		b, err := json.Marshal(lines)
+		if err != nil {
+			return err
+		}
+		raw = b
+	}
+	_, err := tx.Exec(ctx, eventInsertSQL, shopID, string(typ), checkout, raw, expiresAt, nil)
+	return err
+}

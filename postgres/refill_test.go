@@ -1,0 +1,86 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// TestReleaseAndSweepNeverWaitForRefill (#10 item 3): a caller's ReserveTx
+// holds a counter key's row while it does other work; a release and a
+// sweep of other holds on that key must finish at once (their refill is
+// optional and skips the key), not wait for the row past lock_timeout and
+// fail.
+func TestReleaseAndSweepNeverWaitForRefill(t *testing.T) {
+	t.Parallel()
+	for _, s := range []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategySlots} {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			// A long lock_timeout: waiting would show as a wait, not as a
+			// retried failure.
+			e := newEnv(t, holdfast.Config{Strategy: s, Slots: 1, LockTimeout: time.Minute}, 0)
+			ctx := context.Background()
+			k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+			e.stock(k, 3)
+			released, swept := uuid.New(), uuid.New()
+			if _, err := reserve(t, e.c, 1, released, one(1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: swept, Lines: one(1, 1), TTL: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := e.db.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck
+			if _, err := e.c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(1, 1)}); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(2 * time.Second)
+			for name, op := range map[string]func() error{
+				"release": func() error { _, err := e.c.Release(ctx, 1, released); return err },
+				"sweep": func() error {
+					n, err := e.c.SweepOnce(ctx)
+					if err == nil && n != 1 {
+						t.Errorf("sweep expired %d holds, want 1", n)
+					}
+					return err
+				},
+			} {
+				done := make(chan error, 1)
+				go func() { done <- op() }()
+				var answered bool
+				waitFor(t, name+" to answer or wait", func() bool {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						answered = true
+						return true
+					default:
+						return lockWaiters(t, e) > 0
+					}
+				})
+				if !answered {
+					t.Fatalf("%s waits for a counter row a ReserveTx holds", name)
+				}
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The replenisher brings the returned units back.
+			if _, err := e.c.Replenish(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if l := e.level(k); l.Held != 1 || l.Pooled != 2 {
+				t.Fatalf("level after replenish: %+v", l)
+			}
+		})
+	}
+}

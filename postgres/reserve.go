@@ -1,0 +1,587 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/holdfast/holdfast"
+	"github.com/jackc/pgx/v5"
+)
+
+// Reserve holds every line of a cart for p.CheckoutID, or nothing.
+//
+// Lines are processed in (item, location) order whatever order they are
+// given in; two lines for the same item and location are rejected. Reserve
+// is idempotent on the checkout id: the same checkout with the same lines
+// returns the existing hold (Hold.Replayed set), also under concurrent
+// retries; the same checkout with other lines is ErrIdempotencyConflict.
+// Out of stock is an *InsufficientStockError naming every short line.
+func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	h, err := c.reserve(ctx, c.pool, true, p)
+	return c.waitIfShort(ctx, p, h, err) // waitlist.go
+}
+
+// ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
+// any error the caller's transaction is left as it was, still usable. The
+// hold exists once the caller commits.
+func (c *Client) ReserveTx(ctx context.Context, tx pgx.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	if p.Wait != 0 {
+		return nil, holdfast.NewArgumentError("wait", "waiting is not offered inside a caller's transaction")
+	}
+	return c.reserve(ctx, tx, false, p)
+}
+
+// reservation is a validated ReserveParams.
+type reservation struct {
+	shop     int64
+	checkout uuid.UUID
+	lines    []holdfast.Line // sorted by (item, location)
+	linesRaw []byte          // canonical JSON of lines
+	ttl      time.Duration
+	buyer    string // ReserveParams.BuyerID (buyer.go)
+}
+
+func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
+	if p.ShopID <= 0 {
+		return nil, holdfast.NewArgumentError("shop_id", "must be a positive integer")
+	}
+	if p.CheckoutID == uuid.Nil {
+		return nil, holdfast.NewArgumentError("checkout_id", "must be a non-nil UUID")
+	}
+	ttl := p.TTL
+	if ttl == 0 {
+		ttl = c.cfg.HoldTTLDefault
+	}
+	if ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax {
+		return nil, holdfast.NewArgumentError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
+	}
+	lines, err := c.validateLines(p.Lines)
+	if err != nil {
+		return nil, err
+	}
+	if err := holdfast.ValidateWait(c.cfg, p.Wait); err != nil {
+		return nil, err
+	}
+	if err := holdfast.ValidateBuyerID(p.BuyerID); err != nil {
+		return nil, err
+	}
+	if err := holdfast.ValidateWaitCart(p); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(lines)
+	if err != nil {
+		return nil, err
+	}
+	return &reservation{shop: p.ShopID, checkout: p.CheckoutID, lines: lines, linesRaw: raw, ttl: ttl}, nil
+}
+
+// validateLines checks a cart's lines and returns them sorted.
+func (c *Client) validateLines(in []holdfast.Line) ([]holdfast.Line, error) {
+	return holdfast.ValidateLines(c.cfg, in)
+}
+
+func (c *Client) reserve(ctx context.Context, b beginner, own bool, p holdfast.ReserveParams) (*holdfast.Hold, error) {
+	start := time.Now()
+	req, err := c.validateReserve(p)
+	if err != nil {
+		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
+	req.buyer = p.BuyerID
+	if holdfast.HasAllocation(req.lines) {
+		return c.reserveAllocated(ctx, b, own, req, p.Lines, start)
+	}
+	if own && c.recentlySoldOut(req) {
+		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
+			err := &holdfast.InsufficientStockError{Lines: short}
+			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+			return nil, err
+		}
+	}
+	var h *holdfast.Hold
+	combined, doubt := false, false
+	// A named buyer takes the plain path, where its limits are checked.
+	if own && len(req.lines) == 1 && req.buyer == "" {
+		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
+		// A stale or missing cache entry is safe here: a key that is not
+		// (or no longer) a batch key has no units in its counter row, the
+		// batch refuses it, and the plain path caches its strategy.
+		ki, ok := c.keys.Load(k)
+		if (ok && strategyOf(ki.(keyInfo).strategy).combines) || (!ok && strategyOf(c.cfg.Strategy).combines) {
+			// In flight until answered, on either path: the measure of
+			// contention that decides whether to combine.
+			c.combiner.inflight.Add(1)
+			defer c.combiner.inflight.Add(-1)
+			h, err, combined, doubt = c.reserveCombined(ctx, k, req)
+		}
+	}
+	if !combined {
+		// The slow path of the client's own transactions refills the
+		// short buffers in a short transaction of its own, so waiters on a
+		// key's lock wait for a refill, not for each other's reservations;
+		// inside a caller's transaction it refills under the lock in place.
+		var beforeSlow func() error
+		if own {
+			beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
+		}
+		err = c.runSlow(ctx, b, holdfast.RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, level int) error {
+			mode := takeFast
+			switch {
+			case level == 1 && own:
+				mode = takeRetry
+			case level > 0:
+				mode = takeLocked
+			}
+			var err error
+			h, err = c.reserveOnce(ctx, tx, req, mode)
+			return err
+		})
+		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, holdfast.ErrUnavailable)) {
+			// The plain path could not finish the retry of a combined
+			// commit that went unacknowledged: the hold may exist.
+			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, err)
+		}
+	}
+	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	var ise *holdfast.InsufficientStockError
+	switch {
+	case errors.As(err, &ise):
+		for _, s := range ise.Lines {
+			c.soldOutAt.Store(holdfast.Key{ShopID: req.shop, ItemID: s.ItemID, LocationID: s.LocationID}, time.Now())
+		}
+	case err == nil:
+		for _, l := range req.lines {
+			c.soldOutAt.Delete(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})
+		}
+		if own && !h.Replayed {
+			c.noteReserved(req.shop, req.lines)
+			c.noteHold(h)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// soldOutHint is how long a key that answered sold out is checked with one
+// lock-free read before a reservation opens a transaction for it.
+const soldOutHint = time.Second
+
+func (c *Client) recentlySoldOut(req *reservation) bool {
+	now := time.Now()
+	for _, l := range req.lines {
+		if at, ok := c.soldOutAt.Load(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); ok && now.Sub(at.(time.Time)) < soldOutHint {
+			return true
+		}
+	}
+	return false
+}
+
+// soldOut answers a reservation on a key that recently sold out in one
+// statement — one snapshot — and no transaction: the lines short in that
+// snapshot, unless the checkout already has a hold or outcome in it (then
+// the normal path answers it). Empty means: go the normal way.
+//
+// Another attempt of the checkout still in flight (sold_out_inflight.sql)
+// also means the normal way: there the retry waits for it and answers its
+// hold, never "sold out" for a checkout that becomes held. Both statements
+// go in one round trip, in one implicit transaction (the in-flight check
+// first).
+func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
+	items, locs, _ := columns(req.lines)
+	b := &pgx.Batch{}
+	b.Queue(c.q(ctx, holdfast.RouteReserve, "sold_out_inflight"), req.checkout)
+	b.Queue(c.q(ctx, holdfast.RouteReserve, "sold_out"), req.shop, req.checkout, items, locs)
+	br := c.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var free bool
+	if err := br.QueryRow().Scan(&free); err != nil || !free {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var short []holdfast.Shortfall
+	for i := 0; rows.Next(); i++ {
+		var known bool
+		var avail, held int
+		if err := rows.Scan(&known, &avail, &held); err != nil {
+			return nil, err
+		}
+		if known {
+			return nil, nil
+		}
+		if s := max(0, avail-held); s < req.lines[i].Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
+		}
+	}
+	return short, rows.Err()
+}
+
+// reserveOnce is one attempt: create the hold row first — a concurrent
+// retry of the same checkout waits for it there, before touching any
+// buffer, and then finds it — then take every line's units from its key's
+// buffer, then create the hold's lines. A sold-out answer rolls the hold
+// row back with the transaction, so it writes nothing.
+func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*holdfast.Hold, error) {
+	h := &holdfast.Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: holdfast.StatusHeld, Claimable: true, Lines: req.lines, Revision: 1}
+	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "hold_insert"),
+		// The lines go as text: as []byte, pgx's exec and simple protocol
+		// modes (used behind PgBouncer) would send them as bytea.
+		req.checkout, req.shop, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		h, err := c.existing(ctx, tx, req)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			// Purged between the insert and this read: run again.
+			return nil, errRetry
+		}
+		return h, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.buyer != "" {
+		// After the hold row, before any key lock (the lock order).
+		if err := c.checkBuyer(ctx, tx, req); err != nil {
+			return nil, err
+		}
+	}
+	short, err := c.take(ctx, tx, holdfast.RouteReserve, req.shop, req.lines, mode)
+	if err != nil {
+		return nil, err
+	}
+	if len(short) > 0 {
+		return nil, &holdfast.InsufficientStockError{Lines: short}
+	}
+	items, locs, qtys := columns(req.lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// existing answers a Reserve whose checkout already has a hold or outcome.
+// A replay returns the hold with errRollback (this attempt wrote nothing to
+// keep). ErrNotFound means the checkout is new.
+func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*holdfast.Hold, error) {
+	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Status == holdfast.StatusClaimed:
+		return nil, holdfast.ErrHoldClaimed
+	case h.Status == holdfast.StatusReleased:
+		return nil, holdfast.ErrHoldReleased
+	case h.Status == holdfast.StatusExpired && !h.Claimable:
+		return nil, holdfast.ErrHoldExpired
+	}
+	if !slices.Equal(h.Lines, req.lines) {
+		return nil, holdfast.ErrIdempotencyConflict
+	}
+	h.Replayed = true
+	return h, errRollback
+}
+
+// takeMode is how take gets units.
+type takeMode int
+
+const (
+	// takeFast takes without waiting on other reservers (but for a counter
+	// row) and returns errSlowPath when a buffer is short but the stock is
+	// not.
+	takeFast takeMode = iota
+	// takeRetry takes again after refillInline refilled the buffers, waiting
+	// for slot locks, and returns errSlowPath when others took the refill
+	// first.
+	takeRetry
+	// takeLocked takes each key's advisory lock, refills its buffer and
+	// takes, in the caller's transaction.
+	takeLocked
+)
+
+// take removes every line's quantity from its key's buffer, or returns the
+// lines that are genuinely short, with their sellable stock.
+func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []holdfast.Line, mode takeMode) ([]holdfast.Shortfall, error) {
+	infos, err := c.keyInfos(ctx, tx, route, shop, lines, mode != takeFast)
+	if err != nil {
+		return nil, err
+	}
+	if mode == takeFast {
+		batch := &pgx.Batch{}
+		for i, l := range lines {
+			c.queueTake(ctx, batch, route, infos[i].strategy, shop, l)
+		}
+		br := tx.SendBatch(ctx, batch)
+		short := false
+		for _, l := range lines {
+			var got int
+			if err := br.QueryRow().Scan(&got); err != nil {
+				br.Close()
+				return nil, err
+			}
+			short = short || got < l.Quantity
+		}
+		if err := br.Close(); err != nil {
+			return nil, err
+		}
+		if !short {
+			return nil, nil
+		}
+	}
+
+	// Sold out is cheap: lines that cannot be served even with a full
+	// refill are answered from one snapshot, before any lock is taken. The
+	// snapshot counts units in flight to other reservers as sellable, so a
+	// line that passes may still come up short below.
+	sellable, err := c.sellable(ctx, tx, route, shop, lines)
+	if err != nil {
+		return nil, err
+	}
+	var short []holdfast.Shortfall
+	for i, l := range lines {
+		if sellable[i] < l.Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
+		}
+	}
+	if len(short) > 0 {
+		return short, nil
+	}
+	if mode == takeFast {
+		return nil, errSlowPath
+	}
+	if mode == takeLocked {
+		// The slowest path takes every key's lock first, in key order,
+		// before it touches any buffer (the documented lock order: key
+		// locks, then buffers), then refills right before each take.
+		for _, l := range lines {
+			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i, l := range lines {
+		k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+		if mode == takeLocked {
+			if err := c.refillKey(ctx, tx, route, k); err != nil {
+				return nil, err
+			}
+		}
+		var got int
+		switch {
+		case strategyOf(infos[i].strategy).pooled && mode == takeLocked:
+			got, err = c.takePoolWait(ctx, tx, route, k, l.Quantity)
+		case strategyOf(infos[i].strategy).pooled:
+			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
+		default:
+			got, err = c.gather(ctx, tx, route, k, l.Quantity, true)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if got < l.Quantity {
+			if mode == takeRetry {
+				// Others took the refill first: once more, under the lock.
+				return nil, errSlowPath
+			}
+			// Units in flight to other reservers: sellable by the snapshot
+			// but not obtainable now.
+			short = append(short, holdfast.Shortfall{ItemID: l.ItemID, LocationID: l.LocationID, Requested: l.Quantity, Sellable: sellable[i]})
+		}
+	}
+	return short, nil
+}
+
+// takePoolWait takes q units from a pool key under its advisory lock,
+// waiting for rows in-flight reservers hold: rows of a reservation that
+// rolls back are taken, rows of one that commits are gone. At most q rounds,
+// each taking at least one row or ending the loop.
+func (c *Client) takePoolWait(ctx context.Context, tx pgx.Tx, route string, k holdfast.Key, q int) (int, error) {
+	taken := 0
+	for taken < q {
+		var got int
+		if err := tx.QueryRow(ctx, c.q(ctx, route, "take_pool_wait"), k.ShopID, k.ItemID, k.LocationID, q-taken).Scan(&got); err != nil {
+			return 0, err
+		}
+		if got == 0 {
+			break
+		}
+		taken += got
+	}
+	return taken, nil
+}
+
+// refillKey refills one key's buffer under its advisory lock, which tx
+// holds, and counts an inline replenishment when it added units.
+func (c *Client) refillKey(ctx context.Context, tx pgx.Tx, route string, k holdfast.Key) error {
+	res, err := c.refill(ctx, tx, route, []holdfast.Key{k})
+	if err != nil {
+		return err
+	}
+	if res[0].added > 0 {
+		c.cfg.Observer.Replenished(k, true, res[0].added)
+		if _, err := tx.Exec(ctx, c.q(ctx, route, "note_inline"), k.ShopID, k.ItemID, k.LocationID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refillInline refills the buffers of a reservation's keys in a short
+// transaction of its own, key by key in key order: exactly one transaction
+// refills a key at a time, and the others wait for it together (a shared
+// lock on the key) rather than one after another, then retry their take.
+func (c *Client) refillInline(ctx context.Context, shop int64, lines []holdfast.Line) error {
+	return c.run(ctx, c.pool, holdfast.RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
+		for _, l := range lines {
+			k := holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+			var mine bool
+			if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "trylock_key"), keyHash(k)).Scan(&mine); err != nil {
+				return err
+			}
+			if !mine {
+				if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "await_key"), keyHash(k)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := c.refillKey(ctx, tx, holdfast.RouteReplenish, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sellable returns available - held per line (never below zero), from one
+// snapshot, without locks.
+func (c *Client) sellable(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []holdfast.Line) ([]int, error) {
+	items, locs, _ := columns(lines)
+	rows, err := tx.Query(ctx, c.q(ctx, route, "sellable"), shop, items, locs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(lines))
+	for rows.Next() {
+		var avail, held int
+		var waited bool
+		if err := rows.Scan(&avail, &held, &waited); err != nil {
+			return nil, err
+		}
+		if waited {
+			avail = 0 // units coming back go to the key's waiters first
+		}
+		out = append(out, max(0, avail-held))
+	}
+	return out, rows.Err()
+}
+
+// keyInfos returns the strategy of each line's key, from the cache unless
+// fresh is set or an entry is stale.
+func (c *Client) keyInfos(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []holdfast.Line, fresh bool) ([]keyInfo, error) {
+	out := make([]keyInfo, len(lines))
+	now := time.Now()
+	missing := false
+	for i, l := range lines {
+		v, ok := c.keys.Load(holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})
+		if !ok || fresh || now.Sub(v.(keyInfo).at) > keyInfoTTL {
+			missing = true
+			break
+		}
+		out[i] = v.(keyInfo)
+	}
+	if !missing {
+		return out, nil
+	}
+	items, locs, _ := columns(lines)
+	rows, err := tx.Query(ctx, c.q(ctx, route, "key_info"), shop, items, locs, string(c.cfg.Strategy), c.cfg.PoolCap)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var item, loc int64
+		var strategy string
+		var cap int
+		if err := rows.Scan(&item, &loc, &strategy, &cap); err != nil {
+			return nil, err
+		}
+		ki := keyInfo{strategy: holdfast.Strategy(strategy), cap: cap, at: now}
+		c.keys.Store(holdfast.Key{ShopID: shop, ItemID: item, LocationID: loc}, ki)
+		// key_info returns its input's order (ORDER BY); checked, since a
+		// wrong pairing would run the wrong take for a line.
+		if i >= len(lines) || lines[i].ItemID != item || lines[i].LocationID != loc {
+			return nil, fmt.Errorf("holdfast: key_info returned item %d at location %d out of order", item, loc)
+		}
+		out[i] = ki
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if i != len(lines) {
+		return nil, fmt.Errorf("holdfast: key_info returned %d keys for %d lines", i, len(lines))
+	}
+	return out, nil
+}
+
+func columns(lines []holdfast.Line) (items, locs []int64, qtys []int32) {
+	items = make([]int64, len(lines))
+	locs = make([]int64, len(lines))
+	qtys = make([]int32, len(lines))
+	for i, l := range lines {
+		items[i], locs[i], qtys[i] = l.ItemID, l.LocationID, int32(l.Quantity)
+	}
+	return items, locs, qtys
+}
+
+// outcome names an operation's result for metrics.
+func outcome(err error, h *holdfast.Hold) string {
+	switch {
+	case err == nil && h != nil && h.Replayed:
+		return "replayed"
+	case err == nil && h != nil:
+		return string(h.Status)
+	case err == nil:
+		return "ok"
+	case errors.Is(err, holdfast.ErrInvalidArgument):
+		return "invalid"
+	case errors.Is(err, holdfast.ErrInsufficientStock):
+		return "insufficient_stock"
+	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
+		return "buyer_limit_exceeded"
+	case errors.Is(err, holdfast.ErrIdempotencyConflict):
+		return "conflict"
+	case errors.Is(err, holdfast.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, holdfast.ErrHoldClaimed):
+		return "hold_claimed"
+	case errors.Is(err, holdfast.ErrHoldReleased):
+		return "hold_released"
+	case errors.Is(err, holdfast.ErrHoldExpired):
+		return "hold_expired"
+	case errors.Is(err, holdfast.ErrLifetimeExceeded):
+		return "lifetime_exceeded"
+	case errors.Is(err, holdfast.ErrOverCommitted):
+		return "over_committed"
+	case errors.Is(err, holdfast.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, holdfast.ErrWaitlisted):
+		return "waitlisted"
+	case errors.Is(err, holdfast.ErrWaitExpired):
+		return "wait_expired"
+	case errors.Is(err, holdfast.ErrRevisionConflict):
+		return "revision_conflict"
+	}
+	return "error"
+}

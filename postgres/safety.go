@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"github.com/holdfast/holdfast"
+	"github.com/jackc/pgx/v5"
+)
+
+// SetSafetyStock sets a key's safety stock (0 removes it), creating the key
+// (available 0) when it is new, and returns its level. Under the key's lock
+// it shrinks the buffer first so it never holds safety units, then writes
+// the safety stock, then refills (a lowered safety stock is sellable at
+// once). Safe for concurrent use.
+func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int) (*holdfast.Level, error) {
+	if err := holdfast.ValidateSafety(k, safety); err != nil {
+		return nil, err
+	}
+	var lvl *holdfast.Level
+	err := c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "lock_key"), keyHash(k)); err != nil {
+			return err
+		}
+		st, err := c.keyState(ctx, tx, holdfast.RouteAdjust, k)
+		if err != nil {
+			return err
+		}
+		// Buffers before the level row (lock order). shrink counts the
+		// current safety stock; the change makes it count the new one.
+		if err := c.shrink(ctx, tx, holdfast.RouteAdjust, k, false, st.safety-safety); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "safety_set"), k.ShopID, k.ItemID, k.LocationID, safety); err != nil {
+			return err
+		}
+		if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
+			return err
+		}
+		lvl, err = c.level(ctx, tx, holdfast.RouteAdjust, k)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lvl, nil
+}
