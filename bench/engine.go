@@ -16,7 +16,7 @@ import (
 	"github.com/holdfast/holdfast/postgres"
 )
 
-// engine is an engine strategy: a holdfast.Client whose default strategy is
+// engine is an engine strategy: a postgres.Client whose default strategy is
 // the one measured.
 type engine struct {
 	client *postgres.Client

@@ -14,7 +14,7 @@
 //			New: func(t *testing.T, cfg holdfast.Config, opts enginetest.Options) *enginetest.Instance {
 //				clock := pgtest.NewClock(time.Time{})
 //				cfg.Now = clock.Now
-//				c, err := holdfast.New(pgtest.DB(t, opts.Conns).Pool, cfg)
+//				c, err := postgres.New(pgtest.DB(t, opts.Conns).Pool, cfg)
 //				if err != nil {
 //					t.Fatal(err)
 //				}

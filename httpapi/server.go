@@ -57,7 +57,7 @@ const (
 )
 
 // Worker is a background service the server starts with Serve and stops
-// after draining: *holdfast.Client (sweeper and replenisher) and
+// after draining: *postgres.Client (sweeper and replenisher) and
 // *maint.Worker have this shape.
 type Worker interface {
 	Start(ctx context.Context)
@@ -70,7 +70,7 @@ type Config struct {
 	// Engine is the engine the API translates to. Required unless Client
 	// is set. Request validation uses its bounds (LinesPerCartMax,
 	// QuantityMax, HoldLifetimeMax) when it offers Config() holdfast.Config,
-	// as *holdfast.Client does.
+	// as *postgres.Client does.
 	Engine holdfast.Engine
 	// Client is a shorthand for Engine: the PostgreSQL engine, whose pool
 	// also serves Pool.

@@ -162,7 +162,7 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 }
 
 // SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
-// item. See holdfast.Client.SetBuyerLimit.
+// item. See postgres.Client.SetBuyerLimit.
 func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
 	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
 		return err

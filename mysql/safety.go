@@ -12,7 +12,7 @@ import (
 // (available 0) when it is new, and returns its level: under the key's
 // lock row it writes the safety stock on the level row, then shrinks the
 // buffer so it holds no safety units (MySQL's lock order: lock rows,
-// levels, buffers), then refills. See holdfast.Client.SetSafetyStock and
+// levels, buffers), then refills. See postgres.Client.SetSafetyStock and
 // holdfast's safety.go for what a safety stock above the free units means.
 func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int) (*holdfast.Level, error) {
 	if err := holdfast.ValidateSafety(k, safety); err != nil {

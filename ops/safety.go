@@ -10,7 +10,7 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
-// SafetyKey is a key with a safety stock (holdfast.Client.SetSafetyStock).
+// SafetyKey is a key with a safety stock (postgres.Client.SetSafetyStock).
 type SafetyKey struct {
 	holdfast.Key
 	Available int `json:"available"`

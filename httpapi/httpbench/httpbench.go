@@ -3,7 +3,7 @@
 // — one hot key, Clients concurrent clients, distinct checkouts, quantity
 // 1 — through
 //
-//   - the library: holdfast.Client (strategy batch, the default) in this
+//   - the library: postgres.Client (strategy batch, the default) in this
 //     process;
 //   - the service: a real `holdfast serve` in a separate process, built
 //     from this module with `go build` (or Options.Binary), on the same
