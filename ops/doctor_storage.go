@@ -91,7 +91,7 @@ func (d *doctor) storage(ctx context.Context) error {
 	}
 	if partitions == 0 {
 		d.add("storage.reservation_units", SeverityCritical, "reservation_units has no partitions",
-			"the pool strategy cannot store a unit", "run `holdfast migrate`; if it reports the schema current, the partitions were dropped by hand and must be recreated as in migrate/sql/001_init.sql")
+			"the pool strategy cannot store a unit", "run `holdfast migrate`; if it reports the schema current, the partitions were dropped by hand and must be recreated as in postgres/migrate/sql/001_init.sql")
 	}
 	if good > 0 {
 		d.add("storage", SeverityOK, fmt.Sprintf("%d of %d tables (%d reservation_units partitions and inventory_counters) carry their storage options", good, len(rels), partitions), "", "")

@@ -31,7 +31,7 @@ import (
 // ErrNotFound. A Reserve retry of the checkout's original lines after an
 // edit is ErrIdempotencyConflict: the hold has other lines now.
 //
-// Lock order (migrate/sql/001_init.sql): the hold's row first, then the
+// Lock order (postgres/migrate/sql/001_init.sql): the hold's row first, then the
 // keys' advisory locks and buffers as Reserve takes them, then
 // reserved_quantities; give-backs only try key locks.
 func (c *Client) Edit(ctx context.Context, p holdfast.EditParams) (*holdfast.Hold, error) {
