@@ -54,8 +54,8 @@ const (
 	CombineLockWaitDefault = 100 * time.Millisecond
 )
 
-// Config configures a Client. The zero value of every field means its
-// default.
+// Config configures an engine (postgres.New, mysql.New). The zero value of
+// every field means its default.
 type Config struct {
 	// HoldTTLDefault is the TTL of a reservation that names none. Defaults
 	// to 15 minutes.
@@ -131,8 +131,8 @@ type Config struct {
 	BuyerSecret []byte
 }
 
-// Validate checks every bound of a Config with defaults filled in; New
-// refuses a Config that fails it, with an *ArgumentError naming the field.
+// Validate checks every bound of a Config with defaults filled in;
+// postgres.New refuses a Config that fails it, with an *ArgumentError naming the field.
 func (c Config) Validate() error {
 	intIn := func(field string, v, lo, hi int) error {
 		if v < lo || v > hi {

@@ -8,7 +8,7 @@ import (
 )
 
 // Engine is the contract every holdfast engine offers — the PostgreSQL
-// Client in this package, the MySQL/MariaDB engine in package mysql, and
+// engine in package postgres, the MySQL/MariaDB engine in package mysql, and
 // wrappers such as the shadow layer — written against the shared nouns and
 // typed errors only. The HTTP service, the bench, the demo and the
 // conformance suite (package enginetest) depend on Engine, never on one

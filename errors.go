@@ -60,13 +60,14 @@ var (
 	ErrOutcomeUnknown = errors.New("holdfast: outcome unknown")
 )
 
-// Errors of New about the database schema.
+// Errors of postgres.New about the database schema.
 var (
 	// ErrSchemaMissing: the database has no holdfast schema. Run
-	// `holdfast migrate` (or migrate.Up) first.
+	// `holdfast migrate` (or migrate.Up, package postgres/migrate) first.
 	ErrSchemaMissing = errors.New("holdfast: database has no holdfast schema; run `holdfast migrate`")
 	// ErrSchemaOutdated: the database's schema is older than this engine
-	// needs (SchemaVersion). Run `holdfast migrate` (or migrate.Up) first.
+	// needs (postgres.SchemaVersion). Run `holdfast migrate` (or migrate.Up)
+	// first.
 	ErrSchemaOutdated = errors.New("holdfast: database schema is outdated; run `holdfast migrate`")
 )
 

@@ -95,7 +95,7 @@ type ReserveParams struct {
 // serves: one line at a fixed location, without a wait (which may need a
 // transaction of its own) and without a buyer (whose limits are checked on
 // the plain path). Whether it is combined also depends on the key's
-// strategy (Client.Combinable).
+// strategy (each engine's Client.Combinable).
 func (p ReserveParams) CombinableShape() bool {
 	return len(p.Lines) == 1 && p.Wait == 0 && p.BuyerID == "" && !p.Lines[0].Allocated()
 }

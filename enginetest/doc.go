@@ -1,6 +1,6 @@
 // Package enginetest is the conformance suite: the behaviour every holdfast
 // engine owes its callers, written once against holdfast.Engine and run by
-// every engine's tests — the PostgreSQL Client in the root package, the
+// every engine's tests — the PostgreSQL engine in package postgres, the
 // MySQL/MariaDB engine in package mysql, and wrappers over the contract.
 // River's riverdrivertest, one shared suite every driver runs, is the model.
 //

@@ -32,7 +32,7 @@ type Hook struct {
 	Statements atomic.Int64
 	Pauses     atomic.Int64
 	// Batches counts the combiner's transactions (pipelines that create
-	// holds with sql/batch_reserve.sql) and Combined those among them that
+	// holds with postgres/sql/batch_reserve.sql) and Combined those among them that
 	// served two reservations or more: the proof that a scenario exercised
 	// the combiner and not only the plain path.
 	Batches  atomic.Int64
@@ -127,7 +127,7 @@ func (h *Hook) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.Tra
 func (h *Hook) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // batchReserveMark is how the hook recognises the combiner's statement
-// (the first line of sql/batch_reserve.sql).
+// (the first line of postgres/sql/batch_reserve.sql).
 const batchReserveMark = "Create the holds a combined batch granted"
 
 // TraceBatchStart implements pgx.BatchTracer. A pipeline that ends its

@@ -15,7 +15,7 @@ import (
 )
 
 // The waitlist on MySQL/MariaDB (issue #17 item 2), as on PostgreSQL (see
-// the root package's waitlist.go): a short reservation with
+// postgres/waitlist.go): a short reservation with
 // ReserveParams.Wait, while every short key has outstanding holds (or
 // waiters already), enqueues the checkout under its cart's key lock rows
 // (key order): a waiters row (seq: its place) and a waiter_lines row per

@@ -14,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// strategies are the PostgreSQL engine's allocation strategies; the root
+// strategies are the PostgreSQL engine's allocation strategies; this
 // package's per-strategy tests run once for each.
 var strategies = []holdfast.Strategy{holdfast.StrategyCounter, holdfast.StrategyBatch, holdfast.StrategyPool, holdfast.StrategySlots}
 

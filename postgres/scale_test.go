@@ -28,7 +28,7 @@ import (
 // Never in CI: it runs only with HOLDFAST_SCALE=1, prints its figures and
 // asserts only that the work was done (speed is read, not asserted).
 //
-//	HOLDFAST_SCALE=1 go test -run TestScale -timeout 3h -v .
+//	HOLDFAST_SCALE=1 go test -run TestScale -timeout 3h -v ./postgres/
 //
 // Sizes (environment): HOLDFAST_SCALE_KEYS (1,000,000), HOLDFAST_SCALE_HOLDS
 // (10,000,000), HOLDFAST_SCALE_HOT (holds on the one hot key, HOLDS/20),
