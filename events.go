@@ -47,8 +47,8 @@ const (
 	// long as outcome records.
 	EventRetentionDefault = 24 * time.Hour
 	// EventSequencePassMax is the most events one SequenceEvents call
-	// sequences (EventSequencePasses batches); the sweeper calls again at
-	// once when a call was full.
+	// sequences (EventSequencePasses batches); the maintenance worker that
+	// sequences calls again at once when a call was full.
 	EventSequencePassMax = EventSequencePasses * EventSequenceBatch
 )
 

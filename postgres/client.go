@@ -50,6 +50,7 @@ type Client struct {
 	sweeper      atomic.Pointer[maint.Worker]
 	replenisher  atomic.Pointer[maint.Worker]
 	waitlister   atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
+	sequencing   atomic.Pointer[maint.Worker] // the event sequencer (events.go)
 	dirty        sync.Map                     // Key -> struct{}
 	dirtyN       atomic.Int64
 	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned

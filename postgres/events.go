@@ -75,7 +75,8 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 // back short, and derives key events (sold out, back in stock) for the keys
 // they touched. One sequencer runs at a time across every process (a
 // transaction-scoped advisory lock; a second waits for the first's batch).
-// The sweeper runs it on every tick; Events runs it before reading.
+// The sequencer worker (Start) runs it after every sweeper tick and at
+// least every Config.SweepInterval; Events runs it before reading.
 func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
 	return c.sequenceEvents(ctx, c.maintenance())
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // Start launches the background maintenance: the expiry sweeper (which also
-// purges old outcome records) and the replenisher, on the maintenance pool
+// purges old outcome records), the event sequencer, the waitlist server and
+// the replenisher, on the maintenance pool
 // (WithMaintenancePool, or one Start creates with
 // Config.MaintenanceConns connections), never on the client's pool. Each
 // worker's first tick runs at once. The sweeper wakes at the nearest
@@ -52,7 +53,9 @@ func (c *Client) Start(ctx context.Context) {
 		c.workers = []*maint.Worker{sweeper, replenisher}
 		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
 		c.waitlister.Store(waitlister)
-		c.workers = append(c.workers, waitlister)
+		sequencing := &maint.Worker{Name: "sequencer", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sequenceStep}
+		c.sequencing.Store(sequencing)
+		c.workers = append(c.workers, waitlister, sequencing)
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -103,15 +106,24 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// The events of what this tick expired, and of everything since the
+	// last tick, are sequenced beside the sweep, on the sequencer's own
+	// connection: an expiry storm's events do not slow its sweep.
+	if w := c.sequencing.Load(); w != nil {
+		w.Kick()
+	}
 	p, err := c.PurgeOnce(ctx)
 	if err != nil {
 		return false, err
 	}
+	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch, nil
+}
+
+// sequenceStep is the sequencer's tick: kicked by every sweeper tick, and
+// at least every SweepInterval.
+func (c *Client) sequenceStep(ctx context.Context) (bool, error) {
 	q, err := c.SequenceEvents(ctx)
-	if err != nil {
-		return false, err
-	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || q >= holdfast.EventSequencePassMax, nil
+	return q >= holdfast.EventSequencePassMax, err
 }
 
 // untilNextExpiry is the sweeper's wait before its next tick: until the

@@ -1,8 +1,12 @@
 -- Purge a batch of stock change records older than the retention window.
 -- $1 now, $2 retention µs, $3 batch size.
+-- The cutoff is a scalar subquery, evaluated once (an InitPlan), so that it
+-- bounds the index scan: clock_timestamp() is volatile, and compared directly
+-- it is a filter applied to every row of the index: each call would read
+-- every stock change record.
 WITH b AS (
     SELECT shop_id, change_id FROM stock_changes
-    WHERE created_at < coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond'
+    WHERE created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
     ORDER BY created_at
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED

@@ -2,10 +2,14 @@
 -- sweepers (and replicas) run at once without colliding, and skips holds a
 -- claim, release or extend is deciding right now.
 -- $1 now, $2 batch size.
+-- The cutoff is a scalar subquery, evaluated once (an InitPlan), so that it
+-- bounds the index scan: clock_timestamp() is volatile, and compared directly
+-- it is a filter applied to every row of the index: once the sweeper has
+-- caught up, each call would read every held hold.
 WITH batch AS (
     SELECT shop_id, checkout_id
     FROM holds
-    WHERE status = 'held' AND expires_at < coalesce($1::timestamptz, clock_timestamp())
+    WHERE status = 'held' AND expires_at < (SELECT coalesce($1::timestamptz, clock_timestamp()))
     ORDER BY expires_at
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED

@@ -1,9 +1,13 @@
 -- Purge a batch of ended waits older than the retention window.
 -- $1 now, $2 retention µs, $3 batch size.
+-- The cutoff is a scalar subquery, evaluated once (an InitPlan), so that it
+-- bounds the index scan: clock_timestamp() is volatile, and compared directly
+-- it is a filter applied to every row of the index: each call would read
+-- every ended wait.
 WITH b AS (
     SELECT shop_id, checkout_id FROM waiters
     WHERE status <> 'waiting'
-      AND ended_at < coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond'
+      AND ended_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
     ORDER BY ended_at
     LIMIT $3::int
 )
