@@ -36,8 +36,8 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.DurationVar(&f.txWork, "tx-work", 5*time.Millisecond, "simulated checkout work inside each hot-tx transaction")
 	fs.StringVar(&f.jsonFile, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&f.svgFile, "svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
-	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples")
-	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak")
+	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples; with --http: an hour of hot through holdfast serve, per-minute holds/s, latency, non-201 answers, serve's RSS, load average, held holds, oldest unswept expiry, holds table size")
+	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak (with --http, unset means 1h)")
 	f.engine = engineFlag(fs)
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
 	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, `holdfast serve` in its own process, and the HTTP ceiling")
@@ -51,7 +51,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 			args = args[i+1:]
 		}
 		f.line = strings.Join(args, " ")
-		f.clientsSet, f.durationSet = fs.Changed("clients"), fs.Changed("duration")
+		f.clientsSet, f.durationSet, f.soakDurationSet = fs.Changed("clients"), fs.Changed("duration"), fs.Changed("soak-duration")
 		return runBench(cmd.Context(), cmd.OutOrStdout(), f)
 	}
 	return cmd
@@ -64,7 +64,7 @@ type benchFlags struct {
 	duration, txWork, soakDuration                                  time.Duration
 	soak, http, fairness, redis                                     bool
 	redisAttempts                                                   int
-	clientsSet, durationSet                                         bool
+	clientsSet, durationSet, soakDurationSet                        bool
 	engine                                                          *string
 }
 
@@ -85,8 +85,8 @@ func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
 	switch {
 	case f.fairness && !f.http:
 		return usageError("--fairness goes with --http")
-	case f.http && f.soak:
-		return usageError("--http and --soak are separate runs: pick one")
+	case f.http && f.soak && (f.fairness || f.redis):
+		return usageError("--http --soak runs the service alone: no --fairness or --redis")
 	case f.redis && f.soak:
 		return usageError("--redis goes with the strategy table or --http, not --soak")
 	case f.redis && (f.redisAttempts < 1 || f.redisAttempts > lredis.BenchAttemptsMax):

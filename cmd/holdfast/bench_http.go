@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"text/tabwriter"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -50,6 +51,9 @@ func runHTTPBench(ctx context.Context, stdout io.Writer, f *benchFlags, cl []int
 		return err
 	}
 	defer db.Close()
+	if f.soak {
+		return runHTTPSoak(ctx, stdout, f, httpbench.Options{DatabaseURL: db.URL, Binary: bin, Clients: clients, Log: os.Stderr})
+	}
 	rep, err := httpbench.Run(ctx, httpbench.Options{
 		DatabaseURL: db.URL, Binary: bin, Clients: clients, Duration: d, Fairness: f.fairness, Log: os.Stderr,
 	})
@@ -73,6 +77,34 @@ func runHTTPBench(ctx context.Context, stdout io.Writer, f *benchFlags, cl []int
 		fmt.Fprintf(stdout, "service/redis %.2f×, library/redis %.2f×\n", rep.Service.PerSec/r.HoldsPerSec, rep.Library.PerSec/r.HoldsPerSec)
 	}
 	return redisCorrect(rows)
+}
+
+// runHTTPSoak is `bench --http --soak`: httpbench.Soak for --soak-duration
+// (unset: an hour), its rows on stdout as they are taken, then the
+// verdict; exit 1 when the target is missed.
+func runHTTPSoak(ctx context.Context, stdout io.Writer, f *benchFlags, o httpbench.Options) error {
+	var d time.Duration // httpbench's default
+	if f.soakDurationSet {
+		d = f.soakDuration
+	}
+	rep, err := httpbench.Soak(ctx, o, httpbench.SoakOptions{Duration: d, Rows: stdout})
+	if rep != nil {
+		if werr := rep.WriteVerdict(stdout); werr != nil {
+			return werr
+		}
+		if f.jsonFile != "" {
+			if werr := bench.WriteFile(f.jsonFile, rep.WriteJSON); werr != nil {
+				return werr
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Met {
+		return &exitError{code: 1, msg: "service soak target not met"}
+	}
+	return nil
 }
 
 // redisRows runs lredis.BenchReserve (the legacy Redis design's full hold

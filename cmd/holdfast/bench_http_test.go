@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +20,8 @@ func TestBenchFlagErrors(t *testing.T) {
 	}{
 		{[]string{"bench", "--fairness"}, "--fairness goes with --http"},
 		{[]string{"bench", "--http", "--clients", "8,64"}, "--http runs at one --clients count"},
-		{[]string{"bench", "--http", "--soak"}, "pick one"},
+		{[]string{"bench", "--http", "--soak", "--fairness"}, "runs the service alone"},
+		{[]string{"bench", "--http", "--soak", "--redis"}, "runs the service alone"},
 		{[]string{"bench", "--redis", "--soak"}, "--redis goes with"},
 		{[]string{"bench", "--redis", "--redis-attempts", "0"}, "--redis-attempts must be between"},
 		{[]string{"bench", "--clients", "5000"}, "at most 4096"},
@@ -68,5 +72,44 @@ func TestBenchHTTP(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench --http output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestBenchHTTPSoak: `bench --http --soak` prints a row per sample, the
+// verdict with the invariant check, and writes --json. A 2 s soak: the
+// exit status (1 when the ratio is missed) is not asserted, only that it is
+// the soak's own (0 or 1, never a usage or run error).
+func TestBenchHTTPSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and serves for several seconds")
+	}
+	privateDB(t)
+	bin, err := httpbench.Build(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := benchBinary
+	benchBinary = func() (string, error) { return bin, nil }
+	t.Cleanup(func() { benchBinary = old })
+	js := filepath.Join(t.TempDir(), "soak.json")
+	code, out, errOut := run(t, "bench", "--http", "--soak", "--clients", "4", "--soak-duration", "2s", "--json", js)
+	if code != 0 && !(code == 1 && strings.Contains(errOut, "service soak target not met")) {
+		t.Fatalf("bench --http --soak: exit %d\n%s%s", code, out, errOut)
+	}
+	var rep httpbench.SoakReport
+	b, err := os.ReadFile(js)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil || len(rep.Samples) == 0 || !rep.InvariantOK {
+		t.Fatalf("--json: %v, %d samples, invariant ok %v\n%s", err, len(rep.Samples), rep.InvariantOK, b)
+	}
+	// How many samples fit in 2 s depends on the machine: as many rows as
+	// the report has samples.
+	if rows := regexp.MustCompile(`(?m)^\s+[\d.]+m?s\s+\d+\s`).FindAllString(out, -1); len(rows) != len(rep.Samples) {
+		t.Errorf("bench --http --soak: %d sample rows, the report has %d samples:\n%s", len(rows), len(rep.Samples), out)
+	}
+	if !strings.Contains(out, "last/first holds/s") || !strings.Contains(out, "invariant: 1 keys, 0 violations") {
+		t.Errorf("bench --http --soak: no verdict with the invariant:\n%s", out)
 	}
 }

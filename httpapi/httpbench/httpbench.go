@@ -14,6 +14,9 @@
 // The load generator runs in this process for all three. Then, optionally
 // (Options.Fairness), one shop's steady load is measured alone and during
 // another shop's flash sale at Clients clients on the service.
+//
+// Soak (`holdfast bench --http --soak`) runs the service side alone for an
+// hour, sampling it, serve's process and the database every minute.
 package httpbench
 
 import (
@@ -24,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -254,23 +258,54 @@ func Reserver(c *http.Client, base, key string, shop int64) func(context.Context
 }
 
 func measure(ctx context.Context, name string, clients int, warmup, d time.Duration, op func(context.Context) (string, error)) Side {
-	var counting atomic.Bool
-	stop := make(chan struct{})
-	type tally struct {
-		lat      []time.Duration
-		statuses map[string]int64
+	l := startLoad(ctx, clients, op)
+	defer l.stop()
+	wait(ctx, warmup)
+	l.collect("warmup") // discarded
+	wait(ctx, d)
+	return l.collect(name)
+}
+
+func wait(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
 	}
-	tallies := make([]tally, clients)
-	var wg sync.WaitGroup
+}
+
+// load is clients loops of op, tallied per client from one collect to the
+// next; Measure and Soak both drive it.
+type load struct {
+	stopped chan struct{}
+	wg      sync.WaitGroup
+	tallies []tally
+	since   time.Time // of the current tally
+	// answers counts every answer since the start; reached is signalled
+	// (without blocking) on each answer once answers >= mark, for a
+	// sample that ends after a number of answers.
+	answers atomic.Int64
+	mark    atomic.Int64
+	reached chan struct{}
+}
+
+type tally struct {
+	mu       sync.Mutex
+	lat      []time.Duration // of successes
+	statuses map[string]int64
+}
+
+func startLoad(ctx context.Context, clients int, op func(context.Context) (string, error)) *load {
+	l := &load{stopped: make(chan struct{}), tallies: make([]tally, clients), since: time.Now(), reached: make(chan struct{}, 1)}
+	l.mark.Store(math.MaxInt64)
 	for i := range clients {
-		tallies[i].statuses = map[string]int64{}
-		wg.Add(1)
+		l.tallies[i].statuses = map[string]int64{}
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			t := &tallies[i]
+			defer l.wg.Done()
+			t := &l.tallies[i]
 			for {
 				select {
-				case <-stop:
+				case <-l.stopped:
 					return
 				case <-ctx.Done():
 					return
@@ -278,37 +313,49 @@ func measure(ctx context.Context, name string, clients int, warmup, d time.Durat
 				}
 				start := time.Now()
 				st, err := op(ctx)
-				if !counting.Load() {
-					continue
-				}
+				took := time.Since(start)
+				t.mu.Lock()
 				if err == nil {
-					t.lat = append(t.lat, time.Since(start))
+					t.lat = append(t.lat, took)
 				}
 				t.statuses[st]++
+				t.mu.Unlock()
+				if l.answers.Add(1) >= l.mark.Load() {
+					select {
+					case l.reached <- struct{}{}:
+					default:
+					}
+				}
 			}
 		}()
 	}
-	wait := func(d time.Duration) {
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-		}
-	}
-	wait(warmup)
-	counting.Store(true)
-	begin := time.Now()
-	wait(d)
-	counting.Store(false)
-	elapsed := time.Since(begin)
-	close(stop)
-	wg.Wait()
+	return l
+}
+
+// collect returns the figures since the last collect (or the start) and
+// starts a new tally.
+func (l *load) collect(name string) Side {
+	s, _, _ := l.take(name)
+	return s
+}
+
+// take is collect with the sorted latencies of the successes and the time
+// the figures cover.
+func (l *load) take(name string) (Side, []time.Duration, time.Duration) {
+	now := time.Now()
+	elapsed := now.Sub(l.since)
+	l.since = now
 	s := Side{Name: name, Statuses: map[string]int64{}}
 	var lat []time.Duration
-	for _, t := range tallies {
+	for i := range l.tallies {
+		t := &l.tallies[i]
+		t.mu.Lock()
 		lat = append(lat, t.lat...)
 		for k, v := range t.statuses {
 			s.Statuses[k] += v
 		}
+		t.lat, t.statuses = t.lat[:0], map[string]int64{}
+		t.mu.Unlock()
 	}
 	s.Ops = int64(len(lat))
 	s.PerSec = float64(s.Ops) / elapsed.Seconds()
@@ -316,7 +363,26 @@ func measure(ctx context.Context, name string, clients int, warmup, d time.Durat
 		slices.Sort(lat)
 		s.P50, s.P99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	}
-	return s
+	return s, lat, elapsed
+}
+
+// waitAnswers waits until n more answers than now have come, or ctx ends.
+func (l *load) waitAnswers(ctx context.Context, n int64) {
+	m := l.answers.Load() + n
+	l.mark.Store(m)
+	defer l.mark.Store(math.MaxInt64)
+	for l.answers.Load() < m {
+		select {
+		case <-l.reached: // may be stale: checked again
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (l *load) stop() {
+	close(l.stopped)
+	l.wg.Wait()
 }
 
 // reserver returns an op reserving one unit of (shop, 1, 1) over HTTP.
