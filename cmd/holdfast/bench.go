@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast/bench"
+	"github.com/holdfast/holdfast/httpapi/httpbench"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 )
 
@@ -38,6 +39,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.StringVar(&f.svgFile, "svg", "", "write a chart of holds/s by clients as SVG to `FILE`")
 	fs.BoolVar(&f.soak, "soak", false, "instead: 10 minutes of hot at 64 clients on the best strategy, per-minute throughput and dead tuples; with --http: an hour of hot through holdfast serve, per-minute holds/s, latency, non-201 answers, serve's RSS, load average, held holds, oldest unswept expiry, holds table size")
 	fs.DurationVar(&f.soakDuration, "soak-duration", 10*time.Minute, "length of --soak (with --http, unset means 1h)")
+	fs.DurationVar(&f.soakTTL, "soak-ttl", httpbench.SoakTTLDefault, "with --http --soak: each hold's TTL (short, so that expiries run at the reservation rate from the second minute on)")
 	f.engine = engineFlag(fs)
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
 	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, `holdfast serve` in its own process, and the HTTP ceiling")
@@ -61,7 +63,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 // report's title.
 type benchFlags struct {
 	scenarios, strategies, clients, jsonFile, svgFile, replot, line string
-	duration, txWork, soakDuration                                  time.Duration
+	duration, txWork, soakDuration, soakTTL                         time.Duration
 	soak, http, fairness, redis                                     bool
 	redisAttempts                                                   int
 	clientsSet, durationSet, soakDurationSet                        bool
@@ -89,6 +91,8 @@ func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
 		return usageError("--http --soak runs the service alone: no --fairness or --redis")
 	case f.redis && f.soak:
 		return usageError("--redis goes with the strategy table or --http, not --soak")
+	case f.soakTTL < time.Second || f.soakTTL > time.Hour || f.soakTTL%time.Second != 0:
+		return usageError("--soak-ttl must be whole seconds from 1s to 1h")
 	case f.redis && (f.redisAttempts < 1 || f.redisAttempts > lredis.BenchAttemptsMax):
 		return usageError("--redis-attempts must be between 1 and %d", lredis.BenchAttemptsMax)
 	case slices.ContainsFunc(cl, func(n int) bool { return n > benchClientsMax }):

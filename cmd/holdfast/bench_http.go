@@ -87,7 +87,7 @@ func runHTTPSoak(ctx context.Context, stdout io.Writer, f *benchFlags, o httpben
 	if f.soakDurationSet {
 		d = f.soakDuration
 	}
-	rep, err := httpbench.Soak(ctx, o, httpbench.SoakOptions{Duration: d, Rows: stdout})
+	rep, err := httpbench.Soak(ctx, o, httpbench.SoakOptions{Duration: d, TTL: f.soakTTL, Rows: stdout})
 	if rep != nil {
 		if werr := rep.WriteVerdict(stdout); werr != nil {
 			return werr

@@ -25,6 +25,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "--redis", "--soak"}, "--redis goes with"},
 		{[]string{"bench", "--redis", "--redis-attempts", "0"}, "--redis-attempts must be between"},
 		{[]string{"bench", "--clients", "5000"}, "at most 4096"},
+		{[]string{"bench", "--http", "--soak", "--soak-ttl", "1500ms"}, "--soak-ttl must be whole seconds"},
+		{[]string{"bench", "--http", "--soak", "--soak-ttl", "2h"}, "--soak-ttl must be whole seconds"},
 	} {
 		code, _, errOut := run(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

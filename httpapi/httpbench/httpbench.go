@@ -387,10 +387,19 @@ func (l *load) stop() {
 
 // reserver returns an op reserving one unit of (shop, 1, 1) over HTTP.
 func reserver(c *http.Client, base, key string, shop int64) func(context.Context) (string, error) {
+	return reserverTTL(c, base, key, shop, 0)
+}
+
+// reserverTTL is reserver with holds of ttlSeconds (0: serve's default).
+func reserverTTL(c *http.Client, base, key string, shop int64, ttlSeconds int) func(context.Context) (string, error) {
 	url := fmt.Sprintf("%s/v1/shops/%d/reservations", base, shop)
 	auth := "Bearer " + key
+	tail := `}]}`
+	if ttlSeconds > 0 {
+		tail = fmt.Sprintf(`}],"ttl_seconds":%d}`, ttlSeconds)
+	}
 	return func(ctx context.Context) (string, error) {
-		body := `{"checkout_id":"` + uuid.NewString() + `","lines":[{"item_id":1,"location_id":1,"quantity":1}]}`
+		body := `{"checkout_id":"` + uuid.NewString() + `","lines":[{"item_id":1,"location_id":1,"quantity":1` + tail
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 		if err != nil {
 			return "error", err

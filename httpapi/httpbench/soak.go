@@ -50,10 +50,20 @@ type SoakOptions struct {
 	// clients together have had Answers answers. The windows are then the
 	// first and last sixth of the samples.
 	Samples, Answers int
+	// TTL is each hold's TTL. Defaults to SoakTTLDefault.
+	TTL time.Duration
 	// Rows, when not nil, receives the table's header and each row as its
 	// sample is taken.
 	Rows io.Writer
 }
+
+// SoakTTLDefault is a service soak's hold TTL: short, so that from its
+// second minute the sweeper expires holds as fast as they are made and
+// every sample (the first window's included) measures that steady state.
+// With the service's default (15 minutes) the first quarter of an hour
+// would have no expiries to do, and last ÷ first would measure the
+// sweeper's share, not a slowdown over time.
+const SoakTTLDefault = time.Minute
 
 // SoakAnswersMax bounds SoakOptions.Samples × Answers.
 const SoakAnswersMax = 100_000_000
@@ -94,6 +104,8 @@ type SoakSample struct {
 // SoakReport is a service soak's result.
 type SoakReport struct {
 	Clients int `json:"clients"`
+	// TTL is the holds' TTL.
+	TTL string `json:"ttl"`
 	// Duration is the time-based soak's length; empty for a count-based
 	// one.
 	Duration string       `json:"duration,omitempty"`
@@ -126,7 +138,7 @@ func (r *SoakReport) Refused() int64 { return r.Other["503"] }
 
 // Soak runs the hot scenario through a real `holdfast serve` (as Run's
 // service side: its own process, the same database, one key, o.Clients
-// clients, distinct checkouts, quantity 1, the default hold TTL so holds
+// clients, distinct checkouts, quantity 1, holds of so.TTL so that they
 // expire and the sweeper works as in production) for so.Duration, taking a
 // SoakSample every so.Interval, and ends with the engine's invariant check.
 // o.Duration and o.Fairness are not used. A soak that misses its target
@@ -151,6 +163,12 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
 	}
 	if so.Rows == nil {
 		so.Rows = io.Discard
+	}
+	if so.TTL == 0 {
+		so.TTL = SoakTTLDefault
+	}
+	if so.TTL < holdfast.HoldTTLMin || so.TTL > time.Hour || so.TTL%time.Second != 0 {
+		return nil, fmt.Errorf("httpbench: soak TTL %v: want whole seconds from %v to 1h (the API's ttl_seconds)", so.TTL, holdfast.HoldTTLMin)
 	}
 	// A small pool of its own for the samples and the check: serve has
 	// the database's load.
@@ -181,14 +199,14 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
 	if err := setStock(ctx, client, srv.url, key, 2); err != nil {
 		return nil, err
 	}
-	rep := &SoakReport{Clients: o.Clients, Other: map[string]int64{}}
+	rep := &SoakReport{Clients: o.Clients, TTL: so.TTL.String(), Other: map[string]int64{}}
 	if counted {
-		fmt.Fprintf(o.Log, "service soak: hot, %d clients, %d samples of %d answers, %s\n", o.Clients, so.Samples, so.Answers, srv.url)
+		fmt.Fprintf(o.Log, "service soak: hot, %d clients, holds of %v, %d samples of %d answers, %s\n", o.Clients, so.TTL, so.Samples, so.Answers, srv.url)
 	} else {
 		rep.Duration = so.Duration.String()
-		fmt.Fprintf(o.Log, "service soak: hot, %d clients, %v sampled every %v, %s\n", o.Clients, so.Duration, so.Interval, srv.url)
+		fmt.Fprintf(o.Log, "service soak: hot, %d clients, holds of %v, %v sampled every %v, %s\n", o.Clients, so.TTL, so.Duration, so.Interval, srv.url)
 	}
-	l := startLoad(ctx, o.Clients, reserver(client, srv.url, key, 2))
+	l := startLoad(ctx, o.Clients, reserverTTL(client, srv.url, key, 2, int(so.TTL/time.Second)))
 	wait(ctx, o.Warmup)
 	l.collect("warmup") // discarded
 	begin := time.Now()
