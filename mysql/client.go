@@ -48,6 +48,7 @@ type Client struct {
 	workersMu  sync.Mutex
 	workers    []*maint.Worker
 	waitlister atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
+	sequencing atomic.Pointer[maint.Worker] // the event sequencer (events.go)
 
 	buyer buyerKey // the buyer-id HMAC secret, once read (buyer.go)
 }

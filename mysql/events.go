@@ -78,8 +78,9 @@ const eventSequencePasses = holdfast.EventSequencePassMax / holdfast.EventSequen
 // the last pass, in batches of holdfast.EventSequenceBatch, and derives key
 // events (sold out, back in stock) for the keys they touched. One sequencer
 // runs at a time across every process (the lock row of
-// holdfast_event_sequencer; a second waits for the first's batch). The sweeper runs it on every tick;
-// Events runs it before reading.
+// holdfast_event_sequencer; a second waits for the first's batch). The
+// sequencer worker (Start) runs it after every sweeper tick and at least
+// every Config.SweepInterval; Events runs it before reading.
 func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
 	called := time.Now()
 	v, _ := sequencers.LoadOrStore(c, &sequencer{})

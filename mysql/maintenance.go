@@ -12,7 +12,8 @@ import (
 )
 
 // Start launches the background maintenance: the expiry sweeper (which also
-// purges old outcome records) and the proactive replenisher. Any number of
+// purges old outcome records), the event sequencer, the waitlist server and
+// the proactive replenisher. Any number of
 // clients, in any number of processes, may run them at once. Start does not
 // block; Stop ends them.
 func (c *Client) Start(ctx context.Context) {
@@ -25,7 +26,9 @@ func (c *Client) Start(ctx context.Context) {
 		}
 		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
 		c.waitlister.Store(waitlister)
-		c.workers = append(c.workers, waitlister)
+		sequencing := &maint.Worker{Name: "sequencer", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sequenceStep}
+		c.sequencing.Store(sequencing)
+		c.workers = append(c.workers, waitlister, sequencing)
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)
@@ -50,11 +53,12 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	p, err := c.PurgeOnce(ctx)
-	if err != nil {
-		return false, err
+	// As on PostgreSQL: events are sequenced beside the sweep, by the
+	// sequencer, which every tick kicks.
+	if w := c.sequencing.Load(); w != nil {
+		w.Kick()
 	}
-	q, err := c.SequenceEvents(ctx)
+	p, err := c.PurgeOnce(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -62,7 +66,14 @@ func (c *Client) sweepStep(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || e == c.cfg.SweepBatch || q >= holdfast.EventSequencePassMax, nil
+	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || e == c.cfg.SweepBatch, nil
+}
+
+// sequenceStep is the sequencer's tick: kicked by every sweeper tick, and
+// at least every SweepInterval.
+func (c *Client) sequenceStep(ctx context.Context) (bool, error) {
+	q, err := c.SequenceEvents(ctx)
+	return q >= holdfast.EventSequencePassMax, err
 }
 
 // SweepOnce expires one batch (at most Config.SweepBatch) of holds past
