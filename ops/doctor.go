@@ -120,6 +120,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*Report,
 	}{
 		{"schema", d.schema},
 		{"setting", d.settings},
+		{"setting.checkpoints", d.checkpoints}, // doctor_checkpoints.go
 		{"storage", d.storage},
 		{"connections", d.connections},
 		{"activity.idle_in_transaction", d.idleInTransaction},

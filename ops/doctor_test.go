@@ -104,6 +104,10 @@ func TestDoctorSettings(t *testing.T) {
 		if v := show(pool, "autovacuum_max_workers"); !strings.Contains(f.Message, "= "+v) {
 			t.Errorf("SHOW autovacuum_max_workers = %s, finding %+v", v, f)
 		}
+		f = one(t, rep, "setting.checkpoints")
+		if v := show(pool, "full_page_writes"); (v == "off") != strings.Contains(f.Message, "full_page_writes = off") {
+			t.Errorf("SHOW full_page_writes = %s, finding %+v", v, f)
+		}
 		f = one(t, rep, "setting.pg_stat_statements")
 		loaded := strings.Contains(show(pool, "shared_preload_libraries"), "pg_stat_statements")
 		if loaded {

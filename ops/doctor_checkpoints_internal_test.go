@@ -1,0 +1,36 @@
+package ops
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCheckpointsJudge: requested checkpoints outnumbering scheduled ones
+// warn, once there are enough and page images are written at all.
+func TestCheckpointsJudge(t *testing.T) {
+	base := checkpointStats{since: "2026-12-01 06:17:37+00", maxWAL: "1GB", timeout: "5min", fullPages: "on", compressed: "off"}
+	for _, c := range []struct {
+		name             string
+		timed, requested int64
+		fullPages        string
+		want             Severity
+		say              string
+	}{
+		{"the soak's server", 0, 170, "on", SeverityWarn, "170 of 170 checkpoints since 2026-12-01 06:17:37+00 were requested"},
+		{"more requested", 4, 5, "on", SeverityWarn, "5 of 9"},
+		{"on schedule", 12, 1, "on", SeverityOK, "12 of 13 checkpoints"},
+		{"as many each", 5, 5, "on", SeverityOK, "5 of 10"},
+		{"too few", 0, 3, "on", SeverityOK, "too few to judge"},
+		{"no page images", 0, 170, "off", SeverityOK, "full_page_writes = off"},
+	} {
+		s := base
+		s.timed, s.requested, s.fullPages = c.timed, c.requested, c.fullPages
+		sev, msg := s.judge()
+		if sev != c.want || !strings.Contains(msg, c.say) {
+			t.Errorf("%s: %v %q, want %v and %q", c.name, sev, msg, c.want, c.say)
+		}
+		if sev == SeverityWarn && !strings.Contains(msg, "max_wal_size = 1GB") {
+			t.Errorf("%s: %q does not name max_wal_size", c.name, msg)
+		}
+	}
+}
