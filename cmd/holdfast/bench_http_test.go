@@ -58,14 +58,7 @@ func TestBenchHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and serves for several seconds")
 	}
-	privateDB(t)
-	bin, err := httpbench.Build(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := benchBinary
-	benchBinary = func() (string, error) { return bin, nil }
-	t.Cleanup(func() { benchBinary = old })
+	serveFromBuild(t)
 	code, out, errOut := run(t, "bench", "--http", "--clients", "4", "--duration", "1s", "--fairness", "--redis", "--redis-attempts", "200")
 	if code != 0 {
 		t.Fatalf("bench --http: exit %d\n%s%s", code, out, errOut)
@@ -85,14 +78,7 @@ func TestBenchHTTPSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and serves for several seconds")
 	}
-	privateDB(t)
-	bin, err := httpbench.Build(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := benchBinary
-	benchBinary = func() (string, error) { return bin, nil }
-	t.Cleanup(func() { benchBinary = old })
+	serveFromBuild(t)
 	js := filepath.Join(t.TempDir(), "soak.json")
 	code, out, errOut := run(t, "bench", "--http", "--soak", "--clients", "4", "--soak-duration", "2s", "--json", js)
 	if code != 0 && !(code == 1 && strings.Contains(errOut, "service soak target not met")) {
@@ -114,4 +100,18 @@ func TestBenchHTTPSoak(t *testing.T) {
 	if !strings.Contains(out, "last/first holds/s") || !strings.Contains(out, "invariant: 1 keys, 0 violations") {
 		t.Errorf("bench --http --soak: no verdict with the invariant:\n%s", out)
 	}
+}
+
+// serveFromBuild points bench at a private cluster and at a holdfast binary
+// built for t, for the serve process of `bench --http`.
+func serveFromBuild(t *testing.T) {
+	t.Helper()
+	privateDB(t)
+	bin, err := httpbench.Build(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := benchBinary
+	benchBinary = func() (string, error) { return bin, nil }
+	t.Cleanup(func() { benchBinary = old })
 }

@@ -184,20 +184,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	})
 
 	// The service, shop 2, in its own process.
-	srv, err := startServe(ctx, o)
+	srv, client, key2, err := startService(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		MaxIdleConns: 4 * o.Clients, MaxIdleConnsPerHost: 2 * o.Clients, MaxConnsPerHost: 2 * o.Clients}}
-	key2, err := srv.key(ctx, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := setStock(ctx, client, srv.url, key2, 2); err != nil {
-		return nil, err
-	}
 	fmt.Fprintf(o.Log, "service: hot, %d clients, %s\n", o.Clients, srv.url)
 	rep.Service = measure(ctx, "service", o.Clients, o.Warmup, o.Duration, reserver(client, srv.url, key2, 2))
 
@@ -418,6 +409,27 @@ func reserverTTL(c *http.Client, base, key string, shop int64, ttlSeconds int) f
 		}
 		return st, nil
 	}
+}
+
+// startService starts serve (startServe), a client sized for o.Clients,
+// and shop 2's key with hotStock units of (2, 1, 1). On an error serve is
+// stopped; otherwise the caller stops it.
+func startService(ctx context.Context, o Options) (*serve, *http.Client, string, error) {
+	srv, err := startServe(ctx, o)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		MaxIdleConns: 4 * o.Clients, MaxIdleConnsPerHost: 2 * o.Clients, MaxConnsPerHost: 2 * o.Clients}}
+	key, err := srv.key(ctx, 2)
+	if err == nil {
+		err = setStock(ctx, client, srv.url, key, 2)
+	}
+	if err != nil {
+		srv.stop()
+		return nil, nil, "", err
+	}
+	return srv, client, key, nil
 }
 
 func setStock(ctx context.Context, c *http.Client, base, key string, shop int64) error {

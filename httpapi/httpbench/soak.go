@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -185,20 +184,11 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
 	if _, err := migrate.Up(ctx, pool); err != nil {
 		return nil, err
 	}
-	srv, err := startServe(ctx, o)
+	srv, client, key, err := startService(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		MaxIdleConns: 4 * o.Clients, MaxIdleConnsPerHost: 2 * o.Clients, MaxConnsPerHost: 2 * o.Clients}}
-	key, err := srv.key(ctx, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := setStock(ctx, client, srv.url, key, 2); err != nil {
-		return nil, err
-	}
 	rep := &SoakReport{Clients: o.Clients, TTL: so.TTL.String(), Other: map[string]int64{}}
 	if counted {
 		fmt.Fprintf(o.Log, "service soak: hot, %d clients, holds of %v, %d samples of %d answers, %s\n", o.Clients, so.TTL, so.Samples, so.Answers, srv.url)
