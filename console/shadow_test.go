@@ -23,10 +23,11 @@ import (
 	"github.com/holdfast/holdfast/shadow"
 )
 
-// TestConsoleShadow: with the shadow layer in front, the shop page shows
-// the shop's mode and its agreement, and the overview lists the modes.
-func TestConsoleShadow(t *testing.T) {
-	t.Parallel()
+// newShadowServer is a holdfast API server with the shadow layer in
+// front (a private Redis as the legacy store): the layer, the server's
+// address and an admin key.
+func newShadowServer(t *testing.T) (*shadow.Engine, string, string) {
+	t.Helper()
 	ctx := context.Background()
 	u, rsrv, err := rediscluster.URLOrStart(ctx)
 	if err != nil {
@@ -81,7 +82,15 @@ func TestConsoleShadow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sh, base, admin
+}
 
+// TestConsoleShadow: with the shadow layer in front, the shop page shows
+// the shop's mode and its agreement, and the overview lists the modes.
+func TestConsoleShadow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sh, base, admin := newShadowServer(t)
 	if err := sh.Enroll(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -117,5 +126,25 @@ func TestConsoleShadow(t *testing.T) {
 	// A shop that is not enrolled says so.
 	if _, body := get(t, c, base+"/console/shops/2", "Authorization", "Bearer "+admin); !strings.Contains(body, "not enrolled") {
 		t.Errorf("shop 2's page does not say it is not enrolled:\n%s", body)
+	}
+}
+
+// TestConsoleShadowNothingCompared: a shop enrolled with nothing compared
+// yet shows its agreement as "-", as holdfast shadow report does, not as
+// 0.00%.
+func TestConsoleShadowNothingCompared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sh, base, admin := newShadowServer(t)
+	if err := sh.Enroll(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	res, body := get(t, client(t), base+"/console/shops/3", "Authorization", "Bearer "+admin)
+	m := regexp.MustCompile(`compared (\d+), agreed (\d+) \(([^)]*)\)`).FindStringSubmatch(body)
+	if res.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("shop 3's page: %d, no agreement in\n%s", res.StatusCode, body)
+	}
+	if m[1] != "0" || m[3] != "-" {
+		t.Errorf("agreement %q, want compared 0 and the rate as -", m[0])
 	}
 }
