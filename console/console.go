@@ -9,9 +9,9 @@
 // per shop the keys by activity (available, held, pooled, sellable) and
 // recent holds, updated live by polling a small JSON endpoint; a key's
 // holds and ledger; a hold and what became of it; the doctor's findings;
-// charts of new holds per second and reservation p99 latency from the
-// server's own metrics; and, when the server runs the shadow layer, each
-// shop's mode and agreement.
+// charts of new holds per second and reservation p99 latency, per shop and
+// server-wide, from the answers the server reports to Observe; and, when
+// the server runs the shadow layer, each shop's mode and agreement.
 package console
 
 import (
@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
@@ -43,9 +42,9 @@ const (
 	Prefix = "/console"
 	// SessionTTLDefault is how long a login lasts.
 	SessionTTLDefault = 8 * time.Hour
-	// ChartIntervalDefault is how often the charts sample the metrics.
+	// ChartIntervalDefault is the interval a chart's point stands for.
 	ChartIntervalDefault = 5 * time.Second
-	// ChartPoints bounds the samples a chart keeps (10 minutes at the
+	// ChartPoints bounds the intervals a chart draws (10 minutes at the
 	// default interval).
 	ChartPoints = 120
 	// LiveKeys and LiveHolds bound a shop page's live tables.
@@ -92,25 +91,22 @@ type Config struct {
 	Webhooks func(ctx context.Context, shop int64) ([]webhook.Endpoint, error)
 	// Shadow is the shadow layer when the server runs one. Optional.
 	Shadow *shadow.Engine
-	// Gatherer is the server's metrics registry, read by the charts.
-	// Optional: without it the charts say so.
-	Gatherer prometheus.Gatherer
 	// Secret signs session cookies. Defaults to 32 random bytes made at
 	// New: sessions then end when the process does, and do not carry to
 	// other replicas.
 	Secret []byte
 	// SessionTTL is how long a login lasts. Defaults to SessionTTLDefault.
 	SessionTTL time.Duration
-	// ChartInterval is how often the charts sample. Defaults to
-	// ChartIntervalDefault.
+	// ChartInterval is the interval a chart's point stands for. Defaults
+	// to ChartIntervalDefault.
 	ChartInterval time.Duration
 	// Logger receives errors. Defaults to slog.Default().
 	Logger *slog.Logger
 }
 
-// Console is the operator console: an http.Handler for Prefix and below,
-// and a Worker (Start/Stop) that samples the charts. Safe for concurrent
-// use.
+// Console is the operator console: an http.Handler for Prefix and below.
+// Its charts count what the server reports to Observe. Safe for
+// concurrent use.
 type Console struct {
 	cfg    Config
 	mux    *http.ServeMux
@@ -124,6 +120,13 @@ var templateFiles embed.FS
 
 //go:embed static
 var staticFiles embed.FS
+
+// funcs are the templates' functions.
+var funcs = template.FuncMap{
+	"since":     stamp,
+	"lines":     linesText,
+	"agreement": agreement,
+}
 
 // New returns a Console.
 func New(cfg Config) (*Console, error) {
@@ -143,12 +146,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.Secret = randomSecret()
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{},
-		charts: newCharts(cfg.Gatherer, cfg.ChartInterval, cfg.Logger), reads: make(chan struct{}, ReadsMax)}
-	funcs := template.FuncMap{
-		"since": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") },
-		"lines": linesText,
-		"pct":   func(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" },
-	}
+		charts: newCharts(cfg.ChartInterval), reads: make(chan struct{}, ReadsMax)}
 	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
 		if err != nil {
@@ -169,18 +167,36 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/holds/{checkout}", c.authed(c.hold))
 	c.mux.HandleFunc("GET "+Prefix+"/doctor", c.authed(c.doctor))
 	c.mux.HandleFunc("GET "+Prefix+"/charts", c.authed(c.chartsFragment))
+	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/charts", c.authed(c.chartsFragment))
 	c.mux.HandleFunc(Prefix+"/", c.authed(func(w http.ResponseWriter, r *http.Request, _ int64) error {
 		return &pageError{status: http.StatusNotFound, msg: "no console page " + r.URL.Path}
 	}))
 	return c, nil
 }
 
-// Start starts the chart sampler; it does not block.
-func (c *Console) Start(ctx context.Context) { c.charts.start(ctx) }
+// Observe counts one answer of the API's reserve route for the charts:
+// its shop (0 when the request named none it may reach), status and
+// latency. Refusals (see Refusal) are left out. The server calls it for
+// every reserve answer; it is cheap and safe for concurrent use.
+func (c *Console) Observe(shop int64, status int, d time.Duration) {
+	c.charts.observe(time.Now(), shop, status, d)
+}
 
-// Stop stops the chart sampler; idempotent, safe before Start, bounded by
-// ctx.
-func (c *Console) Stop(ctx context.Context) error { return c.charts.stop(ctx) }
+// TimeLayout is the one format of every time the console shows: UTC, to
+// the millisecond, with its zone.
+const TimeLayout = "2006-01-02 15:04:05.000 UTC"
+
+// stamp is t as the console shows it (TimeLayout).
+func stamp(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// agreement is a shadow shop's agreement rate as a percentage, "-" when
+// nothing was compared (as holdfast shadow report says it).
+func agreement(r shadow.ShopReport) string {
+	if r.Compared == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*r.AgreementRate, 'f', 2, 64) + "%"
+}
 
 // ServeHTTP serves the console's pages, with headers that keep it from
 // being framed, cached, or running any script but its own.
@@ -321,7 +337,7 @@ func linesText(ls []holdfast.Line) string {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, _ int64) error {
-	data := map[string]any{"Authed": true, "Title": "Shops", "Charts": c.charts.view()}
+	data := map[string]any{"Authed": true, "Title": "Shops", "Charts": c.chartsView(0)}
 	if c.cfg.Shops != nil {
 		shops, err := c.cfg.Shops(r.Context(), ShopsMax)
 		if err != nil {
@@ -380,15 +396,20 @@ type liveEvent struct {
 // liveWebhook is a row of a shop page's webhook endpoints: how far its
 // deliveries are behind the feed and why.
 type liveWebhook struct {
-	ID          int64  `json:"id"`
-	URL         string `json:"url"`
-	Cursor      int64  `json:"cursor"`
-	Behind      int64  `json:"behind"`
-	Attempts    int    `json:"attempts"`
-	NextAt      string `json:"next_attempt_at,omitempty"`
-	LastError   string `json:"last_error,omitempty"`
-	DeadLetters int    `json:"dead_letters"`
-	State       string `json:"state"`
+	ID     int64  `json:"id"`
+	URL    string `json:"url"`
+	Cursor int64  `json:"cursor"`
+	Behind int64  `json:"behind"`
+	// LagSeconds is the age of the oldest event not yet delivered (by this
+	// server's clock), 0 when none is; Lag says both as the page shows
+	// them: "3 events, 4.2 s", or "-".
+	LagSeconds  float64 `json:"lag_seconds"`
+	Lag         string  `json:"lag"`
+	Attempts    int     `json:"attempts"`
+	NextAt      string  `json:"next_attempt_at,omitempty"`
+	LastError   string  `json:"last_error,omitempty"`
+	DeadLetters int     `json:"dead_letters"`
+	State       string  `json:"state"`
 }
 
 type liveView struct {
@@ -441,11 +462,33 @@ func (c *Console) liveView(ctx context.Context, shop int64) (*liveView, error) {
 		if err != nil {
 			return nil, err
 		}
+		oldest := map[int64]time.Time{} // by cursor: endpoints at one cursor share a read
 		for _, ep := range eps {
 			w := liveWebhook{ID: ep.ID, URL: ep.URL, Cursor: ep.Cursor, Behind: max(0, head-ep.Cursor),
-				Attempts: ep.Attempts, LastError: ep.LastError, DeadLetters: ep.DeadLetters, State: "up to date"}
+				Attempts: ep.Attempts, LastError: ep.LastError, DeadLetters: ep.DeadLetters, State: "up to date", Lag: "-"}
+			if w.Behind > 0 {
+				at, ok := oldest[ep.Cursor]
+				if !ok {
+					evs, err := c.cfg.Engine.Events(ctx, shop, ep.Cursor, 1)
+					if err != nil {
+						return nil, err
+					}
+					if len(evs) > 0 {
+						at = evs[0].At
+					}
+					oldest[ep.Cursor] = at
+				}
+				w.Lag = fmt.Sprintf("%d events", w.Behind)
+				if w.Behind == 1 {
+					w.Lag = "1 event"
+				}
+				if !at.IsZero() {
+					w.LagSeconds = max(0, time.Since(at).Seconds())
+					w.Lag += ", " + seconds(w.LagSeconds)
+				}
+			}
 			if ep.NextAt != nil {
-				w.NextAt = ep.NextAt.UTC().Format("2006-01-02 15:04:05.000")
+				w.NextAt = stamp(*ep.NextAt)
 			}
 			switch {
 			case ep.Attempts > 0:
@@ -459,8 +502,17 @@ func (c *Console) liveView(ctx context.Context, shop int64) (*liveView, error) {
 	return v, nil
 }
 
+// seconds says a lag: to a tenth of a second under 100 s, whole seconds
+// above.
+func seconds(s float64) string {
+	if s < 100 {
+		return strconv.FormatFloat(s, 'f', 1, 64) + " s"
+	}
+	return strconv.FormatFloat(s, 'f', 0, 64) + " s"
+}
+
 func toLiveEvent(e holdfast.Event) liveEvent {
-	le := liveEvent{Cursor: e.Cursor, Type: string(e.Type), At: e.At.UTC().Format("2006-01-02 15:04:05.000")}
+	le := liveEvent{Cursor: e.Cursor, Type: string(e.Type), At: stamp(e.At)}
 	if e.CheckoutID != nil {
 		le.Subject = "checkout " + e.CheckoutID.String()
 		le.Detail = linesText(e.Lines)
@@ -486,8 +538,8 @@ func toLiveEvent(e holdfast.Event) liveEvent {
 
 func toLiveHold(h holdfast.Hold) liveHold {
 	return liveHold{CheckoutID: h.CheckoutID.String(), Status: string(h.Status), Claimable: h.Claimable,
-		Lines: linesText(h.Lines), CreatedAt: h.CreatedAt.UTC().Format("2006-01-02 15:04:05.000"),
-		ExpiresAt: h.ExpiresAt.UTC().Format("2006-01-02 15:04:05.000")}
+		Lines: linesText(h.Lines), CreatedAt: stamp(h.CreatedAt),
+		ExpiresAt: stamp(h.ExpiresAt)}
 }
 
 func (c *Console) shop(w http.ResponseWriter, r *http.Request, _ int64) error {
@@ -499,7 +551,7 @@ func (c *Console) shop(w http.ResponseWriter, r *http.Request, _ int64) error {
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d", shop), "Shop": shop, "Live": v, "Charts": c.charts.view()}
+	data := map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d", shop), "Shop": shop, "Live": v, "Charts": c.chartsView(shop)}
 	if c.cfg.Shadow != nil {
 		data["ShadowOn"] = true
 		if m, ok := c.cfg.Shadow.Mode(shop); ok {
@@ -612,10 +664,28 @@ func (c *Console) doctor(w http.ResponseWriter, r *http.Request, _ int64) error 
 	return nil
 }
 
-// chartsFragment is the charts alone, for the pages' script to refresh.
+// chartsView is the charts of a shop (0: server-wide) as of now.
+func (c *Console) chartsView(shop int64) chartsView {
+	v := c.charts.view(time.Now(), shop)
+	v.Src = Prefix + "/charts"
+	if shop > 0 {
+		v.Src = fmt.Sprintf("%s/shops/%d/charts", Prefix, shop)
+	}
+	return v
+}
+
+// chartsFragment is the charts alone (server-wide, or a shop's), for the
+// pages' script to refresh.
 func (c *Console) chartsFragment(w http.ResponseWriter, r *http.Request, _ int64) error {
+	var shop int64
+	if r.PathValue("shop") != "" {
+		var err error
+		if shop, err = pathID(r, "shop"); err != nil {
+			return err
+		}
+	}
 	var b strings.Builder
-	if err := c.pages["overview"].ExecuteTemplate(&b, "charts", c.charts.view()); err != nil {
+	if err := c.pages["overview"].ExecuteTemplate(&b, "charts", c.chartsView(shop)); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

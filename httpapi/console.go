@@ -22,7 +22,7 @@ type ConsoleConfig struct {
 	Secret []byte
 	// SessionTTL is how long a login lasts (console.SessionTTLDefault).
 	SessionTTL time.Duration
-	// ChartInterval is how often its charts sample the server's metrics
+	// ChartInterval is the interval each point of its charts stands for
 	// (console.ChartIntervalDefault).
 	ChartInterval time.Duration
 	// Doctor runs the doctor for its doctor page. Defaults to ops.Doctor
@@ -36,8 +36,7 @@ var (
 	sqlConsoleHead      = stmt("console", "console_events_head")
 )
 
-// consoleRoutes mounts the console and adds its chart sampler to the
-// server's workers.
+// consoleRoutes mounts the console.
 func (s *Server) consoleRoutes() error {
 	cc := s.cfg.Console
 	if cc.Off || s.store == nil {
@@ -73,7 +72,6 @@ func (s *Server) consoleRoutes() error {
 		Shops:         store.shops,
 		Doctor:        doctor,
 		Shadow:        s.cfg.Shadow,
-		Gatherer:      s.reg,
 		Secret:        cc.Secret,
 		SessionTTL:    cc.SessionTTL,
 		ChartInterval: cc.ChartInterval,
@@ -90,6 +88,15 @@ func (s *Server) consoleRoutes() error {
 	})
 	s.mux.Handle(console.Prefix+"/", h)
 	s.mux.Handle("GET "+console.Prefix, http.RedirectHandler(console.Prefix+"/", http.StatusSeeOther))
-	s.cfg.Workers = append(s.cfg.Workers, con)
+	s.console = con
 	return nil
+}
+
+// observeConsole gives the console's charts each answer of the reserve
+// route, with its shop (0 when the request was refused before its shop
+// was known).
+func (s *Server) observeConsole(info *reqInfo, status int, d time.Duration) {
+	if s.console != nil && info.route == routeReserve {
+		s.console.Observe(info.shop, status, d)
+	}
 }

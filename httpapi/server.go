@@ -29,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/shadow"
@@ -174,6 +175,8 @@ type Server struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+
+	console *console.Console // nil when it is off (console.go)
 }
 
 //go:embed openapi.json
@@ -446,6 +449,7 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 	m := s.series(info.route, rec.status, outcome)
 	m.requests.Inc()
 	m.duration.Observe(d.Seconds())
+	s.observeConsole(info, rec.status, d)
 	if s.cfg.LogErrorsOnly && rec.status < 400 {
 		return
 	}

@@ -83,6 +83,7 @@
         cell(tr, String(w.id));
         cell(tr, w.url);
         cell(tr, String(w.cursor));
+        cell(tr, w.lag, "lag");
         cell(tr, w.state);
         cell(tr, w.next_attempt_at || "");
         cell(tr, w.last_error || "");
@@ -90,8 +91,14 @@
         wb.appendChild(tr);
       });
       hooks.replaceChildren(wb);
-      if (!v.webhooks.length) empty(hooks, 7, "No webhook endpoints (holdfast webhooks add).");
+      if (!v.webhooks.length) empty(hooks, 8, "No webhook endpoints (holdfast webhooks add).");
     }
+  }
+
+  // stamp is a time in the console's one format (the server's TimeLayout):
+  // UTC, to the millisecond, with its zone.
+  function stamp(d) {
+    return d.toISOString().replace("T", " ").replace("Z", " UTC");
   }
 
   function pollLive(root) {
@@ -105,7 +112,7 @@
         })
         .then(function (v) {
           renderLive(root, v);
-          status.textContent = "live · updated " + new Date().toLocaleTimeString();
+          status.textContent = "live · updated " + stamp(new Date());
           status.className = "note";
           root.dataset.updates = String(Number(root.dataset.updates || "0") + 1);
         })
@@ -118,11 +125,11 @@
     tick();
   }
 
-  function pollCharts(prefix) {
+  function pollCharts() {
     function tick() {
       var el = document.getElementById("charts");
-      if (!el || !el.dataset.refresh) return;
-      fetch(prefix + "/charts", { credentials: "same-origin" })
+      if (!el || !el.dataset.refresh || !el.dataset.src) return;
+      fetch(el.dataset.src, { credentials: "same-origin" })
         .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
         .then(function (html) {
           var t = document.createElement("template");
@@ -139,7 +146,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     var root = document.getElementById("live");
     if (root) pollLive(root);
-    var brand = document.querySelector("a.brand");
-    if (document.getElementById("charts") && brand) pollCharts(brand.getAttribute("href").replace(/\/$/, ""));
+    if (document.getElementById("charts")) pollCharts();
   });
 })();
