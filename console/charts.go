@@ -23,7 +23,7 @@ var latencyBoundsMS = [...]float64{1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100,
 // Refusal reports whether an answer of the reserve route is a refusal: a
 // 4xx that says the request was not one to serve (a missing or bad key,
 // 401, which the server holds for RefusalDelay; another shop's, 403; a
-// malformed or out-of-bounds body; too many requests), as opposed to the
+// malformed or out-of-bounds body), as opposed to the
 // engine's answers (201, 200 for a replay, 409 sold out or a conflict,
 // 410) and its failures (5xx). The charts leave refusals out: their
 // latency is the server's choice, not the reservation's.

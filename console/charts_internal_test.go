@@ -21,7 +21,7 @@ func TestChartsPerShopGapsRefusals(t *testing.T) {
 	c.observe(t0.Add(time.Second), 1, 409, 30*ms) // sold out: an answer, no new hold
 	c.observe(t0.Add(5*time.Second), 1, 201, 10*ms)
 	c.observe(t0.Add(5*time.Second), 2, 201, 40*ms)
-	for _, st := range []int{400, 401, 403, 413, 415, 422, 429} {
+	for _, st := range []int{400, 401, 403, 413, 415, 422} {
 		c.observe(t0.Add(2*time.Second), 0, st, time.Second)
 		c.observe(t0.Add(2*time.Second), 1, st, time.Second)
 	}
