@@ -130,13 +130,16 @@ func TestConsoleChartsTellTheTruth(t *testing.T) {
 		hooks = append(hooks, ep.ID)
 	}
 	s.stock(1, 1000)
-	for range 5 {
-		s.reserve(uuid.New(), 1, 1)
-	}
 	b := newBrowser(t, path, 4*time.Minute)
 	b.do("log in", chromedp.Navigate(s.url+"/console/login"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
 		chromedp.SendKeys(chromedp.CSS("#key"), s.admin), chromedp.Click(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("#open-form")))
+	// Reservations made now are in the charts' window (30 s here) for
+	// every check below that needs them; each check that needs its own
+	// makes them just before.
+	for range 5 {
+		s.reserve(uuid.New(), 1, 1)
+	}
 	const wait = 25 * time.Second // within the charts' window (120 × 250ms)
 	caption := func(id string) string {
 		return fmt.Sprintf(`(document.querySelector('#chart-%s figcaption') || {}).textContent`, id)
@@ -180,8 +183,14 @@ func TestConsoleChartsTellTheTruth(t *testing.T) {
 			var m = /max ([0-9.,]+) ms/.exec(%s); return document.querySelector('%s').dataset.points !== '0' && m && parseFloat(m[1].replace(',', '')) < 800; })()`, caption("reserve-p99"), p99),
 		wait, caption("reserve-p99"))
 
-	// Shop 1's page: its own charts, with axes, and the gap between the
-	// two bursts of reservations (a second of refusals apart).
+	// Shop 1's page: its own charts, with axes, and a gap between two
+	// reservations made a second apart (the second a bad key's refusal
+	// is held: shop 1 has no answers meanwhile).
+	s.reserve(uuid.New(), 1, 1)
+	if st := s.badKeyReserve(); st != http.StatusUnauthorized {
+		t.Errorf("a bad key's reservation: %d, want 401", st)
+	}
+	s.reserve(uuid.New(), 1, 1)
 	b.do("open shop 1", chromedp.Navigate(s.url+"/console/shops/1"), chromedp.WaitVisible(chromedp.CSS(`#keys tr[data-key="1/1"]`)))
 	b.poll("shop 1's charts are its own",
 		fmt.Sprintf(`document.querySelector('%s').dataset.points !== '0' && /shop 1/.test(%s) && !/server-wide/i.test(%s)`, holds, caption("holds-per-second"), caption("holds-per-second")),
