@@ -162,8 +162,8 @@ type chartsView struct {
 	Interval string
 	Window   string
 	End      string // the end of the window, as stamp
-	// Forgotten: the shop has no charts kept because ChartShopsMax other
-	// shops were active since.
+	// Forgotten: the shop has no charts kept, and a shop was forgotten
+	// (ChartShopsMax) within the window: it may have been this one.
 	Forgotten bool
 	ShopsMax  int
 	Charts    []chartView
