@@ -36,7 +36,7 @@ is critical, so it can run from cron or CI.`,
 		if eng, err := resolveEngine(*engine); err != nil {
 			return err
 		} else if eng == engineMariaDB {
-			return runMySQLDoctor(ctx, cmd.OutOrStdout(), *asJSON, *idleWarn, *xactWarn)
+			return runMySQLDoctor(ctx, cmd.OutOrStdout(), *dataDir, *asJSON, *idleWarn, *xactWarn)
 		}
 		st, err := parseStrategy(*strategy)
 		if err != nil {
@@ -52,6 +52,9 @@ is critical, so it can run from cron or CI.`,
 			return err
 		}
 		defer pool.Close()
+		if err := requireSchema(ctx, pool); err != nil {
+			return err
+		}
 		client, err := postgres.New(pool, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 		if err != nil {
 			return usageError("%v", err)

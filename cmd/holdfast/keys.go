@@ -230,18 +230,28 @@ func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir s
 // withServiceDB runs onMySQL or onPostgres on the database of the
 // service's own records (keys, webhooks): on MariaDB (--engine, or a
 // mysql:// DATABASE_URL) DATABASE_URL or the private server of the serve
-// running with dataDir, migrated; else withKeysDB's.
+// running with dataDir; else withKeysDB's. Only mode persistent (the
+// setup commands keys create and webhooks add) migrates; the others
+// refuse a database without the current schema and change nothing.
 func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir string, onMySQL func(*sql.DB) error, onPostgres func(*pgxpool.Pool) error) error {
 	engine, err := resolveEngine(engineFlag)
 	if err != nil {
 		return err
 	}
 	if engine == engineMariaDB {
-		mdb, err := openKeysMySQL(ctx, dataDir)
+		mdb, err := openServedMySQL(ctx, dataDir)
 		if err != nil {
 			return err
 		}
 		defer mdb.Close()
+		if mode == persistent {
+			err = mdb.migrate(ctx)
+		} else {
+			err = mdb.requireSchema(ctx)
+		}
+		if err != nil {
+			return err
+		}
 		sdb, err := mdb.open(2)
 		if err != nil {
 			return err
@@ -252,9 +262,10 @@ func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir 
 	return withKeysDB(ctx, mode, dataDir, func(_ context.Context, pool *pgxpool.Pool) error { return onPostgres(pool) })
 }
 
-// withKeysDB runs f on the keys' database, migrated: the keys table comes
-// with the schema, and a first `keys create` on a fresh database applies
-// it, as serve would.
+// withKeysDB runs f on the keys' database. Mode persistent (keys create,
+// webhooks add) migrates it, as serve would: a first `keys create` on a
+// fresh database applies the schema. Every other mode only reads the
+// schema version and refuses a database that is not current.
 func withKeysDB(ctx context.Context, mode dbMode, dataDir string, f func(context.Context, *pgxpool.Pool) error) error {
 	db, err := openDatabase(ctx, mode, dataDir, stderrf)
 	if err != nil {
@@ -266,7 +277,12 @@ func withKeysDB(ctx context.Context, mode dbMode, dataDir string, f func(context
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if mode == persistent {
+		_, err = migrate.Up(ctx, pool)
+	} else {
+		err = requireSchema(ctx, pool)
+	}
+	if err != nil {
 		return err
 	}
 	return f(ctx, pool)

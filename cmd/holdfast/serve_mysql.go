@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -133,28 +131,6 @@ func writeMySQLURL(dataDir, url string) (string, error) {
 		return "", err
 	}
 	return path, os.Rename(tmp, path)
-}
-
-// openKeysMySQL is the MySQL database of `holdfast keys --engine mariadb`:
-// DATABASE_URL (mysql://…), else the private MariaDB of the `holdfast serve
-// --engine mariadb` running with the same --data-dir. It is migrated.
-func openKeysMySQL(ctx context.Context, dataDir string) (*mysqlDatabase, error) {
-	if os.Getenv("DATABASE_URL") != "" {
-		return openMySQLDatabase(ctx, false, stderrf)
-	}
-	b, err := os.ReadFile(filepath.Join(dataDir, mysqlURLFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no private MariaDB of holdfast serve in %s: start `holdfast serve --engine mariadb` with this --data-dir first, or set DATABASE_URL=mysql://…", dataDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := &mysqlDatabase{URL: strings.TrimSpace(string(b))}
-	if err := d.migrate(ctx); err != nil {
-		// The file outlives a serve that was killed: say so, not the URL.
-		return nil, fmt.Errorf("the private MariaDB named in %s does not answer (is holdfast serve --engine mariadb still running?): %w", filepath.Join(dataDir, mysqlURLFile), err)
-	}
-	return d, nil
 }
 
 // withRegistry runs f on the webhook registry of the keys' database
