@@ -65,12 +65,18 @@ func argUsage(err error, flags map[string]string) error {
 // private MariaDB of the serve running with --data-dir). It never
 // migrates: a missing or outdated schema is a one-line error saying so.
 func withReadEngine(ctx context.Context, f *listFlags, fn func(holdfast.Engine) error) error {
-	eng, err := resolveEngine(f.engine)
+	return withEngine(ctx, f.engine, f.dataDir, fn)
+}
+
+// withEngine runs fn on the engine of --engine and --data-dir (or
+// DATABASE_URL), as withReadEngine describes: it never migrates.
+func withEngine(ctx context.Context, engineFlag, dataDir string, fn func(holdfast.Engine) error) error {
+	eng, err := resolveEngine(engineFlag)
 	if err != nil {
 		return err
 	}
 	if eng == engineMariaDB {
-		d, err := openServedMySQL(ctx, f.dataDir)
+		d, err := openServedMySQL(ctx, dataDir)
 		if err != nil {
 			return err
 		}
@@ -85,7 +91,7 @@ func withReadEngine(ctx context.Context, f *listFlags, fn func(holdfast.Engine) 
 		defer c.DB().Close()
 		return fn(c)
 	}
-	db, err := openDatabase(ctx, existing, f.dataDir, stderrf)
+	db, err := openDatabase(ctx, existing, dataDir, stderrf)
 	if err != nil {
 		return err
 	}
