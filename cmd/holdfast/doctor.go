@@ -18,9 +18,11 @@ func newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "check the database's settings, vacuum, sessions and invariant (exit 2 on critical findings)",
-		Long: `Checks the database behind DATABASE_URL (or the embedded cluster in --data-dir) and
+		Long: `Checks the database behind DATABASE_URL (or the embedded cluster in --data-dir; with
+--engine mariadb the private MariaDB of the serve --engine mariadb running there) and
 reports each finding with what it means and what to do. Exit status 2 when any finding
-is critical, so it can run from cron or CI.`,
+is critical, so it can run from cron or CI. It only reads: on a database without
+holdfast's schema it says to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	fs := cmd.Flags()

@@ -28,7 +28,12 @@ func newKeysCmd() *cobra.Command {
 
 A new key is printed once, alone on the last line of stdout; only its hash is
 stored. With the embedded database, keys uses the cluster in --data-dir, the
-running server's when serve runs.`,
+running server's when serve runs (with --engine mariadb: the private MariaDB
+of the serve --engine mariadb running there).
+
+keys create applies the schema to a fresh database, as serve and migrate
+do; list, rotate and revoke never change the schema: on a database without
+it they say to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(keys.PersistentFlags())

@@ -25,8 +25,8 @@ import (
 
 // mysqlURLFile is where `holdfast serve --engine mariadb` on its private
 // MariaDB leaves the server's mysql:// URL (mode 0600, in --data-dir) while
-// it runs, so `holdfast keys --engine mariadb` with the same --data-dir
-// reaches the same database. It is removed when serve stops.
+// it runs, so every command with --engine mariadb and the same --data-dir
+// (openServedMySQL) reaches the same database. It is removed when serve stops.
 const mysqlURLFile = "mariadb-serve.url"
 
 // runMySQLServe is serve on the MySQL engine: DATABASE_URL (mysql://…), or
@@ -66,7 +66,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		}
 		defer os.Remove(path)
 		// No URL here: it carries the password.
-		log.Info("private MariaDB running; its data is removed when serve stops (set DATABASE_URL=mysql://… to keep it); holdfast keys --engine mariadb with the same --data-dir uses it",
+		log.Info("private MariaDB running; its data is removed when serve stops (set DATABASE_URL=mysql://… to keep it); every holdfast command with --engine mariadb and the same --data-dir uses it",
 			"port", db.Cluster.Port(), "url_file", path)
 	}
 	reg := prometheus.NewRegistry()

@@ -33,7 +33,12 @@ shop's events to (docs/API.md, "Events and webhooks"), and list dead letters.
 
 A new endpoint's signing secret is printed once, alone on the last line of
 stdout. With the embedded database, webhooks uses the cluster in --data-dir,
-the running server's when serve runs.`,
+the running server's when serve runs (with --engine mariadb: the private
+MariaDB of the serve --engine mariadb running there).
+
+webhooks add applies the schema to a fresh database, as serve and migrate
+do; list, remove and dead-letters never change the schema: on a database
+without it they say to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(cmd.PersistentFlags())
