@@ -337,8 +337,8 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			if out := cli("doctor"); !strings.Contains(out, "invariant") {
 				t.Errorf("doctor:\n%s", out)
 			}
-			if out := cli("top", "--once", "--interval", "100ms"); !strings.Contains(out, "holdfast top") {
-				t.Errorf("top --once:\n%s", out)
+			if out := cli("top", "--once", "--interval", "100ms"); !strings.Contains(out, "holdfast top") || !strings.Contains(out, "active 1") {
+				t.Errorf("top --once does not show the server's one active hold:\n%s", out)
 			}
 			if out := cli("migrate"); !strings.Contains(out, "schema already current") {
 				t.Errorf("migrate on the server's database:\n%s", out)
