@@ -63,11 +63,9 @@ func newRoot() *cobra.Command {
 DATABASE_URL selects the database. Unset, holdfast runs on an embedded private
 PostgreSQL cluster from the local server binaries, kept in --data-dir
 (default ./.holdfast): every command with the same --data-dir uses the same
-database, the running server's when one runs. Every command also runs on
-MySQL/MariaDB: DATABASE_URL=mysql://…, or --engine mariadb (demo and bench:
-a private throwaway MariaDB; the others: the one of the serve --engine
-mariadb running with the same --data-dir). Only migrate, serve, keys create
-and webhooks add create or change the schema. Every flag can also be set
+database, the running server's when one runs. demo and bench also run on
+MySQL/MariaDB: --engine mariadb (a private throwaway MariaDB) or
+DATABASE_URL=mysql://… . Every flag can also be set
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).`,
 		Version:           versionString(),
 		SilenceUsage:      true,

@@ -136,8 +136,8 @@ func writeMySQLURL(dataDir, url string) (string, error) {
 // withRegistry runs f on the webhook registry of the keys' database
 // (withKeyStore's: PostgreSQL, or MariaDB with --engine mariadb or a
 // mysql:// DATABASE_URL).
-func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, *webhook.Registry) error) error {
-	return withServiceDB(ctx, engineFlag, mode, dataDir,
+func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, f func(context.Context, *webhook.Registry) error) error {
+	return withServiceDB(ctx, engineFlag, mode, dataDir, schema,
 		func(db *sql.DB) error { return f(ctx, webhook.NewMySQLRegistry(db)) },
 		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pool)) })
 }

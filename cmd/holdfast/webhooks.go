@@ -68,7 +68,7 @@ without it they say to run holdfast migrate.`,
 			}
 			from = after
 		}
-		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
@@ -87,7 +87,7 @@ without it they say to run holdfast migrate.`,
 		if err := needShop(); err != nil {
 			return err
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			eps, err := reg.List(ctx, *shop)
 			if err != nil {
 				return err
@@ -118,7 +118,7 @@ without it they say to run holdfast migrate.`,
 		if err != nil || id <= 0 {
 			return usageError("the endpoint id must be a positive integer")
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Remove(ctx, *shop, id)
 			if errors.Is(err, webhook.ErrNotFound) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has no webhook %d", *shop, id)}
@@ -140,7 +140,7 @@ without it they say to run holdfast migrate.`,
 		if *limit < 1 || *limit > webhook.DeadLettersLimitMax {
 			return usageError("--limit must be between 1 and %d", webhook.DeadLettersLimitMax)
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			dls, err := reg.DeadLetters(ctx, *shop, *limit)
 			if err != nil {
 				return err
