@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	s.editRoutes()
 	s.buyerRoutes() // buyer.go: per-buyer limits, safety stock
 	s.allocationRoutes()
+	s.strategyRoutes() // strategy.go: a key's allocation strategy (admin)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

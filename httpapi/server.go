@@ -624,6 +624,7 @@ type routeOpts struct {
 	body     bool  // a JSON body is required
 	optional bool  // a JSON body is allowed (must be {} when sent)
 	scope    Scope // the key's scope the route needs ("": any)
+	admin    bool  // an admin key is required (operator settings)
 }
 
 type handlerFunc func(c *call) (int, any, error)
@@ -719,6 +720,9 @@ func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
 	info.shop, c.shop = shop, shop
 	if !p.mayAccess(shop) {
 		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this key does not reach shop " + strconv.FormatInt(shop, 10)}
+	}
+	if o.admin && !p.admin {
+		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this route needs an admin key (holdfast keys create --admin)"}
 	}
 	if !p.has(o.scope) {
 		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this key lacks the " + string(o.scope) + " scope this route needs"}

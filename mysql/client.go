@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -70,8 +69,9 @@ type keyInfo struct {
 // Configure does (times parsed as UTC; arguments interpolated client-side
 // is strongly recommended). New does not migrate: call migrations.Up first.
 //
-// The zero Config.Strategy means holdfast.StrategyCounter on this engine.
-// StrategySlots is not offered (see the package documentation).
+// The zero Config is filled in by holdfast.Config.WithDefaults, as on
+// PostgreSQL: the zero Strategy means holdfast.StrategyBatch. StrategySlots
+// is not offered (see the package documentation).
 func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 	cfg = withDefaults(cfg)
 	if !supported(cfg.Strategy) {
@@ -184,48 +184,12 @@ func (c *Client) DB() *sql.DB { return c.db }
 // Config is the client's configuration with defaults filled in.
 func (c *Client) Config() holdfast.Config { return c.cfg }
 
+// withDefaults is holdfast.Config.WithDefaults: both engines fill in the
+// same defaults (strategy batch included), so a zero Config behaves alike
+// on PostgreSQL and MySQL.
 func withDefaults(c holdfast.Config) holdfast.Config {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	defInt := func(d *int, v int) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&c.HoldTTLDefault, holdfast.HoldTTLDefault)
-	def(&c.HoldLifetimeMax, holdfast.HoldLifetimeMaxDefault)
-	defInt(&c.LinesPerCartMax, holdfast.LinesPerCartMaxDefault)
-	defInt(&c.QuantityMax, holdfast.QuantityMaxDefault)
-	if c.Strategy == "" {
-		c.Strategy = holdfast.StrategyCounter
-	}
-	defInt(&c.PoolCap, holdfast.PoolCapDefault)
-	defInt(&c.LowWaterPercent, 30)
-	defInt(&c.SweepBatch, holdfast.SweepBatchDefault)
-	def(&c.OutcomeRetention, holdfast.OutcomeRetentionDefault)
-	def(&c.EventRetention, holdfast.EventRetentionDefault)
-	def(&c.SweepInterval, 30*time.Second)
-	def(&c.ReplenishInterval, 5*time.Second)
-	defInt(&c.RetryMax, 8)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Observer == nil {
-		c.Observer = nopObserver{}
-	}
-	return c
+	return c.WithDefaults()
 }
-
-type nopObserver struct{}
-
-func (nopObserver) Op(string, string, time.Duration)    {}
-func (nopObserver) Retry(string, string)                {}
-func (nopObserver) Replenished(holdfast.Key, bool, int) {}
-func (nopObserver) Expired(int)                         {}
-func (nopObserver) Claimed(time.Duration)               {}
 
 type textKey struct{ route, name, tag string }
 

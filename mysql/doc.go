@@ -89,11 +89,12 @@
 //
 // # Strategies
 //
-// StrategyCounter (the default on this engine) keeps a key's units in one
+// StrategyCounter keeps a key's units in one
 // row taken with a guarded UPDATE. StrategyPool is the seed's bounded
 // row-per-unit pool (cap Config.PoolCap), taken with SKIP LOCKED.
 // StrategyBatch uses the counter row and combines concurrent one-line
-// Reserves on it (see combine.go). StrategySlots is not offered.
+// Reserves on it (see combine.go); it is the default, as on PostgreSQL
+// (holdfast.Config.WithDefaults). StrategySlots is not offered.
 //
 // # MySQL 8.0 and MariaDB 10.11
 //

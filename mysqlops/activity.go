@@ -71,10 +71,15 @@ func ConnectionSeconds(ctx context.Context, db *sql.DB, samples int, interval ti
 	for c, s := range by {
 		out = append(out, CallerSeconds{Caller: c, Seconds: s})
 	}
+	sortCallers(out)
+	return out, nil
+}
+
+// sortCallers sorts by seconds, most first, then by caller.
+func sortCallers(out []CallerSeconds) {
 	slices.SortFunc(out, func(a, b CallerSeconds) int {
 		return cmp.Or(cmp.Compare(b.Seconds, a.Seconds), strings.Compare(a.Caller, b.Caller))
 	})
-	return out, nil
 }
 
 func sampleOnce(ctx context.Context, db *sql.DB, interval time.Duration, by map[string]float64) error {

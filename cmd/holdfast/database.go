@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 // defaultDataDir is where the embedded cluster lives unless --data-dir says.
@@ -101,6 +102,29 @@ func (d *database) tracedPool(ctx context.Context, maxConns int32, appName strin
 		cfg.ConnConfig.RuntimeParams["application_name"] = appName
 	}
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// errNoSchema is what a read-only command answers on a database without
+// holdfast's schema: it never creates one (a mistyped DATABASE_URL must not
+// grow a schema in the wrong database).
+var errNoSchema = errors.New("the database has no holdfast schema: run `holdfast migrate` first, with the same DATABASE_URL or --data-dir (this command only reads)")
+
+// requireSchema refuses, in one line, a database whose schema is not this
+// binary's. Read-only commands call it instead of migrating.
+func requireSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	v, err := migrate.Version(ctx, pool)
+	if err != nil {
+		return err
+	}
+	switch latest := migrate.Latest(); {
+	case v == 0:
+		return errNoSchema
+	case v < latest:
+		return fmt.Errorf("the database's holdfast schema is at version %d, this binary needs %d: run `holdfast migrate` first (this command only reads)", v, latest)
+	case v > latest:
+		return fmt.Errorf("the database's holdfast schema is at version %d, newer than this binary's %d: run a newer holdfast", v, latest)
+	}
+	return nil
 }
 
 // stderrf writes a progress line to stderr.

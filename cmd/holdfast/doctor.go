@@ -18,9 +18,11 @@ func newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "check the database's settings, vacuum, sessions and invariant (exit 2 on critical findings)",
-		Long: `Checks the database behind DATABASE_URL (or the embedded cluster in --data-dir) and
+		Long: `Checks the database behind DATABASE_URL (or the embedded cluster in --data-dir; with
+--engine mariadb the private MariaDB of the serve --engine mariadb running there) and
 reports each finding with what it means and what to do. Exit status 2 when any finding
-is critical, so it can run from cron or CI.`,
+is critical, so it can run from cron or CI. It only reads: on a database without
+holdfast's schema it says to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -36,7 +38,7 @@ is critical, so it can run from cron or CI.`,
 		if eng, err := resolveEngine(*engine); err != nil {
 			return err
 		} else if eng == engineMariaDB {
-			return runMySQLDoctor(ctx, cmd.OutOrStdout(), *asJSON, *idleWarn, *xactWarn)
+			return runMySQLDoctor(ctx, cmd.OutOrStdout(), *dataDir, *asJSON, *idleWarn, *xactWarn)
 		}
 		st, err := parseStrategy(*strategy)
 		if err != nil {
@@ -52,6 +54,9 @@ is critical, so it can run from cron or CI.`,
 			return err
 		}
 		defer pool.Close()
+		if err := requireSchema(ctx, pool); err != nil {
+			return err
+		}
 		client, err := postgres.New(pool, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 		if err != nil {
 			return usageError("%v", err)

@@ -12,14 +12,18 @@ import (
 	"github.com/holdfast/holdfast/ops"
 )
 
-// runMySQLDoctor is doctor on a MySQL/MariaDB database (DATABASE_URL=mysql://…):
-// package mysqlops's checks and the engine's invariant check.
-func runMySQLDoctor(ctx context.Context, out io.Writer, asJSON bool, idleWarn, xactWarn time.Duration) error {
-	db, err := openMySQLDatabase(ctx, false, stderrf)
+// runMySQLDoctor is doctor on a MySQL/MariaDB database (DATABASE_URL=mysql://…,
+// or the private MariaDB of the serve running with dataDir): package
+// mysqlops's checks and the engine's invariant check. It never migrates.
+func runMySQLDoctor(ctx context.Context, out io.Writer, dataDir string, asJSON bool, idleWarn, xactWarn time.Duration) error {
+	db, err := openServedMySQL(ctx, dataDir)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if err := db.requireSchema(ctx); err != nil {
+		return err
+	}
 	mc, err := db.client(4, holdfast.Config{})
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/pflag"
@@ -142,6 +144,84 @@ func (d *mysqlDatabase) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate MySQL schema: %w", err)
 	}
 	return nil
+}
+
+// openServedMySQL is the MySQL database of a command that works on the
+// service's database (keys, webhooks, holds, ledger, doctor, top,
+// migrate): DATABASE_URL (mysql://…) when set, else the private MariaDB of
+// the `holdfast serve --engine mariadb` running with the same --data-dir
+// (its URL file). It starts no server and neither migrates nor checks the
+// schema: setup commands call migrate, read-only ones requireSchema.
+func openServedMySQL(ctx context.Context, dataDir string) (*mysqlDatabase, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return &mysqlDatabase{URL: u}, nil
+	}
+	path := filepath.Join(dataDir, mysqlURLFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no private MariaDB of holdfast serve in %s: start `holdfast serve --engine mariadb` with this --data-dir first, pass the --data-dir serve uses, or set DATABASE_URL=mysql://…", dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &mysqlDatabase{URL: strings.TrimSpace(string(b))}
+	db, err := d.open(1)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = db.PingContext(pctx)
+		cancel()
+		db.Close()
+	}
+	if err != nil {
+		// The file outlives a serve that was killed: say so, not the URL.
+		return nil, fmt.Errorf("the private MariaDB named in %s does not answer (is holdfast serve --engine mariadb still running with this --data-dir?)", path)
+	}
+	return d, nil
+}
+
+// requireSchema refuses, in one line, a database whose schema is not this
+// binary's. Read-only commands call it instead of migrating: they never
+// create or alter a schema.
+func (d *mysqlDatabase) requireSchema(ctx context.Context) error {
+	db, err := d.open(1)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	applied, err := migrations.Applied(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		return errNoSchema
+	}
+	if err := migrations.Check(ctx, db); errors.Is(err, migrations.ErrSchemaBehind) {
+		return fmt.Errorf("the database's holdfast schema lacks %d of this binary's %d migrations: run `holdfast migrate` first (this command only reads)", len(all)-countKnown(all, applied), len(all))
+	} else if errors.Is(err, migrations.ErrSchemaAhead) {
+		return errors.New("the database's holdfast schema is newer than this binary: run a newer holdfast")
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// countKnown is how many of all's migrations applied records.
+func countKnown(all []migrations.Migration, applied []int) int {
+	done := map[int]bool{}
+	for _, v := range applied {
+		done[v] = true
+	}
+	n := 0
+	for _, m := range all {
+		if done[m.Version] {
+			n++
+		}
+	}
+	return n
 }
 
 // client opens the MySQL engine on a pool of maxConns connections.

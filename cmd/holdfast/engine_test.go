@@ -46,9 +46,10 @@ func TestEngineUsageErrors(t *testing.T) {
 		t.Errorf("HOLDFAST_ENGINE=oracle: exit %d %q", code, errOut)
 	}
 	t.Setenv("HOLDFAST_ENGINE", "")
-	// doctor has no embedded MariaDB to reuse: it says what it needs, and
-	// starts nothing.
-	if code, _, errOut := run(t, "doctor", "--engine", "mariadb"); code != 1 || !strings.Contains(errOut, "needs DATABASE_URL=mysql://") {
+	// doctor without DATABASE_URL and without a serve --engine mariadb on
+	// its --data-dir: it says what it needs, and starts nothing.
+	dir := t.TempDir()
+	if code, _, errOut := run(t, "doctor", "--engine", "mariadb", "--data-dir", dir); code != 1 || !strings.Contains(errOut, "no private MariaDB of holdfast serve in "+dir) || !strings.Contains(errOut, "DATABASE_URL=mysql://") {
 		t.Errorf("doctor --engine mariadb without DATABASE_URL: exit %d %q", code, errOut)
 	}
 }
@@ -102,6 +103,10 @@ func TestMariaDBDoctorAndBench(t *testing.T) {
 	t.Setenv("DATABASE_URL", c.URL("cli"))
 	t.Setenv("HOLDFAST_ENGINE", "")
 
+	// doctor only reads: the schema comes from migrate.
+	if code, out, errOut := run(t, "migrate"); code != 0 || !strings.Contains(out, "applied migrations") {
+		t.Fatalf("migrate: exit %d\n%s\n%s", code, out, errOut)
+	}
 	code, out, errOut := run(t, "doctor")
 	if code != 0 {
 		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errOut)

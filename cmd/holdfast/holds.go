@@ -61,19 +61,29 @@ func argUsage(err error, flags map[string]string) error {
 
 // withReadEngine opens the engine a read-only command runs on: the
 // PostgreSQL database (DATABASE_URL, or the embedded cluster in --data-dir,
-// which must exist) or MySQL/MariaDB (a mysql:// DATABASE_URL). It does not
-// migrate PostgreSQL: an outdated schema is an error saying so.
+// which must exist) or MySQL/MariaDB (a mysql:// DATABASE_URL, or the
+// private MariaDB of the serve running with --data-dir). It never
+// migrates: a missing or outdated schema is a one-line error saying so.
 func withReadEngine(ctx context.Context, f *listFlags, fn func(holdfast.Engine) error) error {
-	eng, err := resolveEngine(f.engine)
+	return withEngine(ctx, f.engine, f.dataDir, fn)
+}
+
+// withEngine runs fn on the engine of --engine and --data-dir (or
+// DATABASE_URL), as withReadEngine describes: it never migrates.
+func withEngine(ctx context.Context, engineFlag, dataDir string, fn func(holdfast.Engine) error) error {
+	eng, err := resolveEngine(engineFlag)
 	if err != nil {
 		return err
 	}
 	if eng == engineMariaDB {
-		d, err := openMySQLDatabase(ctx, false, stderrf)
+		d, err := openServedMySQL(ctx, dataDir)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
+		if err := d.requireSchema(ctx); err != nil {
+			return err
+		}
 		c, err := d.client(2, holdfast.Config{})
 		if err != nil {
 			return err
@@ -81,7 +91,7 @@ func withReadEngine(ctx context.Context, f *listFlags, fn func(holdfast.Engine) 
 		defer c.DB().Close()
 		return fn(c)
 	}
-	db, err := openDatabase(ctx, existing, f.dataDir, stderrf)
+	db, err := openDatabase(ctx, existing, dataDir, stderrf)
 	if err != nil {
 		return err
 	}
@@ -91,6 +101,9 @@ func withReadEngine(ctx context.Context, f *listFlags, fn func(holdfast.Engine) 
 		return err
 	}
 	defer pool.Close()
+	if err := requireSchema(ctx, pool); err != nil {
+		return err
+	}
 	c, err := postgres.New(pool, holdfast.Config{})
 	if err != nil {
 		return err

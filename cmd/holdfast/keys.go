@@ -28,7 +28,12 @@ func newKeysCmd() *cobra.Command {
 
 A new key is printed once, alone on the last line of stdout; only its hash is
 stored. With the embedded database, keys uses the cluster in --data-dir, the
-running server's when serve runs.`,
+running server's when serve runs (with --engine mariadb: the private MariaDB
+of the serve --engine mariadb running there).
+
+keys create applies the schema to a fresh database, as serve and migrate
+do; list, rotate and revoke never change the schema: on a database without
+it they say to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(keys.PersistentFlags())
@@ -72,7 +77,7 @@ printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail
 		if *expiresIn > 0 {
 			spec.ExpiresAt = time.Now().Add(*expiresIn)
 		}
-		return withKeyStore(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+		return withKeyStore(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.CreateKeyIn(ctx, st, spec)
 			if err != nil {
 				return err
@@ -101,7 +106,7 @@ once, alone on the last line.`,
 		if *grace < 0 {
 			return usageError("--grace must not be negative")
 		}
-		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.RotateKeyIn(ctx, st, args[0], *grace)
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
 				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
@@ -126,7 +131,7 @@ once, alone on the last line.`,
 		},
 	}
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
-		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			id, err := httpapi.RevokeKeyIn(ctx, st, args[0])
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
 				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
@@ -149,7 +154,7 @@ once, alone on the last line.`,
 		if *limit < 1 || *limit > 100_000 {
 			return usageError("keys list takes --limit between 1 and 100000")
 		}
-		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			keys, err := httpapi.ListKeysIn(ctx, st, *limit)
 			if err != nil {
 				return err
@@ -221,27 +226,49 @@ func writeKeys(w io.Writer, keys []httpapi.APIKey) error {
 // PostgreSQL; on MariaDB (--engine, or a mysql:// DATABASE_URL)
 // DATABASE_URL or the private server of the serve running with dataDir,
 // migrated.
-func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, httpapi.Store) error) error {
-	return withServiceDB(ctx, engineFlag, mode, dataDir,
+func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, f func(context.Context, httpapi.Store) error) error {
+	return withServiceDB(ctx, engineFlag, mode, dataDir, schema,
 		func(db *sql.DB) error { return f(ctx, httpapi.MySQLStore(db)) },
 		func(pool *pgxpool.Pool) error { return f(ctx, httpapi.PostgresStore(pool)) })
 }
 
+// schemaUse says what a command does with the schema.
+type schemaUse int
+
+const (
+	// readsSchema: the command only reads the schema and refuses, in one
+	// line, a database without the current one (every command but those
+	// below: a mistyped DATABASE_URL must not grow a schema).
+	readsSchema schemaUse = iota
+	// setsUpSchema: the command applies pending migrations first, as serve
+	// and migrate do: the setup commands keys create and webhooks add.
+	setsUpSchema
+)
+
 // withServiceDB runs onMySQL or onPostgres on the database of the
 // service's own records (keys, webhooks): on MariaDB (--engine, or a
 // mysql:// DATABASE_URL) DATABASE_URL or the private server of the serve
-// running with dataDir, migrated; else withKeysDB's.
-func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir string, onMySQL func(*sql.DB) error, onPostgres func(*pgxpool.Pool) error) error {
+// running with dataDir; else withKeysDB's. schema says whether it migrates
+// first (setsUpSchema) or refuses a database that is not current.
+func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, onMySQL func(*sql.DB) error, onPostgres func(*pgxpool.Pool) error) error {
 	engine, err := resolveEngine(engineFlag)
 	if err != nil {
 		return err
 	}
 	if engine == engineMariaDB {
-		mdb, err := openKeysMySQL(ctx, dataDir)
+		mdb, err := openServedMySQL(ctx, dataDir)
 		if err != nil {
 			return err
 		}
 		defer mdb.Close()
+		if schema == setsUpSchema {
+			err = mdb.migrate(ctx)
+		} else {
+			err = mdb.requireSchema(ctx)
+		}
+		if err != nil {
+			return err
+		}
 		sdb, err := mdb.open(2)
 		if err != nil {
 			return err
@@ -249,13 +276,14 @@ func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir 
 		defer sdb.Close()
 		return onMySQL(sdb)
 	}
-	return withKeysDB(ctx, mode, dataDir, func(_ context.Context, pool *pgxpool.Pool) error { return onPostgres(pool) })
+	return withKeysDB(ctx, mode, dataDir, schema, func(_ context.Context, pool *pgxpool.Pool) error { return onPostgres(pool) })
 }
 
-// withKeysDB runs f on the keys' database, migrated: the keys table comes
-// with the schema, and a first `keys create` on a fresh database applies
-// it, as serve would.
-func withKeysDB(ctx context.Context, mode dbMode, dataDir string, f func(context.Context, *pgxpool.Pool) error) error {
+// withKeysDB runs f on the keys' database. With setsUpSchema (keys
+// create, webhooks add) it migrates it first, as serve would; with
+// readsSchema it only reads the schema version and refuses a database that
+// is not current.
+func withKeysDB(ctx context.Context, mode dbMode, dataDir string, schema schemaUse, f func(context.Context, *pgxpool.Pool) error) error {
 	db, err := openDatabase(ctx, mode, dataDir, stderrf)
 	if err != nil {
 		return err
@@ -266,7 +294,12 @@ func withKeysDB(ctx context.Context, mode dbMode, dataDir string, f func(context
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if schema == setsUpSchema {
+		_, err = migrate.Up(ctx, pool)
+	} else {
+		err = requireSchema(ctx, pool)
+	}
+	if err != nil {
 		return err
 	}
 	return f(ctx, pool)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/holdfast/holdfast/mysql/migrations"
 	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
@@ -16,14 +17,67 @@ func newMigrateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "apply the schema's pending migrations (idempotent)",
-		Args:  noArgs,
+		Long: `Apply the schema's pending migrations (idempotent, safe concurrently) to the
+database behind DATABASE_URL (postgres:// or mysql://), or the embedded
+cluster in --data-dir (created when missing). On MariaDB with DATABASE_URL
+unset it migrates the private MariaDB of the serve running with --data-dir.
+
+Only migrate, serve and the setup commands keys create and webhooks add
+create or change the schema; every other command only reads it and, on a
+database without the current schema, says to run holdfast migrate.`,
+		Args: noArgs,
 	}
 	dataDir := dataDirFlag(cmd.Flags())
 	check := cmd.Flags().Bool("check", false, "only report whether the schema is current (exit 1 when behind)")
+	engine := engineFlag(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		eng, err := resolveEngine(*engine)
+		if err != nil {
+			return err
+		}
+		if eng == engineMariaDB {
+			return runMySQLMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)
+		}
 		return runMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)
 	}
 	return cmd
+}
+
+// runMySQLMigrate is migrate on MySQL/MariaDB: DATABASE_URL=mysql://…, or
+// the private MariaDB of the serve running with dataDir.
+func runMySQLMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) error {
+	d, err := openServedMySQL(ctx, dataDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	latest := all[len(all)-1].Version
+	db, err := d.open(2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if check {
+		if err := migrations.Check(ctx, db); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "schema is current at version", latest)
+		return nil
+	}
+	applied, err := migrations.Up(ctx, db)
+	if err != nil {
+		return fmt.Errorf("migrate MySQL schema: %w", err)
+	}
+	if len(applied) == 0 {
+		fmt.Fprintln(out, "schema already current at version", latest)
+		return nil
+	}
+	fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, latest)
+	return nil
 }
 
 func runMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,8 +25,8 @@ import (
 
 // mysqlURLFile is where `holdfast serve --engine mariadb` on its private
 // MariaDB leaves the server's mysql:// URL (mode 0600, in --data-dir) while
-// it runs, so `holdfast keys --engine mariadb` with the same --data-dir
-// reaches the same database. It is removed when serve stops.
+// it runs, so every command with --engine mariadb and the same --data-dir
+// (openServedMySQL) reaches the same database. It is removed when serve stops.
 const mysqlURLFile = "mariadb-serve.url"
 
 // runMySQLServe is serve on the MySQL engine: DATABASE_URL (mysql://…), or
@@ -68,7 +66,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		}
 		defer os.Remove(path)
 		// No URL here: it carries the password.
-		log.Info("private MariaDB running; its data is removed when serve stops (set DATABASE_URL=mysql://… to keep it); holdfast keys --engine mariadb with the same --data-dir uses it",
+		log.Info("private MariaDB running; its data is removed when serve stops (set DATABASE_URL=mysql://… to keep it); every holdfast command with --engine mariadb and the same --data-dir uses it",
 			"port", db.Cluster.Port(), "url_file", path)
 	}
 	reg := prometheus.NewRegistry()
@@ -135,33 +133,11 @@ func writeMySQLURL(dataDir, url string) (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
-// openKeysMySQL is the MySQL database of `holdfast keys --engine mariadb`:
-// DATABASE_URL (mysql://…), else the private MariaDB of the `holdfast serve
-// --engine mariadb` running with the same --data-dir. It is migrated.
-func openKeysMySQL(ctx context.Context, dataDir string) (*mysqlDatabase, error) {
-	if os.Getenv("DATABASE_URL") != "" {
-		return openMySQLDatabase(ctx, false, stderrf)
-	}
-	b, err := os.ReadFile(filepath.Join(dataDir, mysqlURLFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no private MariaDB of holdfast serve in %s: start `holdfast serve --engine mariadb` with this --data-dir first, or set DATABASE_URL=mysql://…", dataDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := &mysqlDatabase{URL: strings.TrimSpace(string(b))}
-	if err := d.migrate(ctx); err != nil {
-		// The file outlives a serve that was killed: say so, not the URL.
-		return nil, fmt.Errorf("the private MariaDB named in %s does not answer (is holdfast serve --engine mariadb still running?): %w", filepath.Join(dataDir, mysqlURLFile), err)
-	}
-	return d, nil
-}
-
 // withRegistry runs f on the webhook registry of the keys' database
 // (withKeyStore's: PostgreSQL, or MariaDB with --engine mariadb or a
 // mysql:// DATABASE_URL).
-func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, f func(context.Context, *webhook.Registry) error) error {
-	return withServiceDB(ctx, engineFlag, mode, dataDir,
+func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, f func(context.Context, *webhook.Registry) error) error {
+	return withServiceDB(ctx, engineFlag, mode, dataDir, schema,
 		func(db *sql.DB) error { return f(ctx, webhook.NewMySQLRegistry(db)) },
 		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pool)) })
 }

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysqlops"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
 func init() { register(newTopCmd) }
@@ -25,7 +25,11 @@ func newTopCmd() *cobra.Command {
 		Use:   "top",
 		Short: "live view: holds/s, connection time by caller, dead tuples, hottest keys",
 		Long: `A refreshing view of the database behind DATABASE_URL (or the embedded cluster in
---data-dir, the running server's when serve runs). Quit with q or Ctrl-C.`,
+--data-dir, the running server's when serve runs). Quit with q or Ctrl-C.
+On MariaDB (a mysql:// DATABASE_URL, or --engine mariadb with the data
+directory of serve --engine mariadb) it shows holds, purge lag, open
+transactions and connection-seconds by caller. It only reads: on a database
+without the current schema it says to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -34,6 +38,7 @@ func newTopCmd() *cobra.Command {
 	once := fs.Bool("once", false, "print one frame and exit, without terminal control codes; its rates are measured over one --interval")
 	strategy := fs.String("strategy", "", "the service's default strategy ("+strategyNames()+"); empty: holdfast's default")
 	poolCap := fs.Int("pool-cap", 0, "the service's default pool cap; 0: holdfast's default")
+	engine := engineFlag(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		st, err := parseStrategy(*strategy)
 		if err != nil {
@@ -41,6 +46,13 @@ func newTopCmd() *cobra.Command {
 		}
 		if *interval < 100*time.Millisecond {
 			return usageError("--interval must be at least 100ms")
+		}
+		eng, err := resolveEngine(*engine)
+		if err != nil {
+			return err
+		}
+		if eng == engineMariaDB {
+			return runMySQLTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once)
 		}
 		return runTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 	}
@@ -58,7 +70,7 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 		return err
 	}
 	defer pool.Close()
-	if err := migrate.Check(ctx, pool); err != nil {
+	if err := requireSchema(ctx, pool); err != nil {
 		return err
 	}
 	// The client fills in holdfast's defaults (strategy, pool cap), so
@@ -68,9 +80,47 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 		return usageError("%v", err)
 	}
 	top := ops.NewTop(pool, hc.Config(), interval)
+	return showTop(ctx, out, interval, once, func(ctx context.Context) (string, error) {
+		s, err := top.Collect(ctx)
+		if err != nil {
+			return "", err
+		}
+		return ops.Render(s), nil
+	})
+}
 
+// runMySQLTop is top on MySQL/MariaDB: DATABASE_URL=mysql://…, or the
+// private MariaDB of the serve running with dataDir.
+func runMySQLTop(ctx context.Context, out io.Writer, dataDir string, interval time.Duration, once bool) error {
+	d, err := openServedMySQL(ctx, dataDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.requireSchema(ctx); err != nil {
+		return err
+	}
+	db, err := d.open(2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	top := mysqlops.NewTop(db, interval)
+	return showTop(ctx, out, interval, once, func(ctx context.Context) (string, error) {
+		s, err := top.Collect(ctx)
+		if err != nil {
+			return "", err
+		}
+		return mysqlops.RenderTop(s), nil
+	})
+}
+
+// showTop draws frames from collect: with once, one frame whose rates are
+// measured over one interval, without terminal control codes; else a
+// refreshing view until q, Ctrl-C or ctx ends.
+func showTop(ctx context.Context, out io.Writer, interval time.Duration, once bool, collect func(context.Context) (string, error)) error {
 	if once {
-		if _, err := top.Collect(ctx); err != nil {
+		if _, err := collect(ctx); err != nil {
 			return err
 		}
 		t := time.NewTimer(interval)
@@ -80,11 +130,11 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 			return nil
 		case <-t.C:
 		}
-		s, err := top.Collect(ctx)
+		frame, err := collect(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(out, ops.Render(s))
+		fmt.Fprint(out, frame)
 		return nil
 	}
 
@@ -113,14 +163,14 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		s, err := top.Collect(ctx)
+		frame, err := collect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		frame := ops.Render(s) + "(q to quit)\n"
+		frame += "(q to quit)\n"
 		fmt.Fprint(out, "\x1b[H\x1b[2J"+strings.ReplaceAll(frame, "\n", newline))
 		select {
 		case <-ctx.Done():

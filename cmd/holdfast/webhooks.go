@@ -33,7 +33,12 @@ shop's events to (docs/API.md, "Events and webhooks"), and list dead letters.
 
 A new endpoint's signing secret is printed once, alone on the last line of
 stdout. With the embedded database, webhooks uses the cluster in --data-dir,
-the running server's when serve runs.`,
+the running server's when serve runs (with --engine mariadb: the private
+MariaDB of the serve --engine mariadb running there).
+
+webhooks add applies the schema to a fresh database, as serve and migrate
+do; list, remove and dead-letters never change the schema: on a database
+without it they say to run holdfast migrate.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(cmd.PersistentFlags())
@@ -63,7 +68,7 @@ the running server's when serve runs.`,
 			}
 			from = after
 		}
-		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
@@ -82,7 +87,7 @@ the running server's when serve runs.`,
 		if err := needShop(); err != nil {
 			return err
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			eps, err := reg.List(ctx, *shop)
 			if err != nil {
 				return err
@@ -113,7 +118,7 @@ the running server's when serve runs.`,
 		if err != nil || id <= 0 {
 			return usageError("the endpoint id must be a positive integer")
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Remove(ctx, *shop, id)
 			if errors.Is(err, webhook.ErrNotFound) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has no webhook %d", *shop, id)}
@@ -135,7 +140,7 @@ the running server's when serve runs.`,
 		if *limit < 1 || *limit > webhook.DeadLettersLimitMax {
 			return usageError("--limit must be between 1 and %d", webhook.DeadLettersLimitMax)
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
 			dls, err := reg.DeadLetters(ctx, *shop, *limit)
 			if err != nil {
 				return err

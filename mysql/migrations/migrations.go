@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -155,4 +156,71 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// ErrSchemaBehind is returned by Check when migrations are pending (an
+// empty database included): run `holdfast migrate` or Up.
+var ErrSchemaBehind = errors.New("migrations: database schema is behind; run `holdfast migrate`")
+
+// ErrSchemaAhead is returned by Check when the database has migrations this
+// build does not know.
+var ErrSchemaAhead = errors.New("migrations: database schema is newer than this binary")
+
+// Applied returns the versions the database has recorded, in order; none
+// for a database without holdfast's schema. It reads only, and creates
+// nothing.
+func Applied(ctx context.Context, db *sql.DB) ([]int, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'schema_migrations'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := db.QueryContext(ctx, "SELECT version FROM schema_migrations ORDER BY version")
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Check returns nil when every embedded migration is applied and none
+// unknown to this build is, ErrSchemaBehind or ErrSchemaAhead otherwise.
+// Unlike Up it only reads: read-only commands call it instead of migrating.
+func Check(ctx context.Context, db *sql.DB) error {
+	all, err := All()
+	if err != nil {
+		return err
+	}
+	applied, err := Applied(ctx, db)
+	if err != nil {
+		return err
+	}
+	done := map[int]bool{}
+	for _, v := range applied {
+		done[v] = true
+	}
+	latest := all[len(all)-1].Version
+	if len(applied) > 0 && applied[len(applied)-1] > latest {
+		return fmt.Errorf("%w (at version %d, this binary knows %d)", ErrSchemaAhead, applied[len(applied)-1], latest)
+	}
+	pending := 0
+	for _, m := range all {
+		if !done[m.Version] {
+			pending++
+		}
+	}
+	if pending > 0 {
+		return fmt.Errorf("%w (%d of %d migrations pending)", ErrSchemaBehind, pending, len(all))
+	}
+	return nil
 }
