@@ -120,3 +120,23 @@ func (e *ExpiredError) Error() string {
 }
 
 func (e *ExpiredError) Is(target error) bool { return target == ErrHoldExpired }
+
+// ErrInvalidCursor: a listing's cursor (HoldQuery.After, LedgerQuery.After)
+// was issued by another listing — another shop, key or filters — so it
+// names no position in this one. Nothing was read. List again from the
+// first page. The error is a *CursorError; it also matches
+// ErrInvalidArgument.
+var ErrInvalidCursor = errors.New("holdfast: cursor of another listing")
+
+// CursorError is a cursor used on a listing other than the one that issued
+// it. It matches ErrInvalidCursor and ErrInvalidArgument; its field is
+// "cursor".
+type CursorError struct {
+	Reason string
+}
+
+func (e *CursorError) Error() string { return "holdfast: invalid cursor: " + e.Reason }
+
+func (e *CursorError) Is(target error) bool {
+	return target == ErrInvalidCursor || target == ErrInvalidArgument
+}
