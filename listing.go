@@ -114,13 +114,13 @@ type LedgerCursor struct {
 	Key
 }
 
-// Cursors are opaque to callers: a prefix naming the listing (and the
-// format: version 1 cursors did not name their listing's shop and
-// filters, and are refused as not of this listing), then base64url of the
-// position and the listing.
+// Cursors are opaque to callers: a prefix naming the listing, then
+// base64url of the position and of the listing that issued it. The prefix
+// makes a ledger cursor sent to the hold listing a clear argument error; a
+// cursor of the earlier, shorter form (position only) is malformed.
 const (
-	holdCursorPrefix   = "h2."
-	ledgerCursorPrefix = "l2."
+	holdCursorPrefix   = "h1."
+	ledgerCursorPrefix = "l1."
 	holdCursorLen      = 8 + 16 + 3*8 + 1
 	ledgerCursorLen    = 8 + 3*8
 )
