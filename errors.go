@@ -129,14 +129,15 @@ func (e *ExpiredError) Is(target error) bool { return target == ErrHoldExpired }
 var ErrInvalidCursor = errors.New("holdfast: cursor of another listing")
 
 // CursorError is a cursor used on a listing other than the one that issued
-// it. It matches ErrInvalidCursor and ErrInvalidArgument; its field is
-// "cursor".
+// it. It matches ErrInvalidCursor, and wraps an *ArgumentError for field
+// "cursor" (so it matches ErrInvalidArgument too, and code that reports
+// argument errors by field reports it unchanged).
 type CursorError struct {
 	Reason string
 }
 
 func (e *CursorError) Error() string { return "holdfast: invalid cursor: " + e.Reason }
 
-func (e *CursorError) Is(target error) bool {
-	return target == ErrInvalidCursor || target == ErrInvalidArgument
-}
+func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor }
+
+func (e *CursorError) Unwrap() error { return &ArgumentError{Field: "cursor", Reason: e.Reason} }

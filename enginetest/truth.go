@@ -102,8 +102,9 @@ func testEditCurrentRevisionContent(t *testing.T, h *Harness) {
 
 // testListingCursorScope: a listing's cursor belongs to the listing that
 // issued it — its shop and filters, a ledger cursor to its key. Used on
-// another, it is an ErrInvalidCursor (an *CursorError, also
-// ErrInvalidArgument), never a silent position in the other listing.
+// another, it is an ErrInvalidCursor (a *CursorError, also an
+// *ArgumentError for field cursor), never a silent position in the other
+// listing.
 func testListingCursorScope(t *testing.T, h *Harness) {
 	t.Parallel()
 	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
@@ -165,7 +166,9 @@ func testListingCursorScope(t *testing.T, h *Harness) {
 	for _, tc := range foreign {
 		got, err := tc.call()
 		var ce *holdfast.CursorError
-		if !errors.Is(err, holdfast.ErrInvalidCursor) || !errors.Is(err, holdfast.ErrInvalidArgument) || !errors.As(err, &ce) {
+		var ae *holdfast.ArgumentError
+		if !errors.Is(err, holdfast.ErrInvalidCursor) || !errors.Is(err, holdfast.ErrInvalidArgument) || !errors.As(err, &ce) ||
+			!errors.As(err, &ae) || ae.Field != "cursor" {
 			t.Errorf("%s: %+v %v, want an ErrInvalidCursor", tc.name, got, err)
 		}
 	}
