@@ -40,8 +40,11 @@ type EditParams struct {
 	ShopID     int64
 	CheckoutID uuid.UUID
 	// Revision is the revision the edit makes: the hold's current revision
-	// + 1. The same revision again (with the same lines) is a retry of this
-	// edit and answers the hold as it left it.
+	// + 1. The same revision again with the same lines and TTL is a retry
+	// of this edit and answers the hold as it left it (Replayed set, the
+	// expiry not moved again); with other lines or another TTL it is
+	// ErrIdempotencyConflict. Revision 1 is the reservation's, which
+	// carries TTL 0.
 	Revision int64
 	// Lines are the hold's new lines, all of them, with the bounds of a
 	// Reserve's cart. Lines not given are given back.

@@ -120,3 +120,24 @@ func (e *ExpiredError) Error() string {
 }
 
 func (e *ExpiredError) Is(target error) bool { return target == ErrHoldExpired }
+
+// ErrInvalidCursor: a listing's cursor (HoldQuery.After, LedgerQuery.After)
+// was issued by another listing — another shop, key or filters — so it
+// names no position in this one. Nothing was read. List again from the
+// first page. The error is a *CursorError; it also matches
+// ErrInvalidArgument.
+var ErrInvalidCursor = errors.New("holdfast: cursor of another listing")
+
+// CursorError is a cursor used on a listing other than the one that issued
+// it. It matches ErrInvalidCursor, and wraps an *ArgumentError for field
+// "cursor" (so it matches ErrInvalidArgument too, and code that reports
+// argument errors by field reports it unchanged).
+type CursorError struct {
+	Reason string
+}
+
+func (e *CursorError) Error() string { return "holdfast: invalid cursor: " + e.Reason }
+
+func (e *CursorError) Is(target error) bool { return target == ErrInvalidCursor }
+
+func (e *CursorError) Unwrap() error { return &ArgumentError{Field: "cursor", Reason: e.Reason} }

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,38 +93,60 @@ type KeyQuery struct {
 	Limit int
 }
 
-// HoldCursor is the decoded position of a HoldQuery.After.
+// HoldCursor is the decoded position of a HoldQuery.After, with the
+// listing it belongs to: a query of another shop or with other filters
+// refuses it (*CursorError) rather than start at a position of a listing
+// it is not.
 type HoldCursor struct {
 	CreatedAt  time.Time
 	CheckoutID uuid.UUID
+	// ShopID, ItemID, LocationID and Status are the query that issued the
+	// cursor (its shop and filters).
+	ShopID, ItemID, LocationID int64
+	Status                     Status
 }
 
 // LedgerCursor is the decoded position of a LedgerQuery.After: the ID of
-// the last entry listed.
+// the last entry listed, and the key whose ledger it is (entry IDs are
+// unique across keys, so another key's cursor would position silently).
 type LedgerCursor struct {
 	ID int64
+	Key
 }
 
 // Cursors are opaque to callers: a prefix naming the listing, then
-// base64url of the position. The prefix makes a ledger cursor sent to the
-// hold listing (or a stale format) a clear argument error.
+// base64url of the position and of the listing that issued it. The prefix
+// makes a ledger cursor sent to the hold listing a clear argument error; a
+// cursor of the earlier, shorter form (position only) is malformed.
 const (
 	holdCursorPrefix   = "h1."
 	ledgerCursorPrefix = "l1."
+	holdCursorLen      = 8 + 16 + 3*8 + 1
+	ledgerCursorLen    = 8 + 3*8
 )
+
+// cursorStatuses numbers a HoldQuery's Status filter in a cursor.
+var cursorStatuses = []Status{"", StatusHeld, StatusClaimed, StatusReleased, StatusExpired}
 
 // Encode returns the cursor as the opaque After string.
 func (c HoldCursor) Encode() string {
-	var b [24]byte
+	var b [holdCursorLen]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
-	copy(b[8:], c.CheckoutID[:])
+	copy(b[8:24], c.CheckoutID[:])
+	binary.BigEndian.PutUint64(b[24:32], uint64(c.ShopID))
+	binary.BigEndian.PutUint64(b[32:40], uint64(c.ItemID))
+	binary.BigEndian.PutUint64(b[40:48], uint64(c.LocationID))
+	b[48] = byte(max(0, slices.Index(cursorStatuses, c.Status)))
 	return holdCursorPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // Encode returns the cursor as the opaque After string.
 func (c LedgerCursor) Encode() string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(c.ID))
+	var b [ledgerCursorLen]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(c.ID))
+	binary.BigEndian.PutUint64(b[8:16], uint64(c.ShopID))
+	binary.BigEndian.PutUint64(b[16:24], uint64(c.ItemID))
+	binary.BigEndian.PutUint64(b[24:32], uint64(c.LocationID))
 	return ledgerCursorPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
@@ -164,12 +188,27 @@ func (q HoldQuery) Validate() (HoldQuery, *HoldCursor, error) {
 	if q.After == "" {
 		return q, nil, nil
 	}
-	b, err := decodeCursor(q.After, holdCursorPrefix, 24)
+	b, err := decodeCursor(q.After, holdCursorPrefix, holdCursorLen)
 	if err != nil {
 		return q, nil, err
 	}
-	c := &HoldCursor{CreatedAt: time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC()}
-	copy(c.CheckoutID[:], b[8:])
+	if int(b[48]) >= len(cursorStatuses) {
+		return q, nil, NewArgumentError("cursor", "malformed cursor (use the next of the previous page)")
+	}
+	c := &HoldCursor{
+		CreatedAt:  time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC(),
+		ShopID:     int64(binary.BigEndian.Uint64(b[24:32])),
+		ItemID:     int64(binary.BigEndian.Uint64(b[32:40])),
+		LocationID: int64(binary.BigEndian.Uint64(b[40:48])),
+		Status:     cursorStatuses[b[48]],
+	}
+	copy(c.CheckoutID[:], b[8:24])
+	switch {
+	case c.ShopID != q.ShopID:
+		return q, nil, &CursorError{Reason: fmt.Sprintf("the cursor is of shop %d's holds, not shop %d's: list again from the first page", c.ShopID, q.ShopID)}
+	case c.ItemID != q.ItemID || c.LocationID != q.LocationID || c.Status != q.Status:
+		return q, nil, &CursorError{Reason: fmt.Sprintf("the cursor is of a listing with other filters (item %d, location %d, status %q; 0 and \"\" are any): list again from the first page", c.ItemID, c.LocationID, string(c.Status))}
+	}
 	return q, c, nil
 }
 
@@ -205,15 +244,22 @@ func (q LedgerQuery) Validate() (LedgerQuery, *LedgerCursor, error) {
 	if q.After == "" {
 		return q, nil, nil
 	}
-	b, err := decodeCursor(q.After, ledgerCursorPrefix, 8)
+	b, err := decodeCursor(q.After, ledgerCursorPrefix, ledgerCursorLen)
 	if err != nil {
 		return q, nil, err
 	}
-	id := int64(binary.BigEndian.Uint64(b))
-	if id <= 0 {
+	c := &LedgerCursor{ID: int64(binary.BigEndian.Uint64(b[:8])), Key: Key{
+		ShopID:     int64(binary.BigEndian.Uint64(b[8:16])),
+		ItemID:     int64(binary.BigEndian.Uint64(b[16:24])),
+		LocationID: int64(binary.BigEndian.Uint64(b[24:32])),
+	}}
+	if c.ID <= 0 {
 		return q, nil, NewArgumentError("cursor", "malformed cursor (use the next of the previous page)")
 	}
-	return q, &LedgerCursor{ID: id}, nil
+	if c.Key != q.Key {
+		return q, nil, &CursorError{Reason: fmt.Sprintf("the cursor is of the ledger of shop %d item %d location %d, not of this key: list again from the first page", c.ShopID, c.ItemID, c.LocationID)}
+	}
+	return q, c, nil
 }
 
 // Validate checks q and returns it with its default filled in.
@@ -236,31 +282,30 @@ func checkLimit(n, most int) (int, error) {
 	return n, nil
 }
 
-// trim drops the row read past the page (there is a next page) and sets
-// Next from the last hold kept.
-func (p *HoldPage) trim(limit int) {
-	if len(p.Holds) <= limit {
+// TrimHoldPage is how every engine ends a page of q (validated): it reads
+// q.Limit+1 holds, and the last one only says that there is a next page,
+// whose cursor names q's shop and filters.
+func TrimHoldPage(p *HoldPage, q HoldQuery) {
+	if len(p.Holds) <= q.Limit {
 		p.Next = ""
 		return
 	}
-	p.Holds = p.Holds[:limit]
-	last := p.Holds[limit-1]
-	p.Next = HoldCursor{CreatedAt: last.CreatedAt, CheckoutID: last.CheckoutID}.Encode()
+	p.Holds = p.Holds[:q.Limit]
+	last := p.Holds[q.Limit-1]
+	p.Next = HoldCursor{CreatedAt: last.CreatedAt, CheckoutID: last.CheckoutID,
+		ShopID: q.ShopID, ItemID: q.ItemID, LocationID: q.LocationID, Status: q.Status}.Encode()
 }
 
-// TrimHoldPage is how every engine ends a page: it reads Limit+1 holds,
-// and the last one only says that there is a next page.
-func TrimHoldPage(p *HoldPage, limit int) { p.trim(limit) }
-
-// TrimLedgerPage is how every engine ends a page of the ledger: it reads
-// Limit+1 entries, and the last one only says that there is a next page.
-func TrimLedgerPage(p *LedgerPage, limit int) {
-	if len(p.Entries) <= limit {
+// TrimLedgerPage is how every engine ends a page of q's ledger (q
+// validated): it reads q.Limit+1 entries, and the last one only says that
+// there is a next page, whose cursor names q's key.
+func TrimLedgerPage(p *LedgerPage, q LedgerQuery) {
+	if len(p.Entries) <= q.Limit {
 		p.Next = ""
 		return
 	}
-	p.Entries = p.Entries[:limit]
-	p.Next = LedgerCursor{ID: p.Entries[limit-1].ID}.Encode()
+	p.Entries = p.Entries[:q.Limit]
+	p.Next = LedgerCursor{ID: p.Entries[q.Limit-1].ID, Key: q.Key}.Encode()
 }
 
 // KeyLevels reads each key's level with e.Level, in order: how every

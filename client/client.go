@@ -116,12 +116,15 @@ var sentinels = map[string]error{
 	"unknown_field":        holdfast.ErrInvalidArgument,
 	"missing_field":        holdfast.ErrInvalidArgument,
 	"wrong_type":           holdfast.ErrInvalidArgument,
+	"invalid_cursor":       holdfast.ErrInvalidCursor,
 }
 
-// Is reports whether target is the holdfast sentinel error of e's code.
+// Is reports whether target is the holdfast sentinel error of e's code
+// (invalid_cursor matches holdfast.ErrInvalidArgument too, as the engine's
+// *holdfast.CursorError does).
 func (e *Error) Is(target error) bool {
 	s, ok := sentinels[e.Code]
-	return ok && s == target
+	return ok && s == target || e.Code == "invalid_cursor" && target == holdfast.ErrInvalidArgument
 }
 
 // ReserveRequest is a reservation. The zero TTL is the server's default (15

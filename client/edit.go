@@ -29,7 +29,9 @@ type EditRequest struct {
 // given back, all or nothing. A short line is an *Error with code
 // insufficient_stock naming it (the hold is unchanged); an out-of-date
 // revision an *Error with code revision_conflict (errors.Is
-// holdfast.ErrRevisionConflict) carrying CurrentRevision. Safe to retry.
+// holdfast.ErrRevisionConflict) carrying CurrentRevision; the current
+// revision with other lines or another TTL an *Error with code
+// idempotency_conflict. Safe to retry with the same request.
 func (c *Client) Edit(ctx context.Context, shopID int64, r EditRequest) (*holdfast.Hold, error) {
 	body := map[string]any{"revision": r.Revision, "lines": r.Lines}
 	if r.TTL != 0 {

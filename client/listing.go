@@ -13,7 +13,9 @@ import (
 
 // Holds lists a page of a shop's holds and outcomes, newest first (GET
 // /v1/shops/{shop}/holds; see holdfast.HoldQuery). Pass the page's Next as
-// the next query's After. A rejected query is an *Error matching
+// the next query's After, with the same shop and filters: a cursor of
+// another listing is an *Error with code invalid_cursor (matching
+// holdfast.ErrInvalidCursor). A rejected query is an *Error matching
 // holdfast.ErrInvalidArgument, naming the query parameter.
 func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.HoldPage, error) {
 	v := url.Values{}
@@ -45,7 +47,8 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 
 // Ledger lists a page of a key's ledger, newest first (GET
 // /v1/shops/{shop}/inventory/{item}/{location}/ledger; see
-// holdfast.LedgerQuery). Pass the page's Next as the next query's After.
+// holdfast.LedgerQuery). Pass the page's Next as the next query's After,
+// for the same key (another key's cursor is invalid_cursor).
 func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.LedgerPage, error) {
 	v := url.Values{}
 	if q.After != "" {

@@ -249,8 +249,13 @@ func TestConsoleEndToEnd(t *testing.T) {
 	s.reserve(id, 4, 3)
 	row := fmt.Sprintf(`#holds tr[data-checkout=%q]`, id.String())
 	step("the new hold appears live", visible(row), visible(`#keys tr[data-key="4/1"]`))
-	if f := strings.Fields(text(`#keys tr[data-key="4/1"]`)); len(f) < 6 || f[2] != "40" || f[3] != "3" || f[5] != "37" {
-		t.Errorf("key 4's live row %q, want available 40, held 3, sellable 37", f)
+	// The live view reads the keys and the holds one after the other: the
+	// hold's row can show before its key's row has caught up, so wait for
+	// the key's values rather than read them once.
+	keyRow := `#keys tr[data-key="4/1"]`
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(`(function () { var r = document.querySelector(%q); if (!r) return false; var c = r.cells; return c.length >= 6 && c[2].textContent === "40" && c[3].textContent === "3" && c[5].textContent === "37"; })()`, keyRow),
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Errorf("key 4's live row %q, want available 40, held 3, sellable 37: %v", strings.Fields(text(keyRow)), err)
 	}
 	// The events panel shows the reservation; the webhook panel shows one
 	// endpoint keeping up and the other retrying, with its error.

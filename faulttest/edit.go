@@ -52,6 +52,7 @@ func applyEdit(s keyModel, in Input) (keyModel, bool) {
 	h.lines = [CartLinesMax]CartLine{}
 	h.n = copy(h.lines[:], in.Lines())
 	h.edits++
+	h.editTTL = in.TTL
 	return s.with(in.CO, h), true
 }
 
@@ -85,7 +86,9 @@ func stepEdit(s keyModel, in Input, out Output) []keyModel {
 	cur := h.edits + 1
 	switch {
 	case in.Rev == cur:
-		same := slices.Equal(h.cart(), in.Lines())
+		// A retry carries the lines and the TTL of the edit that made the
+		// revision; other content under it is a conflict (issue #24).
+		same := slices.Equal(h.cart(), in.Lines()) && in.TTL == h.editTTL
 		if (same && out.Result == ResOK && out.Replayed && out.Exp == h.exp) || (!same && out.Result == ResConflict) {
 			return yes(s)
 		}

@@ -72,6 +72,12 @@ func TestModelRejectsWrongEdits(t *testing.T) {
 			seq(editOp(1, 2, 0, 0, line(0, 2)), faulttest.Output{Result: faulttest.ResConflict}),
 		good: new(hist).seq(set(0, 5), ok).seq(reserve(1, line(0, 1)), held).seq(editOp(1, 2, 0, 0, line(0, 2)), edited(15*minute)).
 			seq(editOp(1, 2, 0, 0, line(0, 2)), faulttest.Output{Result: faulttest.ResOK, Exp: 15 * minute, Replayed: true}),
+	}, {
+		name: "an edit at the current revision with a new TTL answered a replay (#24)",
+		bad: new(hist).seq(set(0, 5), ok).seq(reserve(1, line(0, 1)), held).seq(editOp(1, 2, 0, 0, line(0, 2)), edited(15*minute)).
+			seq(editOp(1, 2, 30*minute, minute, line(0, 2)), faulttest.Output{Result: faulttest.ResOK, Exp: 15 * minute, Replayed: true}),
+		good: new(hist).seq(set(0, 5), ok).seq(reserve(1, line(0, 1)), held).seq(editOp(1, 2, 0, 0, line(0, 2)), edited(15*minute)).
+			seq(editOp(1, 2, 30*minute, minute, line(0, 2)), faulttest.Output{Result: faulttest.ResConflict}),
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -185,6 +185,7 @@ type mhold struct {
 	status        holdfast.Status
 	exp, deadline int64
 	edits         int64 // the hold's revision is 1 + edits
+	editTTL       int64 // the TTL of the edit that made the revision (0: none, or the reservation)
 }
 
 func (h mhold) cart() []CartLine { return h.lines[:h.n] }

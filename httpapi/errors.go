@@ -23,6 +23,7 @@ const (
 	CodeUnknownField        = "unknown_field"          // 400
 	CodeMissingField        = "missing_field"          // 400
 	CodeWrongType           = "wrong_type"             // 400: a member or path segment of the wrong JSON type
+	CodeInvalidCursor       = "invalid_cursor"         // 400: a listing's cursor of another shop, key or filters
 	CodeInvalidArgument     = "invalid_argument"       // 422: well-formed, but out of bounds
 	CodeUnauthorized        = "unauthorized"           // 401
 	CodeForbidden           = "forbidden"              // 403
@@ -107,8 +108,11 @@ func toAPIError(route string, err error) *apiError {
 	var short *holdfast.InsufficientStockError
 	var exp *holdfast.ExpiredError
 	var rev *holdfast.RevisionConflictError
+	var cur *holdfast.CursorError
 	e := &apiError{Status: http.StatusConflict, cause: err}
 	switch {
+	case errors.As(err, &cur):
+		return badRequest(CodeInvalidCursor, "cursor", "%s", cur.Reason)
 	case errors.As(err, &arg):
 		field := arg.Field
 		if f, ok := engineFields[field]; ok {
@@ -129,7 +133,7 @@ func toAPIError(route string, err error) *apiError {
 			e.Message = "the adjustment id is already used for another change; use a new one"
 		}
 		if route == routeEdit {
-			e.Message = "this revision was already made with other lines; read the hold and edit with its next revision"
+			e.Message = "this revision was already made with other lines or another ttl_seconds; read the hold and edit with its next revision"
 		}
 	case errors.Is(err, holdfast.ErrHoldClaimed):
 		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -22,9 +23,11 @@ import (
 // checkout could hold, what it holds included).
 //
 // Edit is idempotent on p.Revision, the revision it makes (the hold's
-// current revision + 1): a retry of the same revision and lines answers the
-// hold with Replayed set; the same revision with other lines is
-// ErrIdempotencyConflict; any other revision is a *RevisionConflictError.
+// current revision + 1): a retry of the same revision, lines and TTL answers
+// the hold with Replayed set (and moves nothing); the same revision with
+// other lines or another TTL is ErrIdempotencyConflict (revision 1, the
+// reservation, carries TTL 0); any other revision is a
+// *RevisionConflictError.
 // A hold past its expiry but not swept can be edited; with TTL 0 it stays
 // past its expiry. An ended hold is ErrHoldClaimed, ErrHoldReleased or
 // ErrHoldExpired; an unknown checkout ErrNotFound.
@@ -85,8 +88,9 @@ func (c *Client) edit(ctx context.Context, outer *sql.Tx, p holdfast.EditParams)
 }
 
 // editAnswer answers an edit from the hold as it is: an ended hold's error,
-// a replay, a conflict, or nil when the edit is to be applied.
-func editAnswer(cur *holdfast.Hold, p holdfast.EditParams, lines []holdfast.Line) (*holdfast.Hold, error) {
+// a replay, a conflict, or nil when the edit is to be applied. editTTL reads
+// the TTL of the edit that made cur's revision.
+func editAnswer(cur *holdfast.Hold, p holdfast.EditParams, lines []holdfast.Line, editTTL func() (int64, error)) (*holdfast.Hold, error) {
 	switch {
 	case cur.Status == holdfast.StatusClaimed:
 		return nil, holdfast.ErrHoldClaimed
@@ -96,7 +100,16 @@ func editAnswer(cur *holdfast.Hold, p holdfast.EditParams, lines []holdfast.Line
 		return nil, holdfast.ErrHoldExpired
 	}
 	if p.Revision == cur.Revision {
+		// A retry of the edit that made this revision carries its lines
+		// and its TTL; anything else is another edit under a used revision.
 		if !slices.Equal(cur.Lines, lines) {
+			return nil, holdfast.ErrIdempotencyConflict
+		}
+		ttl, err := editTTL()
+		if err != nil {
+			return nil, err
+		}
+		if ttl != p.TTL.Microseconds() {
 			return nil, holdfast.ErrIdempotencyConflict
 		}
 		cur.Replayed = true
@@ -115,7 +128,15 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 	if err != nil {
 		return nil, nil, err
 	}
-	if h, err := editAnswer(cur, p, lines); h != nil || err != nil {
+	editTTL := func() (int64, error) {
+		var ttl int64
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, "edit_ttl"), p.ShopID, id, cur.Revision).Scan(&ttl)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, errRetry // edited since the read: look again
+		}
+		return ttl, err
+	}
+	if h, err := editAnswer(cur, p, lines, editTTL); h != nil || err != nil {
 		return h, nil, err
 	}
 	grow, shrink := holdfast.DiffLines(cur.Lines, lines)
@@ -159,7 +180,7 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 		return nil, grow, errRetry
 	}
 	now, us := c.now(), p.TTL.Microseconds()
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "edit_hold"), string(raw), p.Revision, us, now, us, p.ShopID, id); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "edit_hold"), string(raw), p.Revision, us, us, now, us, p.ShopID, id); err != nil {
 		return nil, grow, err
 	}
 	// The hold's lines are rewritten from its record, in this transaction:

@@ -79,7 +79,7 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 	if err != nil {
 		return nil, err
 	}
-	holdfast.TrimHoldPage(page, q.Limit)
+	holdfast.TrimHoldPage(page, q)
 	return page, nil
 }
 
@@ -118,7 +118,7 @@ func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.
 	if err != nil {
 		return nil, err
 	}
-	holdfast.TrimLedgerPage(page, q.Limit)
+	holdfast.TrimLedgerPage(page, q)
 	return page, nil
 }
 

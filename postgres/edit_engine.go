@@ -22,9 +22,11 @@ import (
 // checkout could hold, what it holds included).
 //
 // Edit is idempotent on p.Revision, the revision it makes (the hold's
-// current revision + 1): a retry of the same revision and lines answers the
-// hold with Replayed set; the same revision with other lines is
-// ErrIdempotencyConflict; any other revision is a *RevisionConflictError.
+// current revision + 1): a retry of the same revision, lines and TTL answers
+// the hold with Replayed set (and moves nothing); the same revision with
+// other lines or another TTL is ErrIdempotencyConflict (revision 1, the
+// reservation, carries TTL 0); any other revision is a
+// *RevisionConflictError.
 // A hold past its expiry but not swept can be edited (its units are still
 // its own); with TTL 0 it stays past its expiry. An ended hold is
 // ErrHoldClaimed, ErrHoldReleased or ErrHoldExpired; an unknown checkout
@@ -105,7 +107,16 @@ func (c *Client) editOnce(ctx context.Context, tx pgx.Tx, p holdfast.EditParams,
 		return nil, nil, holdfast.ErrHoldExpired
 	}
 	if p.Revision == cur.Revision {
+		// A retry of the edit that made this revision carries its lines
+		// and its TTL; anything else is another edit under a used revision.
 		if !slices.Equal(cur.Lines, lines) {
+			return nil, nil, holdfast.ErrIdempotencyConflict
+		}
+		var ttl int64
+		if err := tx.QueryRow(ctx, c.q(ctx, route, "edit_ttl"), p.CheckoutID, p.ShopID, p.Revision).Scan(&ttl); err != nil {
+			return nil, nil, err // no row cannot happen while we hold the row
+		}
+		if ttl != p.TTL.Microseconds() {
 			return nil, nil, holdfast.ErrIdempotencyConflict
 		}
 		cur.Replayed = true

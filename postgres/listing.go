@@ -62,7 +62,7 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 	if err != nil {
 		return nil, err
 	}
-	holdfast.TrimHoldPage(page, q.Limit)
+	holdfast.TrimHoldPage(page, q)
 	return page, nil
 }
 
@@ -98,7 +98,7 @@ func (c *Client) Ledger(ctx context.Context, q holdfast.LedgerQuery) (*holdfast.
 	if err != nil {
 		return nil, err
 	}
-	holdfast.TrimLedgerPage(page, q.Limit)
+	holdfast.TrimLedgerPage(page, q)
 	return page, nil
 }
 

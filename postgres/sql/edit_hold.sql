@@ -1,5 +1,6 @@
 -- Give a held checkout its edited lines and revision, and its new expiry
--- when the edit asks for one (now + ttl, capped by the deadline). The
+-- when the edit asks for one (now + ttl, capped by the deadline); keep the
+-- edit's ttl, which a retry of the revision must match (edit_ttl.sql). The
 -- caller holds the row (hold_lock.sql). Returns whether the hold is past
 -- its expiry still (an edit that kept the expiry of a lapsed hold).
 -- $1 checkout, $2 shop, $3 lines json, $4 revision, $5 ttl µs (0: keep the
@@ -7,6 +8,7 @@
 UPDATE holds
 SET lines = $3::jsonb,
     revision = $4::bigint,
+    edit_ttl = $5::bigint,
     expires_at = CASE WHEN $5::bigint > 0
                       THEN least(t.now + $5::bigint * interval '1 microsecond', deadline)
                       ELSE expires_at END
