@@ -34,6 +34,18 @@ var (
 	// out before its whole cart could be held; nothing is held. Reserve
 	// under a new checkout id.
 	ErrWaitExpired = errors.New("holdfast: wait expired")
+	// ErrWaitCancelled: the checkout waited (ErrWaitlisted) and was
+	// released: Release of a waiting checkout ends its wait and answers
+	// ErrWaitCancelled, and so does every later Release, Hold or Reserve
+	// of it. Nothing is held and nothing will be.
+	ErrWaitCancelled = errors.New("holdfast: wait cancelled")
+	// ErrWaitUnservable: the checkout waited (ErrWaitlisted) and its cart
+	// came to ask more of a key than could ever come back to it (more
+	// than available less the safety stock: a held unit was claimed, the
+	// stock was lowered or the safety stock raised). The wait ended at
+	// once, so the key's units are for sale again; nothing is held. Reserve
+	// what is sellable under a new checkout id.
+	ErrWaitUnservable = errors.New("holdfast: wait can no longer be served")
 )
 
 // WaitlistedError is a checkout waiting for its cart. It matches
