@@ -13,10 +13,19 @@ const (
 	WaitMaxDefault = 15 * time.Minute
 	// WaitMaxLimit bounds Config.WaitMax.
 	WaitMaxLimit = 24 * time.Hour
-	// WaitlistScanMax bounds the waiting carts one pass of the waitlist
-	// server considers, oldest first: carts behind them wait for a later
-	// pass.
+	// WaitlistScanMax bounds the waits that ran out one pass of the
+	// waitlist server ends, and the waiters of a key it looks at.
 	WaitlistScanMax = 500
+	// WaitlistKeysMax bounds the keys with waiters one pass of the waitlist
+	// server serves. Each key's queue is served on its own (head of line
+	// per key), so a key — or a shop — whose waiters cannot be served
+	// holds up no other; passes take the keys round robin, and a full pass
+	// asks the worker for another at once.
+	WaitlistKeysMax = 100
+	// WaitlistGrantsMax bounds the waits one pass of the waitlist server
+	// grants or ends; the worker runs another pass at once after a full
+	// one.
+	WaitlistGrantsMax = 500
 )
 
 // Errors of the waitlist.
@@ -100,6 +109,16 @@ const (
 	// could be held (or the checkout got a hold of its own meanwhile);
 	// nothing is held for it.
 	EventWaitlistExpired EventType = "waitlist.expired"
+	// EventWaitlistWaiting: a checkout started to wait, with its cart's
+	// lines: from now on no new buyer gets the keys it is short on.
+	EventWaitlistWaiting EventType = "waitlist.waiting"
+	// EventWaitlistCancelled: a waiting checkout was released
+	// (ErrWaitCancelled); nothing is held for it.
+	EventWaitlistCancelled EventType = "waitlist.cancelled"
+	// EventWaitlistUnservable: a waiting checkout's cart came to ask more
+	// of a key than its available stock (ErrWaitUnservable); the wait
+	// ended and nothing is held for it.
+	EventWaitlistUnservable EventType = "waitlist.unservable"
 )
 
 // ValidateWaitCart refuses a wait the waitlist cannot serve correctly: a
