@@ -320,9 +320,13 @@ func (c *Client) level(ctx context.Context, tx *sql.Tx, route string, k holdfast
 	if err != nil {
 		return nil, err
 	}
+	sellable := max(0, st.available-st.safety-st.held)
+	if st.waited {
+		sellable = 0 // what a new buyer is told: the units go to the waiters first
+	}
 	return &holdfast.Level{
 		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
-		Sellable: max(0, st.available-st.safety-st.held), OverCommitted: st.held > st.available, Safety: st.safety,
+		Sellable: sellable, OverCommitted: st.held > st.available, Safety: st.safety,
 		Strategy: st.strategy, PoolCap: st.poolCap,
 	}, nil
 }

@@ -219,6 +219,13 @@ func (c *Client) waitOrNotFound(ctx context.Context, tx pgx.Tx, route string, sh
 // errGranted: waiterAnswer found the wait granted; the hold answers.
 var errGranted = errors.New("holdfast: wait granted")
 
+// isWaitAnswer reports whether err is a wait's answer (waiting, or ended
+// without a hold).
+func isWaitAnswer(err error) bool {
+	return errors.Is(err, holdfast.ErrWaitlisted) || errors.Is(err, holdfast.ErrWaitExpired) ||
+		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
+}
+
 // kickWaitlist wakes the waitlist server, if this client runs one: units
 // may have come back.
 func (c *Client) kickWaitlist() {
