@@ -586,6 +586,10 @@ func outcome(err error, h *holdfast.Hold) string {
 		return "waitlisted"
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		return "wait_expired"
+	case errors.Is(err, holdfast.ErrWaitCancelled):
+		return "wait_cancelled"
+	case errors.Is(err, holdfast.ErrWaitUnservable):
+		return "wait_unservable"
 	case errors.Is(err, holdfast.ErrRevisionConflict):
 		return "revision_conflict"
 	}
