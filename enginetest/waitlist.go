@@ -81,6 +81,8 @@ func testWaitlist(t *testing.T, h *Harness) {
 	t.Run("ReadIsOneSnapshot", func(t *testing.T) { testWaitlistReadSnapshot(t, h) })
 	t.Run("OtherLinesConflict", func(t *testing.T) { testWaitlistOtherLines(t, h) })
 	t.Run("LevelAndKeyEvents", func(t *testing.T) { testWaitlistLevel(t, h) })
+	t.Run("KeysRoundRobin", func(t *testing.T) { testWaitlistRoundRobin(t, h) })
+	t.Run("ReleaseRacesGrant", func(t *testing.T) { testWaitlistReleaseRace(t, h) })
 }
 
 // testWaitlistFCFS enqueues waiters concurrently (their positions are
@@ -784,4 +786,106 @@ func (e *env) keyEvents(shop, item int64) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// testWaitlistRoundRobin: more keys with waiters than one pass serves
+// (WaitlistKeysMax), none servable; a later shop's waiter is served within
+// a few passes (the window goes round), not never.
+func testWaitlistRoundRobin(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 24})
+	n := holdfast.WaitlistKeysMax + 1
+	items := make(chan int64, n)
+	for i := range n {
+		items <- int64(i + 1)
+	}
+	close(items)
+	var bad errorSink
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range items {
+				q := 1
+				if _, err := e.e.ChangeStock(ctxb(), holdfast.StockChange{Key: key(14, item), Set: &q, Reason: "test stock"}); err != nil {
+					bad.add("stock: %v", err)
+					return
+				}
+				if _, err := e.reserve(14, uuid.New(), one(item, 1)); err != nil {
+					bad.add("hold: %v", err)
+					return
+				}
+				if _, err := e.waitFor(14, uuid.New(), one(item, 1), 10*time.Minute); !errors.Is(err, holdfast.ErrWaitlisted) {
+					bad.add("wait: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	bad.check(t)
+	e.stock(key(15, 1), 1)
+	holder := e.mustReserve(15, one(1, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(15, w, one(1, 1), 10*time.Minute)
+	e.release(15, holder)
+	passes := 0
+	for ; passes < 3 && e.waitState(15, w) != "held"; passes++ {
+		e.serve()
+	}
+	if got := e.waitState(15, w); got != "held" {
+		t.Fatalf("shop 15's waiter after %d passes (%d keys of shop 14 wait): %s, want held", passes, n, got)
+	}
+}
+
+// testWaitlistReleaseRace releases a waiting checkout while its unit comes
+// back and the server grants: the release either cancels the wait (then it
+// is never granted) or releases the granted hold; either way nothing stays
+// held for it.
+func testWaitlistReleaseRace(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 24})
+	rounds := 16
+	if long() {
+		rounds = 64
+	}
+	for r := range rounds {
+		item := int64(r + 1)
+		e.stock(key(16, item), 1)
+		holder := e.mustReserve(16, one(item, 1), time.Hour)
+		w := uuid.New()
+		e.mustWait(16, w, one(item, 1), 10*time.Minute)
+		var wg sync.WaitGroup
+		var hw *holdfast.Hold
+		var errW error
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			hw, errW = e.e.Release(ctxb(), 16, w)
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			e.release(16, holder)
+			e.serve()
+		}()
+		close(start)
+		wg.Wait()
+		e.serve()
+		switch {
+		case errors.Is(errW, holdfast.ErrWaitCancelled):
+			if got := e.waitState(16, w); got != "cancelled" {
+				t.Fatalf("round %d: w cancelled, then: %s", r, got)
+			}
+		case errW == nil && hw.Status == holdfast.StatusReleased:
+		default:
+			t.Fatalf("round %d: release of w: %+v %v, want ErrWaitCancelled or its released hold", r, hw, errW)
+		}
+		if l := e.level(key(16, item)); l.Held != 0 {
+			t.Fatalf("round %d: %+v after the release of w (%v): want nothing held", r, l, errW)
+		}
+	}
+	e.checkInvariant(false)
 }
