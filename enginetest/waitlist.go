@@ -554,9 +554,14 @@ func testWaitlistUnservable(t *testing.T, h *Harness) {
 	if _, err := e.e.Claim(ctxb(), 9, holder); err != nil {
 		t.Fatalf("claim the holder: %v", err)
 	}
-	e.serve()
+	// Told at once: the claim ended the wait.
 	if got := e.waitState(9, w); got != "unservable" {
 		t.Fatalf("w once its 10th unit was claimed (9 available): %s, want unservable", got)
+	}
+	e.mustReserve(9, one(1, 1), 0)
+	e.serve()
+	if got := e.waitState(9, w); got != "unservable" {
+		t.Fatalf("w after a pass of the server: %s, want unservable", got)
 	}
 	if _, err := e.waitFor(9, w, one(1, 10), 10*time.Minute); !errors.Is(err, holdfast.ErrWaitUnservable) {
 		t.Fatalf("a retry of w: %v, want ErrWaitUnservable", err)
@@ -565,11 +570,11 @@ func testWaitlistUnservable(t *testing.T, h *Harness) {
 	if _, err := e.waitFor(9, uuid.New(), one(1, 10), 10*time.Minute); !isShortNotWaiting(err) {
 		t.Fatalf("a fresh checkout asking 10 of 9: %v, want ErrInsufficientStock without a wait", err)
 	}
-	// The key is no longer frozen: its 9 sell.
-	if l := e.level(k); l.Sellable != 9 {
-		t.Fatalf("level after the wait ended: %+v, want sellable 9", l)
+	// The key is no longer frozen: its other 8 sell.
+	if l := e.level(k); l.Sellable != 8 {
+		t.Fatalf("level after the wait ended: %+v, want sellable 8", l)
 	}
-	e.mustReserve(9, one(1, 9), 0)
+	e.mustReserve(9, one(1, 8), 0)
 	for _, ev := range e.waitEvents(9) {
 		if ev.Type == holdfast.EventWaitlistHeld {
 			t.Fatalf("event %+v: the unservable wait was granted", ev)

@@ -28,7 +28,9 @@ import (
 func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	h, err := c.claim(ctx, nil, shopID, checkoutID)
 	if err == nil && !h.Replayed {
-		c.kickWaitlist() // a claim may leave a wait unservable (waitlist.go)
+		// Claimed units never come back: a wait that asked for them ends
+		// now (waitlist.go).
+		c.endUnservableAfterClaim(ctx, h)
 	}
 	return h, err
 }

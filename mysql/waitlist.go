@@ -568,6 +568,24 @@ func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
 	return n, nil
 }
 
+// endUnservableAfterClaim ends, in a transaction of its own right after
+// the claim h committed, the waits on h's keys that now ask more than the
+// key's available stock (issue 24 item 4): the waiters are told at once and
+// the keys' free units sell again. A failure leaves them to the waitlist
+// worker's next pass (kicked here either way), so the claim's answer does
+// not depend on it.
+func (c *Client) endUnservableAfterClaim(ctx context.Context, h *holdfast.Hold) {
+	defer c.kickWaitlist()
+	keys := make([]holdfast.Key, len(h.Lines))
+	for i, l := range h.Lines {
+		keys[i] = holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: l.LocationID}
+	}
+	_ = c.run(ctx, nil, holdfast.RouteClaim, true, func(tx *sql.Tx, _ int) error {
+		_, err := c.endUnservable(ctx, tx, keys)
+		return err
+	})
+}
+
 // endWait ends the checkout's wait if it still waits, as status, unmarks
 // its keys, writes an event of type ev (none when ev is empty) and returns
 // its cart; ok false when it no longer waited.

@@ -486,6 +486,24 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 	return n, nil
 }
 
+// endUnservableAfterClaim ends, in a transaction of its own right after
+// the claim h committed, the waits on h's keys that now ask more than the
+// key's available stock (issue 24 item 4): the waiters are told at once and
+// the keys' free units sell again. A failure leaves them to the waitlist
+// worker's next pass (kicked here either way), so the claim's answer does
+// not depend on it.
+func (c *Client) endUnservableAfterClaim(ctx context.Context, h *holdfast.Hold) {
+	defer c.kickWaitlist()
+	keys := make([]holdfast.Key, len(h.Lines))
+	for i, l := range h.Lines {
+		keys[i] = holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: l.LocationID}
+	}
+	_ = c.run(ctx, c.pool, holdfast.RouteClaim, true, true, func(tx pgx.Tx, _ int) error {
+		_, err := c.endUnservable(ctx, tx, keys, nil)
+		return err
+	})
+}
+
 // endWait ends the checkout's wait if it still waits, as status, with an
 // event of type ev (none when ev is empty), and returns its cart; ok false
 // when it no longer waited.
