@@ -580,6 +580,17 @@ func testWaitlistUnservable(t *testing.T, h *Harness) {
 			t.Fatalf("event %+v: the unservable wait was granted", ev)
 		}
 	}
+	// A stock reduction below the waiting cart ends it too, at once.
+	k2 := key(9, 2)
+	e.stock(k2, 5)
+	e.mustReserve(9, one(2, 1), time.Hour)
+	w2 := uuid.New()
+	e.mustWait(9, w2, one(2, 5), 10*time.Minute)
+	e.stock(k2, 4)
+	if got := e.waitState(9, w2); got != "unservable" {
+		t.Fatalf("w2 once the stock went from 5 to 4: %s, want unservable", got)
+	}
+	e.mustReserve(9, one(2, 3), 0)
 }
 
 // testWaitlistRelease: releasing a waiting checkout cancels its wait (the

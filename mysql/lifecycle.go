@@ -30,7 +30,11 @@ func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) 
 	if err == nil && !h.Replayed {
 		// Claimed units never come back: a wait that asked for them ends
 		// now (waitlist.go).
-		c.endUnservableAfterClaim(ctx, h)
+		keys := make([]holdfast.Key, len(h.Lines))
+		for i, l := range h.Lines {
+			keys[i] = holdfast.Key{ShopID: shopID, ItemID: l.ItemID, LocationID: l.LocationID}
+		}
+		c.endUnservableOn(ctx, holdfast.RouteClaim, keys)
 	}
 	return h, err
 }

@@ -568,19 +568,15 @@ func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
 	return n, nil
 }
 
-// endUnservableAfterClaim ends, in a transaction of its own right after
-// the claim h committed, the waits on h's keys that now ask more than the
-// key's available stock (issue 24 item 4): the waiters are told at once and
-// the keys' free units sell again. A failure leaves them to the waitlist
-// worker's next pass (kicked here either way), so the claim's answer does
-// not depend on it.
-func (c *Client) endUnservableAfterClaim(ctx context.Context, h *holdfast.Hold) {
+// endUnservableOn ends, in a transaction of its own right after a claim
+// or stock change on keys committed, the waits on keys that now ask more
+// than the key's available stock (issue 24 item 4): the waiters are told
+// at once and the keys' free units sell again. A failure leaves them to
+// the waitlist worker's next pass (kicked here either way), so the
+// change's answer does not depend on it.
+func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
 	defer c.kickWaitlist()
-	keys := make([]holdfast.Key, len(h.Lines))
-	for i, l := range h.Lines {
-		keys[i] = holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: l.LocationID}
-	}
-	_ = c.run(ctx, nil, holdfast.RouteClaim, true, func(tx *sql.Tx, _ int) error {
+	_ = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		_, err := c.endUnservable(ctx, tx, keys)
 		return err
 	})

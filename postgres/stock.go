@@ -58,7 +58,9 @@ func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k holdfast.Key, 
 func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
 	l, err := c.changeStock(ctx, c.pool, true, ch)
 	if err == nil {
-		c.kickWaitlist() // a restock may serve waiters (waitlist.go)
+		// A restock may serve waiters, a reduction may leave a wait that
+		// can never be served (waitlist.go).
+		c.endUnservableOn(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
 	}
 	return l, err
 }
