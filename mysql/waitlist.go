@@ -366,13 +366,17 @@ func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error
 		}
 		slices.SortFunc(keys, compareKeys)
 		keys = slices.Compact(keys)
+		// tried: the keys whose lock rows this pass took, or found none
+		// of (a key without a row has nothing to protect: a cart asking
+		// for it ends as unservable); locked: those it took.
 		locked := make(map[holdfast.Key]bool, len(keys))
+		tried := make(map[holdfast.Key]bool, len(keys))
 		for _, k := range keys {
 			ok, err := c.lockKey(ctx, tx, route, k)
 			if err != nil {
 				return err
 			}
-			locked[k] = ok
+			locked[k], tried[k] = ok, true
 		}
 		ended, err := c.endUnservable(ctx, tx, window)
 		if err != nil {
@@ -392,7 +396,7 @@ func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error
 					break
 				}
 				if slices.ContainsFunc(w.lines, func(l holdfast.Line) bool {
-					return !locked[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
+					return !tried[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
 				}) {
 					// A key of its cart this pass did not lock: the next
 					// pass locks it first.
