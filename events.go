@@ -27,8 +27,9 @@ const (
 	// deduction, which is EventHoldClaimed): Delta is the change (for a
 	// set, the new level minus the old), Available the level after it.
 	EventStockChanged EventType = "stock.changed"
-	// EventKeySoldOut: the key's sellable stock (available - held) reached
-	// zero. Available is the key's level when it was noticed.
+	// EventKeySoldOut: the key's sellable stock (Level.Sellable: available
+	// - safety - held, and nothing while the key has waiters) reached zero.
+	// Available is the key's level when it was noticed.
 	EventKeySoldOut EventType = "key.sold_out"
 	// EventKeyBackInStock: a sold-out key has sellable stock again.
 	EventKeyBackInStock EventType = "key.back_in_stock"

@@ -137,8 +137,9 @@ type Level struct {
 	Held int `json:"held"`
 	// Pooled is the units in the key's allocation buffer (pool rows or counters).
 	Pooled int `json:"pooled"`
-	// Sellable is what a new reservation can still get: Available - Safety
-	// - Held, never below zero.
+	// Sellable is what a new reservation can still get — what a new buyer
+	// would be told: Available - Safety - Held, never below zero, and 0
+	// while the key has waiters (units go to the waitlist first).
 	Sellable int `json:"sellable"`
 	// Safety is the key's safety stock: units withheld from sale
 	// (SetSafetyStock). 0: none.

@@ -13,10 +13,19 @@ const (
 	WaitMaxDefault = 15 * time.Minute
 	// WaitMaxLimit bounds Config.WaitMax.
 	WaitMaxLimit = 24 * time.Hour
-	// WaitlistScanMax bounds the waiting carts one pass of the waitlist
-	// server considers, oldest first: carts behind them wait for a later
-	// pass.
+	// WaitlistScanMax bounds the waits that ran out one pass of the
+	// waitlist server ends, and the waiters of a key it looks at.
 	WaitlistScanMax = 500
+	// WaitlistKeysMax bounds the keys with waiters one pass of the waitlist
+	// server serves. Each key's queue is served on its own (head of line
+	// per key), so a key — or a shop — whose waiters cannot be served
+	// holds up no other; passes take the keys round robin, and a full pass
+	// asks the worker for another at once.
+	WaitlistKeysMax = 100
+	// WaitlistGrantsMax bounds the waits one pass of the waitlist server
+	// grants or ends; the worker runs another pass at once after a full
+	// one.
+	WaitlistGrantsMax = 500
 )
 
 // Errors of the waitlist.
@@ -34,6 +43,18 @@ var (
 	// out before its whole cart could be held; nothing is held. Reserve
 	// under a new checkout id.
 	ErrWaitExpired = errors.New("holdfast: wait expired")
+	// ErrWaitCancelled: the checkout waited (ErrWaitlisted) and was
+	// released: Release of a waiting checkout ends its wait and answers
+	// ErrWaitCancelled, and so does every later Release, Hold or Reserve
+	// of it. Nothing is held and nothing will be.
+	ErrWaitCancelled = errors.New("holdfast: wait cancelled")
+	// ErrWaitUnservable: the checkout waited (ErrWaitlisted) and its cart
+	// came to ask more of a key than could ever come back to it (more
+	// than available less the safety stock: a held unit was claimed, the
+	// stock was lowered or the safety stock raised). The wait ended at
+	// once, so the key's units are for sale again; nothing is held. Reserve
+	// what is sellable under a new checkout id.
+	ErrWaitUnservable = errors.New("holdfast: wait can no longer be served")
 )
 
 // WaitlistedError is a checkout waiting for its cart. It matches
@@ -88,6 +109,16 @@ const (
 	// could be held (or the checkout got a hold of its own meanwhile);
 	// nothing is held for it.
 	EventWaitlistExpired EventType = "waitlist.expired"
+	// EventWaitlistWaiting: a checkout started to wait, with its cart's
+	// lines: from now on no new buyer gets the keys it is short on.
+	EventWaitlistWaiting EventType = "waitlist.waiting"
+	// EventWaitlistCancelled: a waiting checkout was released
+	// (ErrWaitCancelled); nothing is held for it.
+	EventWaitlistCancelled EventType = "waitlist.cancelled"
+	// EventWaitlistUnservable: a waiting checkout's cart came to ask more
+	// of a key than its available stock (ErrWaitUnservable); the wait
+	// ended and nothing is held for it.
+	EventWaitlistUnservable EventType = "waitlist.unservable"
 )
 
 // ValidateWaitCart refuses a wait the waitlist cannot serve correctly: a

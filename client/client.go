@@ -104,6 +104,8 @@ var sentinels = map[string]error{
 	"hold_released":        holdfast.ErrHoldReleased,
 	"hold_expired":         holdfast.ErrHoldExpired,
 	"wait_expired":         holdfast.ErrWaitExpired,
+	"wait_cancelled":       holdfast.ErrWaitCancelled,
+	"wait_unservable":      holdfast.ErrWaitUnservable,
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,
 	"over_committed":       holdfast.ErrOverCommitted,
 	"revision_conflict":    holdfast.ErrRevisionConflict,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,10 @@ func (e *env) waitState(shop int64, id uuid.UUID) string {
 		return fmt.Sprintf("waiting:%d", we.Position)
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		return "expired"
+	case errors.Is(err, holdfast.ErrWaitCancelled):
+		return "cancelled"
+	case errors.Is(err, holdfast.ErrWaitUnservable):
+		return "unservable"
 	}
 	return err.Error()
 }
@@ -69,6 +74,15 @@ func testWaitlist(t *testing.T, h *Harness) {
 	t.Run("WholeCarts", func(t *testing.T) { testWaitlistWholeCarts(t, h) })
 	t.Run("Answers", func(t *testing.T) { testWaitlistAnswers(t, h) })
 	t.Run("BadInputWritesNothing", func(t *testing.T) { testWaitlistBadInput(t, h) })
+	// issue 24 items 4-6
+	t.Run("ShopsServedIndependently", func(t *testing.T) { testWaitlistShops(t, h) })
+	t.Run("UnservableWaitEnds", func(t *testing.T) { testWaitlistUnservable(t, h) })
+	t.Run("ReleaseCancelsWait", func(t *testing.T) { testWaitlistRelease(t, h) })
+	t.Run("ReadIsOneSnapshot", func(t *testing.T) { testWaitlistReadSnapshot(t, h) })
+	t.Run("OtherLinesConflict", func(t *testing.T) { testWaitlistOtherLines(t, h) })
+	t.Run("LevelAndKeyEvents", func(t *testing.T) { testWaitlistLevel(t, h) })
+	t.Run("KeysRoundRobin", func(t *testing.T) { testWaitlistRoundRobin(t, h) })
+	t.Run("ReleaseRacesGrant", func(t *testing.T) { testWaitlistReleaseRace(t, h) })
 }
 
 // testWaitlistFCFS enqueues waiters concurrently (their positions are
@@ -469,4 +483,425 @@ func (e *env) sweepNow() {
 	if _, err := e.e.SweepOnce(ctxb()); err != nil {
 		e.t.Fatalf("sweep: %v", err)
 	}
+}
+
+// testWaitlistShops: one shop's waiters that cannot be served — more of
+// them than one pass of the server used to consider — do not hold up
+// another shop's: each shop's (each key's) queue is served on its own.
+func testWaitlistShops(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 24})
+	a, b := key(7, 1), key(8, 1)
+	e.stock(a, 1)
+	e.stock(b, 1)
+	e.mustReserve(7, one(1, 1), time.Hour)
+	holder := e.mustReserve(8, one(1, 1), time.Hour)
+	// Shop 7: more waiters than a scan window, none of them servable.
+	n := holdfast.WaitlistScanMax + 1
+	ids := make(chan uuid.UUID, n)
+	for range n {
+		ids <- uuid.New()
+	}
+	close(ids)
+	var bad errorSink
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range ids {
+				if _, err := e.waitFor(7, id, one(1, 1), 10*time.Minute); !errors.Is(err, holdfast.ErrWaitlisted) {
+					bad.add("shop 7 waiter: %v, want ErrWaitlisted", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	bad.check(t)
+	// Shop 8's waiter comes after all of them; its unit comes back.
+	w := uuid.New()
+	if p := e.mustWait(8, w, one(1, 1), 10*time.Minute); p != 1 {
+		t.Fatalf("shop 8's waiter at position %d, want 1", p)
+	}
+	e.release(8, holder)
+	for range 3 {
+		e.serve()
+	}
+	if got := e.waitState(8, w); got != "held" {
+		t.Fatalf("shop 8's waiter after its unit came back (shop 7 has %d waiters): %s, want held", n, got)
+	}
+	if l := e.level(a); l.Held != 1 {
+		t.Fatalf("shop 7's key: %+v, want its one hold", l)
+	}
+}
+
+// testWaitlistUnservable: a waiting cart that comes to ask more than could
+// ever come back (a held unit is claimed) ends at once, and the key's
+// free units sell again; a fresh checkout id asking the same is refused
+// at entry, so one buyer cannot freeze the key again.
+func testWaitlistUnservable(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(9, 1)
+	e.stock(k, 10)
+	holder := e.mustReserve(9, one(1, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(9, w, one(1, 10), 10*time.Minute)
+	// Fair while the held unit may come back: nobody else gets the 9.
+	if _, err := e.reserve(9, uuid.New(), one(1, 1)); !errors.Is(err, holdfast.ErrInsufficientStock) {
+		t.Fatalf("a new buyer while w waits: %v, want ErrInsufficientStock", err)
+	}
+	if _, err := e.e.Claim(ctxb(), 9, holder); err != nil {
+		t.Fatalf("claim the holder: %v", err)
+	}
+	// Told at once: the claim ended the wait.
+	if got := e.waitState(9, w); got != "unservable" {
+		t.Fatalf("w once its 10th unit was claimed (9 available): %s, want unservable", got)
+	}
+	e.mustReserve(9, one(1, 1), 0)
+	e.serve()
+	if got := e.waitState(9, w); got != "unservable" {
+		t.Fatalf("w after a pass of the server: %s, want unservable", got)
+	}
+	if _, err := e.waitFor(9, w, one(1, 10), 10*time.Minute); !errors.Is(err, holdfast.ErrWaitUnservable) {
+		t.Fatalf("a retry of w: %v, want ErrWaitUnservable", err)
+	}
+	// A fresh checkout asking the same is refused at entry: short, no wait.
+	if _, err := e.waitFor(9, uuid.New(), one(1, 10), 10*time.Minute); !isShortNotWaiting(err) {
+		t.Fatalf("a fresh checkout asking 10 of 9: %v, want ErrInsufficientStock without a wait", err)
+	}
+	// The key is no longer frozen: its other 8 sell.
+	if l := e.level(k); l.Sellable != 8 {
+		t.Fatalf("level after the wait ended: %+v, want sellable 8", l)
+	}
+	e.mustReserve(9, one(1, 8), 0)
+	for _, ev := range e.waitEvents(9) {
+		if ev.Type == holdfast.EventWaitlistHeld {
+			t.Fatalf("event %+v: the unservable wait was granted", ev)
+		}
+	}
+	// A stock reduction below the waiting cart ends it too, at once.
+	k2 := key(9, 2)
+	e.stock(k2, 5)
+	e.mustReserve(9, one(2, 1), time.Hour)
+	w2 := uuid.New()
+	e.mustWait(9, w2, one(2, 5), 10*time.Minute)
+	e.stock(k2, 4)
+	if got := e.waitState(9, w2); got != "unservable" {
+		t.Fatalf("w2 once the stock went from 5 to 4: %s, want unservable", got)
+	}
+	e.mustReserve(9, one(2, 3), 0)
+}
+
+// testWaitlistRelease: releasing a waiting checkout cancels its wait (the
+// answer says so, and so does every later one); it is never granted, and
+// the waiter behind it moves up.
+func testWaitlistRelease(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(10, 1)
+	e.stock(k, 1)
+	holder := e.mustReserve(10, one(1, 1), time.Hour)
+	w1, w2 := uuid.New(), uuid.New()
+	e.mustWait(10, w1, one(1, 1), 10*time.Minute)
+	e.mustWait(10, w2, one(1, 1), 10*time.Minute)
+	if h, err := e.e.Release(ctxb(), 10, w1); !errors.Is(err, holdfast.ErrWaitCancelled) {
+		t.Fatalf("release of a waiting checkout: %+v %v, want ErrWaitCancelled", h, err)
+	}
+	if h, err := e.e.Release(ctxb(), 10, w1); !errors.Is(err, holdfast.ErrWaitCancelled) {
+		t.Fatalf("release again: %+v %v, want ErrWaitCancelled", h, err)
+	}
+	if got := e.waitState(10, w1); got != "cancelled" {
+		t.Fatalf("w1 after its release: %s, want cancelled", got)
+	}
+	if got := e.waitState(10, w2); got != "waiting:1" {
+		t.Fatalf("w2 once w1 was cancelled: %s, want waiting:1", got)
+	}
+	e.release(10, holder)
+	e.serve()
+	e.serve()
+	if got := e.waitState(10, w1); got != "cancelled" {
+		t.Fatalf("w1 once the unit came back: %s, want cancelled (never granted)", got)
+	}
+	if got := e.waitState(10, w2); got != "held" {
+		t.Fatalf("w2 once the unit came back: %s, want held", got)
+	}
+	if _, err := e.waitFor(10, w1, one(1, 1), 10*time.Minute); !errors.Is(err, holdfast.ErrWaitCancelled) {
+		t.Fatalf("a retry of w1: %v, want ErrWaitCancelled", err)
+	}
+	// The last waiter cancelled: the key sells again.
+	e.stock(k, 2)
+	w3 := uuid.New()
+	e.mustWait(10, w3, one(1, 2), 10*time.Minute)
+	if _, err := e.e.Release(ctxb(), 10, w3); !errors.Is(err, holdfast.ErrWaitCancelled) {
+		t.Fatalf("release of w3: %v, want ErrWaitCancelled", err)
+	}
+	e.serve()
+	e.mustReserve(10, one(1, 1), 0)
+	for _, ev := range e.waitEvents(10) {
+		if ev.Type == holdfast.EventWaitlistHeld && *ev.CheckoutID != w2 {
+			t.Fatalf("event %+v: a cancelled wait was granted", ev)
+		}
+	}
+}
+
+// testWaitlistReadSnapshot reads a waiting checkout from several
+// goroutines while its grant lands: each read answers the wait or the
+// hold, never ErrNotFound (hold and wait are read as one snapshot).
+func testWaitlistReadSnapshot(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 24})
+	rounds := 20
+	if long() {
+		rounds = 100
+	}
+	for r := range rounds {
+		k := key(11, int64(r+1))
+		e.stock(k, 1)
+		holder := e.mustReserve(11, one(int64(r+1), 1), time.Hour)
+		w := uuid.New()
+		e.mustWait(11, w, one(int64(r+1), 1), 10*time.Minute)
+		var bad errorSink
+		var wg sync.WaitGroup
+		done := make(chan struct{})
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				deadline := time.Now().Add(30 * time.Second)
+				for time.Now().Before(deadline) {
+					granted := false // the grant committed before this read began
+					select {
+					case <-done:
+						granted = true
+					default:
+					}
+					h, err := e.e.Hold(ctxb(), 11, w)
+					switch {
+					case err == nil && h.Status == holdfast.StatusHeld:
+						return
+					case errors.Is(err, holdfast.ErrWaitlisted):
+						if granted {
+							bad.add("round %d: a read after the grant: %v, want the hold", r, err)
+							return
+						}
+					default:
+						bad.add("round %d: a read while the grant lands: %+v %v, want the wait or the hold", r, h, err)
+						return
+					}
+				}
+				bad.add("round %d: no hold within 30s", r)
+			}()
+		}
+		e.release(11, holder)
+		e.serve()
+		close(done)
+		wg.Wait()
+		bad.check(t)
+	}
+}
+
+// testWaitlistOtherLines: a waiting checkout reserving other lines under
+// its id is an idempotency conflict, with or without a wait; the same
+// lines without a wait answer the wait.
+func testWaitlistOtherLines(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		a, b := key(12, 1), key(12, 2)
+		e.stock(a, 1)
+		e.stock(b, 5)
+		e.mustReserve(12, one(1, 1), time.Hour)
+		w := uuid.New()
+		e.mustWait(12, w, one(1, 1), 10*time.Minute)
+		if h, err := e.reserve(12, w, one(2, 1)); !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+			t.Fatalf("the waiting checkout reserving other (free) lines: %+v %v, want ErrIdempotencyConflict", h, err)
+		}
+		if h, err := e.waitFor(12, w, one(2, 1), 10*time.Minute); !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+			t.Fatalf("the same with a wait: %+v %v, want ErrIdempotencyConflict", h, err)
+		}
+		if h, err := e.reserve(12, w, one(1, 1)); !errors.Is(err, holdfast.ErrWaitlisted) {
+			t.Fatalf("the waiting checkout's own lines without a wait: %+v %v, want ErrWaitlisted", h, err)
+		}
+		if l := e.level(b); l.Held != 0 {
+			t.Fatalf("key b: %+v, want nothing held", l)
+		}
+		e.checkInvariant(false)
+	})
+}
+
+// testWaitlistLevel: Level (Sellable) says what a new buyer would be
+// told — nothing while a key has waiters, never the safety stock — and
+// key.sold_out / key.back_in_stock say the same.
+func testWaitlistLevel(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	// Safety stock: 5 available, 2 withheld, 3 held: sold out.
+	s := key(13, 1)
+	e.stock(s, 5)
+	if _, err := e.e.SetSafetyStock(ctxb(), s, 2); err != nil {
+		t.Fatalf("safety stock: %v", err)
+	}
+	e.mustReserve(13, one(1, 3), time.Hour)
+	if l := e.level(s); l.Sellable != 0 {
+		t.Fatalf("level with the safety stock left: %+v, want sellable 0", l)
+	}
+	if got := e.keyEvents(13, 1); got != "key.sold_out" {
+		t.Fatalf("key events of a key down to its safety stock: %q, want key.sold_out", got)
+	}
+	// Waiters: 10 available, 1 held, a waiter for 10; 9 are free but no
+	// new buyer gets them.
+	k := key(13, 2)
+	e.stock(k, 10)
+	holder := e.mustReserve(13, one(2, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(13, w, one(2, 10), 10*time.Minute)
+	_, err := e.reserve(13, uuid.New(), one(2, 1))
+	var ise *holdfast.InsufficientStockError
+	if !errors.As(err, &ise) || len(ise.Lines) != 1 {
+		t.Fatalf("a new buyer while w waits: %v, want ErrInsufficientStock", err)
+	}
+	if l := e.level(k); l.Sellable != ise.Lines[0].Sellable {
+		t.Fatalf("level while w waits: %+v; a new buyer is told sellable %d", l, ise.Lines[0].Sellable)
+	}
+	if got := e.keyEvents(13, 2); got != "key.sold_out" {
+		t.Fatalf("key events of a key with a waiter: %q, want key.sold_out", got)
+	}
+	// The unit comes back: still nothing for a new buyer until w is served.
+	e.release(13, holder)
+	if l := e.level(k); l.Sellable != 0 {
+		t.Fatalf("level after the release, w not served yet: %+v, want sellable 0", l)
+	}
+	if got := e.keyEvents(13, 2); got != "key.sold_out" {
+		t.Fatalf("key events after the release, w not served yet: %q, want key.sold_out only", got)
+	}
+	e.serve()
+	if got := e.waitState(13, w); got != "held" {
+		t.Fatalf("w: %s, want held", got)
+	}
+	// All 10 held by w: sold out still, and no back-in-stock was reported.
+	if got := e.keyEvents(13, 2); got != "key.sold_out" {
+		t.Fatalf("key events once w holds all 10: %q, want key.sold_out only", got)
+	}
+	e.release(13, w)
+	if got := e.keyEvents(13, 2); got != "key.sold_out key.back_in_stock" {
+		t.Fatalf("key events once w released: %q, want key.sold_out key.back_in_stock", got)
+	}
+	if l := e.level(k); l.Sellable != 10 {
+		t.Fatalf("level once w released: %+v, want sellable 10", l)
+	}
+}
+
+// keyEvents is the key events of a shop's item (location 1), in order,
+// space-separated.
+func (e *env) keyEvents(shop, item int64) string {
+	e.t.Helper()
+	var out []string
+	for _, ev := range e.events(shop, 0) {
+		if (ev.Type == holdfast.EventKeySoldOut || ev.Type == holdfast.EventKeyBackInStock) && ev.ItemID == item && ev.LocationID == 1 {
+			out = append(out, string(ev.Type))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// testWaitlistRoundRobin: more keys with waiters than one pass serves
+// (WaitlistKeysMax), none servable; a later shop's waiter is served within
+// a few passes (the window goes round), not never.
+func testWaitlistRoundRobin(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 24})
+	n := holdfast.WaitlistKeysMax + 1
+	items := make(chan int64, n)
+	for i := range n {
+		items <- int64(i + 1)
+	}
+	close(items)
+	var bad errorSink
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range items {
+				q := 1
+				if _, err := e.e.ChangeStock(ctxb(), holdfast.StockChange{Key: key(14, item), Set: &q, Reason: "test stock"}); err != nil {
+					bad.add("stock: %v", err)
+					return
+				}
+				if _, err := e.reserve(14, uuid.New(), one(item, 1)); err != nil {
+					bad.add("hold: %v", err)
+					return
+				}
+				if _, err := e.waitFor(14, uuid.New(), one(item, 1), 10*time.Minute); !errors.Is(err, holdfast.ErrWaitlisted) {
+					bad.add("wait: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	bad.check(t)
+	e.stock(key(15, 1), 1)
+	holder := e.mustReserve(15, one(1, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(15, w, one(1, 1), 10*time.Minute)
+	e.release(15, holder)
+	passes := 0
+	for ; passes < 3 && e.waitState(15, w) != "held"; passes++ {
+		e.serve()
+	}
+	if got := e.waitState(15, w); got != "held" {
+		t.Fatalf("shop 15's waiter after %d passes (%d keys of shop 14 wait): %s, want held", passes, n, got)
+	}
+}
+
+// testWaitlistReleaseRace releases a waiting checkout while its unit comes
+// back and the server grants: the release either cancels the wait (then it
+// is never granted) or releases the granted hold; either way nothing stays
+// held for it.
+func testWaitlistReleaseRace(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 24})
+	rounds := 16
+	if long() {
+		rounds = 64
+	}
+	for r := range rounds {
+		item := int64(r + 1)
+		e.stock(key(16, item), 1)
+		holder := e.mustReserve(16, one(item, 1), time.Hour)
+		w := uuid.New()
+		e.mustWait(16, w, one(item, 1), 10*time.Minute)
+		var wg sync.WaitGroup
+		var hw *holdfast.Hold
+		var errW error
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			hw, errW = e.e.Release(ctxb(), 16, w)
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			e.release(16, holder)
+			e.serve()
+		}()
+		close(start)
+		wg.Wait()
+		e.serve()
+		switch {
+		case errors.Is(errW, holdfast.ErrWaitCancelled):
+			if got := e.waitState(16, w); got != "cancelled" {
+				t.Fatalf("round %d: w cancelled, then: %s", r, got)
+			}
+		case errW == nil && hw.Status == holdfast.StatusReleased:
+		default:
+			t.Fatalf("round %d: release of w: %+v %v, want ErrWaitCancelled or its released hold", r, hw, errW)
+		}
+		if l := e.level(key(16, item)); l.Held != 0 {
+			t.Fatalf("round %d: %+v after the release of w (%v): want nothing held", r, l, errW)
+		}
+	}
+	e.checkInvariant(false)
 }

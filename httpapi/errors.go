@@ -38,6 +38,8 @@ const (
 	CodeHoldReleased        = "hold_released"          // 409
 	CodeHoldExpired         = "hold_expired"           // 410 (with lines from claim)
 	CodeWaitExpired         = "wait_expired"           // 410: the checkout's wait ran out (waitlist.go)
+	CodeWaitCancelled       = "wait_cancelled"         // 410: the waiting checkout was released (waitlist.go)
+	CodeWaitUnservable      = "wait_unservable"        // 410: the wait can no longer be served (waitlist.go)
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
 	CodeRevisionConflict    = "revision_conflict"      // 409 (with current_revision): an edit of an out-of-date revision
@@ -149,6 +151,10 @@ func toAPIError(route string, err error) *apiError {
 		}
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitExpired, "the checkout's wait ran out before its cart could be held; nothing is held: reserve again with a new checkout id"
+	case errors.Is(err, holdfast.ErrWaitCancelled):
+		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitCancelled, "the checkout's wait was cancelled by its release; nothing is held and nothing will be"
+	case errors.Is(err, holdfast.ErrWaitUnservable):
+		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitUnservable, "the checkout's wait ended: its cart asks more of a key than the key's available stock, so it could never be served; nothing is held: reserve what is sellable under a new checkout id"
 	case errors.Is(err, holdfast.ErrLifetimeExceeded):
 		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
 	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,4 +114,81 @@ func testWaitlistBadInput(t *testing.T, engine string) {
 	if after := e.snapshot(); after != before || waiters() != beforeW {
 		t.Fatalf("bad input changed the database:\nbefore %+v, %d waiter rows\nafter  %+v, %d", before, beforeW, after, waiters())
 	}
+}
+
+// TestWaitlistHandOver (issue 24 items 4 and 5): GETs of a waiting
+// checkout while its grant lands answer 202 or 200 — never 404 (hold and
+// wait are read in one transaction); releasing a waiting checkout answers
+// 410 wait_cancelled (a retry and a GET too), and it is never granted.
+func TestWaitlistHandOver(t *testing.T) { t.Parallel(); engines(t, testWaitlistHandOver) }
+
+func testWaitlistHandOver(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
+	ctx := context.Background()
+	for r := range 10 {
+		item := int64(20 + r)
+		e.stock(1, item, 1)
+		holder := uuid.New()
+		e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(holder, line(item, 1), "")}, 201, "")
+		w := uuid.New()
+		e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(w, line(item, 1), `,"wait_seconds":300`)}, 202, "")
+		done := make(chan struct{})
+		bad := make(chan string, 4)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+					granted := false // the grant committed before this GET was sent
+					select {
+					case <-done:
+						granted = true
+					default:
+					}
+					res, err := e.try(req{method: "GET", path: res1 + "/" + w.String(), key: "shop1"})
+					switch {
+					case err != nil:
+						bad <- err.Error()
+						return
+					case res.status == 200:
+						return
+					case res.status != 202 || granted:
+						bad <- fmt.Sprintf("round %d: GET of the waiting checkout while its grant lands: %d %s", r, res.status, truncate(res.body))
+						return
+					}
+				}
+				bad <- fmt.Sprintf("round %d: no 200 within 30s", r)
+			}()
+		}
+		e.expect(req{method: "POST", path: res1 + "/" + holder.String() + "/release", key: "shop1"}, 200, "")
+		if _, err := e.eng.ServeWaitlist(ctx); err != nil {
+			t.Fatal(err)
+		}
+		close(done)
+		wg.Wait()
+		close(bad)
+		for s := range bad {
+			t.Fatal(s)
+		}
+	}
+
+	// Release of a waiting checkout cancels its wait.
+	e.stock(1, 40, 1)
+	holder := uuid.New()
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(holder, line(40, 1), "")}, 201, "")
+	w := uuid.New()
+	body := reserveBody(w, line(40, 1), `,"wait_seconds":300`)
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: body}, 202, "")
+	e.expect(req{method: "POST", path: res1 + "/" + w.String() + "/release", key: "shop1"}, 410, "wait_cancelled")
+	e.expect(req{method: "POST", path: res1 + "/" + w.String() + "/release", key: "shop1"}, 410, "wait_cancelled")
+	e.expect(req{method: "GET", path: res1 + "/" + w.String(), key: "shop1"}, 410, "wait_cancelled")
+	e.expect(req{method: "POST", path: res1 + "/" + holder.String() + "/release", key: "shop1"}, 200, "")
+	if _, err := e.eng.ServeWaitlist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(req{method: "GET", path: res1 + "/" + w.String(), key: "shop1"}, 410, "wait_cancelled")
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: body}, 410, "wait_cancelled")
+	// Its unit sells to a new buyer.
+	e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(40, 1), "")}, 201, "")
 }

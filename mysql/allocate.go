@@ -170,9 +170,9 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 func (c *Client) createAllocated(ctx context.Context, tx *sql.Tx, req *reservation, resolved []holdfast.Line, raw []byte) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
 	id := req.checkout[:]
-	_, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		req.shop, id, string(raw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now())
-	if isDup(err) {
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
+		req.shop, id, string(raw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), req.shop, id)
+	if isDup(err) || (err == nil && rowsAffected(res) == 0) { // 0: the checkout waits (waitlist.go)
 		h, err := c.existingAllocated(ctx, tx, req)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			return nil, errRetry // purged between the insert and this read
@@ -199,6 +199,14 @@ func (c *Client) createAllocated(ctx context.Context, tx *sql.Tx, req *reservati
 // means the checkout is new.
 func (c *Client) existingAllocated(ctx context.Context, tx *sql.Tx, req *reservation) (*holdfast.Hold, error) {
 	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.shop, req.checkout)
+	if errors.Is(err, holdfast.ErrNotFound) {
+		// A checkout that waits (or waited) for other lines: allocated
+		// lines never wait, so they are other lines (waitlist.go).
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, nil)
+		if isWaitAnswer(err) {
+			return nil, holdfast.ErrIdempotencyConflict
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -408,7 +408,9 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, holdfast.ErrHoldClaimed), errors.Is(err, holdfast.ErrHoldReleased),
 		errors.Is(err, holdfast.ErrHoldExpired), errors.Is(err, holdfast.ErrLifetimeExceeded),
 		errors.Is(err, holdfast.ErrOverCommitted),
-		errors.Is(err, holdfast.ErrRevisionConflict):
+		errors.Is(err, holdfast.ErrRevisionConflict),
+		errors.Is(err, holdfast.ErrWaitlisted), errors.Is(err, holdfast.ErrWaitExpired),
+		errors.Is(err, holdfast.ErrWaitCancelled), errors.Is(err, holdfast.ErrWaitUnservable):
 		return err
 	}
 	// A COMMIT that was sent and not acknowledged may have committed,
@@ -589,6 +591,10 @@ func outcome(err error, h *holdfast.Hold) string {
 		return "waitlisted"
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		return "wait_expired"
+	case errors.Is(err, holdfast.ErrWaitCancelled):
+		return "wait_cancelled"
+	case errors.Is(err, holdfast.ErrWaitUnservable):
+		return "wait_unservable"
 	case errors.Is(err, holdfast.ErrRevisionConflict):
 		return "revision_conflict"
 	}

@@ -246,7 +246,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		all[i] = [2]any{r.req.shop, hex.EncodeToString(r.req.checkout[:])}
 	}
 	raw, _ := json.Marshal(all)
-	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), string(raw))
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), string(raw), string(raw))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -25,7 +26,17 @@ import (
 // same lines afresh from sellable stock in the same transaction; when it
 // cannot, the error is an *ExpiredError with the shortfall: refund.
 func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	return c.claim(ctx, nil, shopID, checkoutID)
+	h, err := c.claim(ctx, nil, shopID, checkoutID)
+	if err == nil && !h.Replayed {
+		// Claimed units never come back: a wait that asked for them ends
+		// now (waitlist.go).
+		keys := make([]holdfast.Key, len(h.Lines))
+		for i, l := range h.Lines {
+			keys[i] = holdfast.Key{ShopID: shopID, ItemID: l.ItemID, LocationID: l.LocationID}
+		}
+		c.endUnservableOn(ctx, holdfast.RouteClaim, keys)
+	}
+	return h, err
 }
 
 // ClaimTx is Claim inside the caller's transaction (in a savepoint), so the
@@ -177,8 +188,8 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 // ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	h, err := c.release(ctx, nil, shopID, checkoutID)
-	if err == nil && !h.Replayed {
-		c.kickWaitlist() // units came back: waiters first (waitlist.go)
+	if (err == nil && !h.Replayed) || errors.Is(err, holdfast.ErrWaitCancelled) {
+		c.kickWaitlist() // units came back, or a wait ended: waiters first (waitlist.go)
 	}
 	return h, err
 }
@@ -199,11 +210,19 @@ func (c *Client) release(ctx context.Context, outer *sql.Tx, shop int64, checkou
 		return nil, err
 	}
 	var h *holdfast.Hold
+	var answer error
 	err := c.run(ctx, outer, holdfast.RouteRelease, true, func(tx *sql.Tx, _ int) error {
 		var err error
+		h, answer = nil, nil
 		h, err = c.releaseOnce(ctx, tx, outer == nil, shop, checkout)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			// No hold: releasing a waiting checkout cancels its wait
+			// (waitlist.go).
+			answer, err = c.cancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
+		}
 		return err
 	})
+	err = cmp.Or(err, answer)
 	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
@@ -342,9 +361,16 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 	err := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
 		var err error
 		h, err = c.readHold(ctx, tx, holdfast.RouteRead, "hold_get", shopID, checkoutID)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			// Its wait, in the same transaction (waitlist.go).
+			h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID, nil)
+		}
 		return err
 	})
-	return c.holdOrWait(ctx, shopID, checkoutID, h, err) // waitlist.go
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {

@@ -243,7 +243,7 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 		return nil, errInFlight
 	}
 	var status string
-	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:]).Scan(&status)
+	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:], req.shop, req.checkout[:]).Scan(&status)
 	if err == nil || !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
@@ -285,9 +285,9 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 		return h, err
 	}
 	id := req.checkout[:]
-	_, err = tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		req.shop, id, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now())
-	if isDup(err) {
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
+		req.shop, id, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), req.shop, id)
+	if isDup(err) || (err == nil && rowsAffected(res) == 0) { // 0: the checkout waits (waitlist.go)
 		h, err := c.existing(ctx, tx, req)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			return nil, errRetry // purged between the insert and this read
@@ -313,11 +313,17 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 	return h, nil
 }
 
-// existing answers a Reserve whose checkout already has a hold or outcome.
+// existing answers a Reserve whose checkout already has a hold or outcome,
+// or a wait.
 // A replay returns the hold with errRollback, so the units this attempt took
 // go back. ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*holdfast.Hold, error) {
 	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.shop, req.checkout)
+	if errors.Is(err, holdfast.ErrNotFound) {
+		// A checkout that waits (or waited) answers its wait, and other
+		// lines are a conflict (waitlist.go).
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
+	}
 	if err != nil {
 		return nil, err
 	}

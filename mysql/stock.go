@@ -44,7 +44,9 @@ const refillChunk = 1000
 func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
 	l, err := c.changeStock(ctx, nil, ch)
 	if err == nil {
-		c.kickWaitlist() // a restock may serve waiters (waitlist.go)
+		// A restock may serve waiters, a reduction may leave a wait that
+		// can never be served (waitlist.go).
+		c.endUnservableOn(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
 	}
 	return l, err
 }
@@ -320,9 +322,13 @@ func (c *Client) level(ctx context.Context, tx *sql.Tx, route string, k holdfast
 	if err != nil {
 		return nil, err
 	}
+	sellable := max(0, st.available-st.safety-st.held)
+	if st.waited {
+		sellable = 0 // what a new buyer is told: the units go to the waiters first
+	}
 	return &holdfast.Level{
 		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
-		Sellable: max(0, st.available-st.safety-st.held), OverCommitted: st.held > st.available, Safety: st.safety,
+		Sellable: sellable, OverCommitted: st.held > st.available, Safety: st.safety,
 		Strategy: st.strategy, PoolCap: st.poolCap,
 	}, nil
 }

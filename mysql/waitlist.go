@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,14 +58,12 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 	var answer error
 	runErr := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
 		out, answer = nil, nil
+		// Granted meanwhile, or another attempt of the checkout holds or
+		// waits (existing answers the wait too).
 		prev, err := c.existing(ctx, tx, req)
 		if !errors.Is(err, holdfast.ErrNotFound) {
 			out = prev
 			return err
-		}
-		if werr := c.waiterAnswer(ctx, tx, route, req.shop, req.checkout, req.lines); !errors.Is(werr, holdfast.ErrNotFound) {
-			answer = werr
-			return errRollback
 		}
 		for _, l := range req.lines {
 			if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
@@ -134,6 +133,11 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 				return err
 			}
 		}
+		// The feed says the checkout waits: its keys sell nothing to new
+		// buyers from now on (key.sold_out derives from it).
+		if err := c.InsertEventTx(ctx, tx, req.shop, holdfast.EventWaitlistWaiting, &req.checkout, req.lines, nil); err != nil {
+			return err
+		}
 		werr := c.waiterAnswer(ctx, tx, route, req.shop, req.checkout, req.lines)
 		if !errors.Is(werr, holdfast.ErrWaitlisted) {
 			return werr // a failed read: roll the wait back
@@ -153,9 +157,11 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,
-// ErrWaitExpired once it ran out, ErrIdempotencyConflict when lines (if
-// not nil) differ from the waiting cart's, ErrNotFound without a wait (or
-// when it was granted: the hold answers then).
+// ErrWaitExpired once it ran out, ErrWaitCancelled once released,
+// ErrWaitUnservable once it could no longer be served,
+// ErrIdempotencyConflict when lines (if not nil) differ from the waiting
+// cart's, ErrNotFound without a wait, errGranted when it was granted (the
+// hold answers then).
 func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
 	var status string
 	var rawLines, rawShort []byte
@@ -179,8 +185,12 @@ func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, sho
 	switch {
 	case status == "expired" || (status == "waiting" && lapsed):
 		return holdfast.ErrWaitExpired
+	case status == "cancelled":
+		return holdfast.ErrWaitCancelled
+	case status == "unservable":
+		return holdfast.ErrWaitUnservable
 	case status != "waiting":
-		return holdfast.ErrNotFound
+		return errGranted
 	}
 	we := &holdfast.WaitlistedError{Position: 1, WaitUntil: until}
 	if err := json.Unmarshal(rawShort, &we.Lines); err != nil {
@@ -213,14 +223,37 @@ func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, sho
 	return we
 }
 
-// holdOrWait is Hold's answer for a checkout without a hold: its wait.
-func (c *Client) holdOrWait(ctx context.Context, shop int64, checkout uuid.UUID, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	if !errors.Is(err, holdfast.ErrNotFound) {
-		return h, err
+// waitOrNotFound is Hold's answer for a checkout without a hold, read in
+// the same transaction as the hold (tx): its wait. The hold is read first
+// and the wait after it: a grant ends the wait and creates the hold in one
+// transaction, so a wait that reads as still waiting was still waiting
+// after the hold's read, and one that reads as granted means the grant
+// committed in between: the hold is read again and answered. So a read is
+// never ErrNotFound for a checkout that waits or was granted (issue 24
+// item 4). lines, when not nil, are a reservation's: other lines than the
+// wait's are ErrIdempotencyConflict.
+func (c *Client) waitOrNotFound(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
+	werr := c.waiterAnswer(ctx, tx, route, shop, checkout, lines)
+	if errors.Is(werr, errGranted) {
+		return c.readHold(ctx, tx, route, "hold_get", shop, checkout)
 	}
-	return nil, c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
-		return c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
-	})
+	return nil, werr
+}
+
+// errGranted: waiterAnswer found the wait granted; the hold answers.
+var errGranted = errors.New("holdfast: wait granted")
+
+// isWaitAnswer reports whether err is a wait's answer (waiting, or ended
+// without a hold).
+func isWaitAnswer(err error) bool {
+	return errors.Is(err, holdfast.ErrWaitlisted) || errors.Is(err, holdfast.ErrWaitExpired) ||
+		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
+}
+
+// rowsAffected is res's count of changed rows (0 when it cannot tell).
+func rowsAffected(res sql.Result) int64 {
+	n, _ := res.RowsAffected()
+	return n
 }
 
 // kickWaitlist wakes the waitlist server, if this client runs one.
@@ -231,30 +264,62 @@ func (c *Client) kickWaitlist() {
 }
 
 func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	n, err := c.ServeWaitlist(ctx)
-	return n >= holdfast.WaitlistScanMax, err
+	_, more, err := c.serveWaitlist(ctx)
+	return more, err
 }
 
-// ServeWaitlist runs one pass of the waitlist server in one transaction:
-// it ends waits that ran out (at most WaitlistScanMax; event
-// waitlist.expired), grants waiting carts first-come-first-served (the
-// oldest WaitlistScanMax) as ordinary holds with their TTL, each whole or
-// not at all (event waitlist.held). It returns how many waits it ended.
-// When nobody waits it costs one statement. One pass runs at a time across
-// clients. Ended waits are purged with hold outcomes (PurgeOnce) after
-// Config.OutcomeRetention.
+// waitCursor is where a client's next pass of the waitlist server starts
+// its window of keys with waiters (round robin).
+type waitCursor struct {
+	mu sync.Mutex
+	k  holdfast.Key
+}
+
+// waitCursors holds each Client's waitCursor (kept out of Client's struct).
+var waitCursors sync.Map // *Client -> *waitCursor
+
+func (c *Client) waitCursor() *waitCursor {
+	v, _ := waitCursors.LoadOrStore(c, &waitCursor{})
+	return v.(*waitCursor)
+}
+
+// ServeWaitlist runs one pass of the waitlist server in one transaction,
+// as on PostgreSQL: it ends waits that ran out (at most WaitlistScanMax;
+// event waitlist.expired), then serves the queues of the next
+// WaitlistKeysMax keys with waiters (round robin over every shop's keys),
+// each key's queue on its own, head of line, so waiters that cannot be
+// served hold up only the waiters behind them on their keys. Waits on
+// those keys asking more of a key than its available stock end at once
+// (ErrWaitUnservable; event waitlist.unservable); the front waiters are
+// granted, each cart whole or not at all, as ordinary holds with their TTL
+// (event waitlist.held), at most WaitlistGrantsMax. It returns how many
+// waits it ended. When nobody waits it costs one statement. One pass runs
+// at a time across clients. Ended waits are purged with hold outcomes
+// (PurgeOnce) after Config.OutcomeRetention.
 func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
+	n, _, err := c.serveWaitlist(ctx)
+	return n, err
+}
+
+// serveWaitlist is ServeWaitlist; more reports that a pass should follow
+// at once (a full window, batch or grant bound, or front waiters whose keys
+// this pass had not locked).
+func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error) {
 	const route = holdfast.RouteReplenish
 	var waiting bool
 	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "waitlist_any")).Scan(&waiting); err != nil {
-		return 0, c.mapErr(route, err, true, true)
+		return 0, false, c.mapErr(route, err, true, true)
 	}
 	if !waiting {
-		return 0, nil
+		return 0, false, nil
 	}
-	var n int
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		n = 0
+	cur := c.waitCursor()
+	cur.mu.Lock()
+	from := cur.k
+	cur.mu.Unlock()
+	var next holdfast.Key
+	err = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		n, more, next = 0, false, holdfast.Key{}
 		if _, err := c.exists(ctx, tx, route, "waitlist_serve_lock"); err != nil {
 			return err
 		}
@@ -263,51 +328,89 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 			return err
 		}
 		n += expired
-		queue, err := c.waitQueue(ctx, tx)
-		if err != nil || len(queue) == 0 {
+		more = expired >= holdfast.WaitlistScanMax
+		window, err := c.waitWindow(ctx, tx, from, holdfast.WaitlistKeysMax)
+		if err != nil {
 			return err
 		}
-		// The keys' lock rows first, in key order; then the queue again:
-		// an enqueue on one of these keys that committed meanwhile is in
-		// it, and none with an earlier seq can still be in flight.
-		var keys []holdfast.Key
-		for _, w := range queue {
+		if len(window) == holdfast.WaitlistKeysMax {
+			next, more = window[len(window)-1], true
+		} else if from != (holdfast.Key{}) {
+			// Round the corner: the keys before the cursor.
+			rest, err := c.waitWindow(ctx, tx, holdfast.Key{}, holdfast.WaitlistKeysMax-len(window))
+			if err != nil {
+				return err
+			}
+			for _, k := range rest {
+				if compareKeys(k, from) <= 0 {
+					window = append(window, k)
+				}
+			}
+		}
+		if len(window) == 0 {
+			return nil
+		}
+		// The keys' lock rows first, in key order — the window's and
+		// those of its front waiters' carts — then the queues again: an
+		// enqueue on a locked key that committed meanwhile is in them, and
+		// none with an earlier seq can still be in flight.
+		heads, err := c.waitHeads(ctx, tx, window)
+		if err != nil {
+			return err
+		}
+		keys := slices.Clone(window)
+		for _, w := range heads {
 			for _, l := range w.lines {
 				keys = append(keys, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
 			}
 		}
 		slices.SortFunc(keys, compareKeys)
 		keys = slices.Compact(keys)
+		// tried: the keys whose lock rows this pass took, or found none
+		// of (a key without a row has nothing to protect: a cart asking
+		// for it ends as unservable); locked: those it took.
 		locked := make(map[holdfast.Key]bool, len(keys))
+		tried := make(map[holdfast.Key]bool, len(keys))
 		for _, k := range keys {
 			ok, err := c.lockKey(ctx, tx, route, k)
 			if err != nil {
 				return err
 			}
-			locked[k] = ok
+			locked[k], tried[k] = ok, true
 		}
-		if queue, err = c.waitQueue(ctx, tx); err != nil {
+		ended, err := c.endUnservable(ctx, tx, window)
+		if err != nil {
 			return err
 		}
-		blocked := make(map[holdfast.Key]bool)
-		for _, w := range queue {
-			ok := true
-			for _, l := range w.lines {
-				k := holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}
-				ok = ok && locked[k] && !blocked[k]
+		n += ended
+		// Grant the front waiters; a grant may bring the next waiter of a
+		// key to the front, so again until a round grants nothing.
+		for progress := true; progress && n < holdfast.WaitlistGrantsMax; {
+			progress = false
+			if heads, err = c.waitHeads(ctx, tx, window); err != nil {
+				return err
 			}
-			if ok {
+			for _, w := range heads {
+				if n >= holdfast.WaitlistGrantsMax {
+					more = true
+					break
+				}
+				if slices.ContainsFunc(w.lines, func(l holdfast.Line) bool {
+					return !tried[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
+				}) {
+					// A key of its cart this pass did not lock: the next
+					// pass locks it first.
+					more, next = true, from
+					continue
+				}
 				done, err := c.grantWait(ctx, tx, w)
 				if err != nil {
 					return err
 				}
 				if done {
 					n++
-					continue
+					progress = true
 				}
-			}
-			for _, l := range w.lines {
-				blocked[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}] = true
 			}
 		}
 		// Keys whose queue emptied get their buffers back; the others
@@ -322,79 +425,52 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return n, nil
+	cur.mu.Lock()
+	cur.k = next
+	cur.mu.Unlock()
+	return n, more || n >= holdfast.WaitlistGrantsMax, nil
 }
 
 func compareKeys(a, b holdfast.Key) int {
 	return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
 }
 
-// expireWaits ends the waits that ran out. Their keys' buffers come back
-// with the next refill (a release, a short reservation, the replenisher).
-func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
-	const route = holdfast.RouteReplenish
-	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "waitlist_due"), c.now(), holdfast.WaitlistScanMax)
+// keysJSON is keys as JSON [[shop, item, location], …].
+func keysJSON(keys []holdfast.Key) string {
+	out := make([][3]int64, len(keys))
+	for i, k := range keys {
+		out[i] = [3]int64{k.ShopID, k.ItemID, k.LocationID}
+	}
+	raw, _ := json.Marshal(out)
+	return string(raw)
+}
+
+// waitWindow is the next limit keys with waiters after from, in key order.
+func (c *Client) waitWindow(ctx context.Context, tx *sql.Tx, from holdfast.Key, limit int) ([]holdfast.Key, error) {
+	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_window"),
+		from.ShopID, from.ShopID, from.ItemID, from.ItemID, from.LocationID, limit)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	type due struct {
-		shop     int64
-		checkout uuid.UUID
-		lines    []holdfast.Line
-	}
-	var ds []due
+	defer rows.Close()
+	var out []holdfast.Key
 	for rows.Next() {
-		var d due
-		var id, raw []byte
-		if err := rows.Scan(&d.shop, &id, &raw); err != nil {
-			rows.Close()
-			return 0, err
+		var k holdfast.Key
+		if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID); err != nil {
+			return nil, err
 		}
-		copy(d.checkout[:], id)
-		if err := json.Unmarshal(raw, &d.lines); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		ds = append(ds, d)
+		out = append(out, k)
 	}
-	if err := rows.Close(); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, d := range ds {
-		ended, err := c.endWait(ctx, tx, d.shop, d.checkout, "expired")
-		if err != nil {
-			return 0, err
-		}
-		if ended {
-			n++
-			if err := c.InsertEventTx(ctx, tx, d.shop, holdfast.EventWaitlistExpired, &d.checkout, d.lines, nil); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return n, nil
+	return out, rows.Err()
 }
 
-// endWait ends one wait and unmarks its keys; false when it was not waiting.
-func (c *Client) endWait(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID, status string) (bool, error) {
-	const route = holdfast.RouteReplenish
-	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_end"), status, c.now(), shop, checkout[:])
-	if err != nil {
-		return false, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return false, nil
-	}
-	_, err = tx.ExecContext(ctx, c.q(ctx, route, "waitlist_unmark"), shop, checkout[:])
-	return err == nil, err
-}
-
-func (c *Client) waitQueue(ctx context.Context, tx *sql.Tx) ([]waiterRow, error) {
-	const route = holdfast.RouteReplenish
-	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "waitlist_queue"), c.now(), holdfast.WaitlistScanMax)
+// waitHeads is the front waiters of keys' queues, oldest first
+// (waitlist_heads.sql).
+func (c *Client) waitHeads(ctx context.Context, tx *sql.Tx, keys []holdfast.Key) ([]waiterRow, error) {
+	now := c.now()
+	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_heads"), now, keysJSON(keys), now, now)
 	if err != nil {
 		return nil, err
 	}
@@ -417,18 +493,176 @@ func (c *Client) waitQueue(ctx context.Context, tx *sql.Tx) ([]waiterRow, error)
 	return out, rows.Err()
 }
 
+// endUnservable ends the waits on keys (whose lock rows tx holds) that ask
+// more of a key than its available stock: nothing could ever serve them
+// (issue 24 item 4). Their other keys' buffers come back with the next
+// refill.
+func (c *Client) endUnservable(ctx context.Context, tx *sql.Tx, keys []holdfast.Key) (int, error) {
+	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_unservable"), keysJSON(keys), holdfast.WaitlistGrantsMax)
+	if err != nil {
+		return 0, err
+	}
+	type waiter struct {
+		shop     int64
+		checkout uuid.UUID
+	}
+	var ws []waiter
+	for rows.Next() {
+		var w waiter
+		var id []byte
+		if err := rows.Scan(&w.shop, &id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		copy(w.checkout[:], id)
+		ws = append(ws, w)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, w := range ws {
+		_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// expireWaits ends the waits that ran out. Their keys' buffers come back
+// with the next refill (a release, a short reservation, the replenisher).
+func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
+	const route = holdfast.RouteReplenish
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "waitlist_due"), c.now(), holdfast.WaitlistScanMax)
+	if err != nil {
+		return 0, err
+	}
+	type due struct {
+		shop     int64
+		checkout uuid.UUID
+	}
+	var ds []due
+	for rows.Next() {
+		var d due
+		var id, raw []byte
+		if err := rows.Scan(&d.shop, &id, &raw); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		copy(d.checkout[:], id)
+		ds = append(ds, d)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range ds {
+		_, ended, err := c.endWait(ctx, tx, route, d.shop, d.checkout, "expired", holdfast.EventWaitlistExpired)
+		if err != nil {
+			return 0, err
+		}
+		if ended {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// endUnservableOn ends, in a transaction of its own right after a claim
+// or stock change on keys committed, the waits on keys that now ask more
+// than the key's available stock (issue 24 item 4): the waiters are told
+// at once and the keys' free units sell again. A failure leaves them to
+// the waitlist worker's next pass (kicked here either way), so the
+// change's answer does not depend on it.
+func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
+	defer c.kickWaitlist()
+	_ = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		_, err := c.endUnservable(ctx, tx, keys)
+		return err
+	})
+}
+
+// endWait ends the checkout's wait if it still waits, as status, unmarks
+// its keys, writes an event of type ev (none when ev is empty) and returns
+// its cart; ok false when it no longer waited.
+func (c *Client) endWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, status string, ev holdfast.EventType) (lines []holdfast.Line, ok bool, err error) {
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_end"), status, c.now(), shop, checkout[:])
+	if err != nil {
+		return nil, false, err
+	}
+	if rowsAffected(res) == 0 {
+		return nil, false, nil
+	}
+	if _, err = tx.ExecContext(ctx, c.q(ctx, route, "waitlist_unmark"), shop, checkout[:]); err != nil {
+		return nil, false, err
+	}
+	var raw []byte
+	if err := tx.QueryRowContext(ctx, c.q(ctx, route, "waitlist_cart"), shop, checkout[:]).Scan(&raw); err != nil {
+		return nil, false, err
+	}
+	if err := json.Unmarshal(raw, &lines); err != nil {
+		return nil, false, err
+	}
+	if ev != "" {
+		if err := c.InsertEventTx(ctx, tx, shop, ev, &checkout, lines, nil); err != nil {
+			return nil, false, err
+		}
+	}
+	return lines, true, nil
+}
+
+// cancelWait is Release's answer for a checkout without a hold (issue 24
+// item 5): a wait still waiting ends as cancelled (event
+// waitlist.cancelled) and answers ErrWaitCancelled, as does a wait
+// cancelled before; an ended wait answers how it ended; none, ErrNotFound.
+// A wait granted since the hold was read retries the release (which then
+// releases the hold). answer is for the caller; err rolls tx back.
+func (c *Client) cancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+	_, ok, err := c.endWait(ctx, tx, route, shop, checkout, "cancelled", holdfast.EventWaitlistCancelled)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return holdfast.ErrWaitCancelled, nil
+	}
+	werr := c.waiterAnswer(ctx, tx, route, shop, checkout, nil)
+	switch {
+	case errors.Is(werr, errGranted), errors.Is(werr, holdfast.ErrWaitlisted):
+		return nil, errRetry
+	case errors.Is(werr, holdfast.ErrNotFound), isWaitAnswer(werr):
+		return werr, nil
+	}
+	return nil, werr
+}
+
 // grantWait holds w's cart whole, from units no buffer and no hold has,
 // under its keys' lock rows (which tx holds), and ends the wait; false
-// when the cart cannot be served yet. A checkout that got a hold of its
+// when the cart cannot be served yet. A cart asking more of a key than its
+// available stock ends as unservable. A checkout that got a hold of its
 // own meanwhile ends its wait as expired.
 func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, error) {
 	const route = holdfast.RouteReplenish
-	for _, l := range w.lines {
+	sts := make([]keyState, len(w.lines))
+	for i, l := range w.lines {
 		st, err := c.keyState(ctx, tx, route, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
 		if err != nil {
 			return false, err
 		}
-		if st.available-st.safety-st.held < l.Quantity { // never the safety stock
+		if l.Quantity > st.available {
+			// Nothing can ever serve it (held units may come back,
+			// claimed ones never do): it ends, and stops holding up the
+			// key.
+			_, ok, err := c.endWait(ctx, tx, route, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+			return ok, err
+		}
+		sts[i] = st
+	}
+	for i, l := range w.lines {
+		if st := sts[i]; st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return false, nil
 		}
 	}
@@ -446,8 +680,7 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 				if err != nil {
 					return false, err
 				}
-				got, _ := res.RowsAffected()
-				excess -= int(got)
+				excess -= int(rowsAffected(res))
 			}
 			if excess > 0 && st.counterUnits > 0 {
 				if _, err := tx.ExecContext(ctx, c.q(ctx, route, "counter_shrink"), min(excess, st.counterUnits), k.ShopID, k.ItemID, k.LocationID); err != nil {
@@ -462,28 +695,29 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 			return false, nil // taken by a reservation meanwhile
 		}
 	}
+	// The wait ends first, guarded by its state: a release that cancelled
+	// it meanwhile wins, and then nothing is held (issue 24 item 5).
+	if _, ok, err := c.endWait(ctx, tx, route, w.shop, w.checkout, "held", ""); err != nil || !ok {
+		return false, err
+	}
 	raw, err := json.Marshal(w.lines)
 	if err != nil {
 		return false, err
 	}
-	status := "held"
-	_, err = tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		w.shop, w.checkout[:], string(raw), w.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now())
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
+		w.shop, w.checkout[:], string(raw), w.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), w.shop, w.checkout[:])
 	switch {
-	case isDup(err):
-		status = "expired"
-	case err != nil:
-		return false, err
-	default:
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.shop, w.checkout[:]); err != nil {
+	case isDup(err) || (err == nil && rowsAffected(res) == 0):
+		// The checkout has a hold of its own: nothing held for the wait.
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_reend"), w.shop, w.checkout[:]); err != nil {
 			return false, err
 		}
-	}
-	if _, err := c.endWait(ctx, tx, w.shop, w.checkout, status); err != nil {
+		return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
+	case err != nil:
 		return false, err
 	}
-	if status == "expired" {
-		return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.shop, w.checkout[:]); err != nil {
+		return false, err
 	}
 	h, err := c.readHold(ctx, tx, route, "hold_get", w.shop, w.checkout)
 	if err != nil {

@@ -25,7 +25,17 @@ import (
 // same lines afresh from sellable stock in the same transaction; when it
 // cannot, the error is an *ExpiredError with the shortfall: refund.
 func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	return c.claim(ctx, c.pool, true, shopID, checkoutID)
+	h, err := c.claim(ctx, c.pool, true, shopID, checkoutID)
+	if err == nil && !h.Replayed {
+		// Claimed units never come back: a wait that asked for them ends
+		// now (waitlist.go).
+		keys := make([]holdfast.Key, len(h.Lines))
+		for i, l := range h.Lines {
+			keys[i] = holdfast.Key{ShopID: shopID, ItemID: l.ItemID, LocationID: l.LocationID}
+		}
+		c.endUnservableOn(ctx, holdfast.RouteClaim, keys)
+	}
+	return h, err
 }
 
 // ClaimTx is Claim inside the caller's transaction (in a savepoint), so the
@@ -162,8 +172,8 @@ func (c *Client) deduct(ctx context.Context, tx pgx.Tx, route string, shop int64
 // ErrHoldClaimed.
 func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	h, err := c.release(ctx, c.pool, true, shopID, checkoutID)
-	if err == nil && !h.Replayed {
-		c.kickWaitlist() // units came back: waiters first (waitlist.go)
+	if (err == nil && !h.Replayed) || errors.Is(err, holdfast.ErrWaitCancelled) {
+		c.kickWaitlist() // units came back, or a wait ended: waiters first (waitlist.go)
 	}
 	return h, err
 }
@@ -180,11 +190,19 @@ func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, 
 		return nil, err
 	}
 	var h *holdfast.Hold
+	var answer error
 	err := c.run(ctx, b, holdfast.RouteRelease, own, true, func(tx pgx.Tx, _ int) error {
 		var err error
+		h, answer = nil, nil
 		h, err = c.releaseOnce(ctx, tx, shop, checkout)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			// No hold: releasing a waiting checkout cancels its wait
+			// (waitlist.go).
+			answer, err = c.cancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
+		}
 		return err
 	})
+	err = cmp.Or(err, answer)
 	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
@@ -405,9 +423,16 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 	err := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
 		var err error
 		h, err = c.getHold(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			// Its wait, in the same transaction (waitlist.go).
+			h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID, nil)
+		}
 		return err
 	})
-	return c.holdOrWait(ctx, shopID, checkoutID, h, err) // waitlist.go
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 func (c *Client) getHold(ctx context.Context, q pgx.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {

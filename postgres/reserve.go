@@ -269,11 +269,17 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	return h, nil
 }
 
-// existing answers a Reserve whose checkout already has a hold or outcome.
+// existing answers a Reserve whose checkout already has a hold or outcome,
+// or a wait.
 // A replay returns the hold with errRollback (this attempt wrote nothing to
 // keep). ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*holdfast.Hold, error) {
 	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout)
+	if errors.Is(err, holdfast.ErrNotFound) {
+		// A checkout that waits (or waited) answers its wait, and other
+		// lines are a conflict (waitlist.go).
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -580,6 +586,10 @@ func outcome(err error, h *holdfast.Hold) string {
 		return "waitlisted"
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		return "wait_expired"
+	case errors.Is(err, holdfast.ErrWaitCancelled):
+		return "wait_cancelled"
+	case errors.Is(err, holdfast.ErrWaitUnservable):
+		return "wait_unservable"
 	case errors.Is(err, holdfast.ErrRevisionConflict):
 		return "revision_conflict"
 	}

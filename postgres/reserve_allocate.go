@@ -270,7 +270,15 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservation) (*holdfast.Hold, error) {
 	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout)
 	if errors.Is(err, holdfast.ErrNotFound) {
-		return nil, errRetry // purged between the insert and this read
+		// A checkout that waits (or waited) for other lines: allocated
+		// lines never wait, so they are other lines (waitlist.go).
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, nil)
+		if errors.Is(err, holdfast.ErrNotFound) {
+			return nil, errRetry // purged between the insert and this read
+		}
+		if isWaitAnswer(err) {
+			return nil, holdfast.ErrIdempotencyConflict
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -190,7 +190,9 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, holdfast.ErrHoldClaimed), errors.Is(err, holdfast.ErrHoldReleased),
 		errors.Is(err, holdfast.ErrHoldExpired), errors.Is(err, holdfast.ErrLifetimeExceeded),
 		errors.Is(err, holdfast.ErrOverCommitted),
-		errors.Is(err, holdfast.ErrRevisionConflict):
+		errors.Is(err, holdfast.ErrRevisionConflict),
+		errors.Is(err, holdfast.ErrWaitlisted), errors.Is(err, holdfast.ErrWaitExpired),
+		errors.Is(err, holdfast.ErrWaitCancelled), errors.Is(err, holdfast.ErrWaitUnservable):
 		return err
 	}
 	// A COMMIT that was sent and not acknowledged — the connection failed,

@@ -58,7 +58,9 @@ func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k holdfast.Key, 
 func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
 	l, err := c.changeStock(ctx, c.pool, true, ch)
 	if err == nil {
-		c.kickWaitlist() // a restock may serve waiters (waitlist.go)
+		// A restock may serve waiters, a reduction may leave a wait that
+		// can never be served (waitlist.go).
+		c.endUnservableOn(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
 	}
 	return l, err
 }
@@ -313,14 +315,15 @@ type keyState struct {
 	poolRows, counterUnits  int
 	strategy                holdfast.Strategy
 	poolCap                 int
-	safety                  int // units withheld from sale (safety stock)
+	safety                  int  // units withheld from sale (safety stock)
+	waited                  bool // the key has waiters (waitlist.go)
 }
 
 func (c *Client) keyState(ctx context.Context, tx pgx.Tx, route string, k holdfast.Key) (keyState, error) {
 	var st keyState
 	var strategy string
 	err := tx.QueryRow(ctx, c.q(ctx, route, "key_state"), k.ShopID, k.ItemID, k.LocationID, string(c.cfg.Strategy), c.cfg.PoolCap).
-		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap, &st.safety)
+		Scan(&st.exists, &st.available, &st.held, &st.poolRows, &st.counterUnits, &strategy, &st.poolCap, &st.safety, &st.waited)
 	st.pooled = st.poolRows + st.counterUnits
 	st.strategy = holdfast.Strategy(strategy)
 	return st, err
@@ -331,9 +334,13 @@ func (c *Client) level(ctx context.Context, tx pgx.Tx, route string, k holdfast.
 	if err != nil {
 		return nil, err
 	}
+	sellable := max(0, st.available-st.safety-st.held)
+	if st.waited {
+		sellable = 0 // what a new buyer is told: the units go to the waiters first
+	}
 	return &holdfast.Level{
 		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
-		Sellable: max(0, st.available-st.safety-st.held), OverCommitted: st.held > st.available, Safety: st.safety,
+		Sellable: sellable, OverCommitted: st.held > st.available, Safety: st.safety,
 		Strategy: st.strategy, PoolCap: st.poolCap,
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,15 +65,12 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 	var answer error
 	runErr := c.run(ctx, c.pool, holdfast.RouteReserve, true, true, func(tx pgx.Tx, _ int) error {
 		out, answer = nil, nil
-		// Granted meanwhile, or another attempt of the checkout holds.
+		// Granted meanwhile, or another attempt of the checkout holds or
+		// waits (existing answers the wait too).
 		prev, err := c.existing(ctx, tx, req)
 		if !errors.Is(err, holdfast.ErrNotFound) {
 			out = prev
 			return err
-		}
-		if werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines); !errors.Is(werr, holdfast.ErrNotFound) {
-			answer = werr
-			return errRollback
 		}
 		for _, l := range req.lines {
 			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
@@ -132,6 +130,11 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 				return err
 			}
 		}
+		// The feed says the checkout waits: its keys sell nothing to new
+		// buyers from now on (key.sold_out derives from it).
+		if err := InsertEventTx(ctx, tx, req.shop, holdfast.EventWaitlistWaiting, &req.checkout, req.lines, nil); err != nil {
+			return err
+		}
 		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
 		if !errors.Is(werr, holdfast.ErrWaitlisted) {
 			return werr // a failed read: roll the wait back
@@ -151,9 +154,11 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,
-// ErrWaitExpired once it ran out, ErrIdempotencyConflict when lines (if
-// not nil) differ from the waiting cart's, ErrNotFound without a wait (or
-// when it was granted: the hold answers then).
+// ErrWaitExpired once it ran out, ErrWaitCancelled once released,
+// ErrWaitUnservable once it could no longer be served,
+// ErrIdempotencyConflict when lines (if not nil) differ from the waiting
+// cart's, ErrNotFound without a wait, errGranted when it was granted (the
+// hold answers then).
 func (c *Client) waiterAnswer(ctx context.Context, q pgx.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
 	var status string
 	var rawLines, rawShort []byte
@@ -179,6 +184,10 @@ func (c *Client) waiterAnswer(ctx context.Context, q pgx.Tx, route string, shop 
 	switch {
 	case status == "expired" || (status == "waiting" && lapsed):
 		return holdfast.ErrWaitExpired
+	case status == "cancelled":
+		return holdfast.ErrWaitCancelled
+	case status == "unservable":
+		return holdfast.ErrWaitUnservable
 	case status == "waiting":
 		we := &holdfast.WaitlistedError{Position: pos, WaitUntil: until}
 		if err := json.Unmarshal(rawShort, &we.Lines); err != nil {
@@ -186,18 +195,35 @@ func (c *Client) waiterAnswer(ctx context.Context, q pgx.Tx, route string, shop 
 		}
 		return we
 	}
-	return holdfast.ErrNotFound
+	return errGranted
 }
 
-// holdOrWait is Hold's answer for a checkout without a hold: its wait.
-func (c *Client) holdOrWait(ctx context.Context, shop int64, checkout uuid.UUID, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	if !errors.Is(err, holdfast.ErrNotFound) {
-		return h, err
+// waitOrNotFound is Hold's answer for a checkout without a hold, read in
+// the same transaction as the hold (tx): its wait. The hold is read first
+// and the wait after it: a grant ends the wait and creates the hold in one
+// transaction, so a wait that reads as still waiting was still waiting
+// after the hold's read, and one that reads as granted means the grant
+// committed in between: the hold is read again and answered. So a read is
+// never ErrNotFound for a checkout that waits or was granted (issue 24
+// item 4).
+// lines, when not nil, are a reservation's: other lines than the wait's
+// are ErrIdempotencyConflict.
+func (c *Client) waitOrNotFound(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
+	werr := c.waiterAnswer(ctx, tx, route, shop, checkout, lines)
+	if errors.Is(werr, errGranted) {
+		return c.getHold(ctx, tx, route, shop, checkout)
 	}
-	werr := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		return c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
-	})
 	return nil, werr
+}
+
+// errGranted: waiterAnswer found the wait granted; the hold answers.
+var errGranted = errors.New("holdfast: wait granted")
+
+// isWaitAnswer reports whether err is a wait's answer (waiting, or ended
+// without a hold).
+func isWaitAnswer(err error) bool {
+	return errors.Is(err, holdfast.ErrWaitlisted) || errors.Is(err, holdfast.ErrWaitExpired) ||
+		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
 }
 
 // kickWaitlist wakes the waitlist server, if this client runs one: units
@@ -209,30 +235,63 @@ func (c *Client) kickWaitlist() {
 }
 
 func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	n, err := c.ServeWaitlist(ctx)
-	return n >= holdfast.WaitlistScanMax, err
+	_, more, err := c.serveWaitlist(ctx)
+	return more, err
 }
 
-// ServeWaitlist runs one pass of the waitlist server in one transaction:
-// it ends waits that ran out (at most WaitlistScanMax; event
-// waitlist.expired), then grants waiting carts first-come-first-served
-// (the oldest WaitlistScanMax) as ordinary holds with their TTL, each
-// whole or not at all (event waitlist.held). It returns how many waits it
-// ended. When nobody waits it costs one statement. Replicas may run it at
-// once: one pass runs at a time. Ended waits are purged with hold outcomes
-// (PurgeOnce) after Config.OutcomeRetention.
+// waitCursor is where a client's next pass of the waitlist server starts
+// its window of keys with waiters (round robin).
+type waitCursor struct {
+	mu sync.Mutex
+	k  holdfast.Key
+}
+
+// waitCursors holds each Client's waitCursor (kept out of Client's struct).
+var waitCursors sync.Map // *Client -> *waitCursor
+
+func (c *Client) waitCursor() *waitCursor {
+	v, _ := waitCursors.LoadOrStore(c, &waitCursor{})
+	return v.(*waitCursor)
+}
+
+// ServeWaitlist runs one pass of the waitlist server in one transaction.
+// It ends waits that ran out (at most WaitlistScanMax; event
+// waitlist.expired), then serves the queues of the next WaitlistKeysMax
+// keys with waiters (round robin over every shop's keys): each key's queue
+// on its own, head of line, so waiters that cannot be served hold up only
+// the waiters behind them on their keys — never another key or shop.
+// Waits on those keys whose cart asks more of a key than its available
+// stock end at once (ErrWaitUnservable; event waitlist.unservable); the
+// front waiters are granted, each cart whole or not at all, as ordinary
+// holds with their TTL (event waitlist.held), at most WaitlistGrantsMax.
+// It returns how many waits it ended. When nobody waits it costs one
+// statement. Replicas may run it at once: one pass runs at a time. Ended
+// waits are purged with hold outcomes (PurgeOnce) after
+// Config.OutcomeRetention.
 func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
+	n, _, err := c.serveWaitlist(ctx)
+	return n, err
+}
+
+// serveWaitlist is ServeWaitlist; more reports that a pass should follow
+// at once (a full window, batch or grant bound, or front waiters whose keys
+// this pass had not locked).
+func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error) {
 	var waiting bool
 	if err := c.maintenance().QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_any")).Scan(&waiting); err != nil {
-		return 0, c.mapErr(holdfast.RouteReplenish, err, true, true)
+		return 0, false, c.mapErr(holdfast.RouteReplenish, err, true, true)
 	}
 	if !waiting {
-		return 0, nil
+		return 0, false, nil
 	}
-	var n int
+	cur := c.waitCursor()
+	cur.mu.Lock()
+	from := cur.k
+	cur.mu.Unlock()
+	var next holdfast.Key
 	var granted []*holdfast.Hold
-	err := c.run(ctx, c.maintenance(), holdfast.RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
-		n, granted = 0, nil
+	err = c.run(ctx, c.maintenance(), holdfast.RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
+		n, more, granted, next = 0, false, nil, holdfast.Key{}
 		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_serve_lock")); err != nil {
 			return err
 		}
@@ -241,16 +300,38 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 			return err
 		}
 		n += expired
-		queue, err := c.waitQueue(ctx, tx)
-		if err != nil || len(queue) == 0 {
+		more = expired >= holdfast.WaitlistScanMax
+		window, err := c.waitWindow(ctx, tx, from, holdfast.WaitlistKeysMax)
+		if err != nil {
 			return err
 		}
-		// The keys' locks first, in key order; then the queue again: an
-		// enqueue on one of these keys that committed meanwhile is in it,
-		// and none with an earlier seq can still be in flight (it would
-		// hold the key's lock).
-		var keys []holdfast.Key
-		for _, w := range queue {
+		if len(window) == holdfast.WaitlistKeysMax {
+			next, more = window[len(window)-1], true
+		} else if from != (holdfast.Key{}) {
+			// Round the corner: the keys before the cursor.
+			rest, err := c.waitWindow(ctx, tx, holdfast.Key{}, holdfast.WaitlistKeysMax-len(window))
+			if err != nil {
+				return err
+			}
+			for _, k := range rest {
+				if compareKeys(k, from) <= 0 {
+					window = append(window, k)
+				}
+			}
+		}
+		if len(window) == 0 {
+			return nil
+		}
+		// The keys' locks first, in key order — the window's and those of
+		// its front waiters' carts — then the queues again: an enqueue on
+		// a locked key that committed meanwhile is in them, and none with
+		// an earlier seq can still be in flight (it would hold the lock).
+		heads, err := c.waitHeads(ctx, tx, window)
+		if err != nil {
+			return err
+		}
+		keys := slices.Clone(window)
+		for _, w := range heads {
 			for _, l := range w.lines {
 				keys = append(keys, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
 			}
@@ -264,31 +345,42 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 			}
 			locked[k] = true
 		}
-		if queue, err = c.waitQueue(ctx, tx); err != nil {
+		ended, err := c.endUnservable(ctx, tx, window, locked)
+		if err != nil {
 			return err
 		}
-		blocked := make(map[holdfast.Key]bool)
-		for _, w := range queue {
-			ok := true
-			for _, l := range w.lines {
-				k := holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}
-				ok = ok && locked[k] && !blocked[k]
+		n += ended
+		// Grant the front waiters; a grant may bring the next waiter of a
+		// key to the front, so again until a round grants nothing.
+		for progress := true; progress && n < holdfast.WaitlistGrantsMax; {
+			progress = false
+			if heads, err = c.waitHeads(ctx, tx, window); err != nil {
+				return err
 			}
-			if ok {
-				h, done, err := c.grantWait(ctx, tx, w)
-				if err != nil {
-					return err
+			for _, w := range heads {
+				if n >= holdfast.WaitlistGrantsMax {
+					more = true
+					break
 				}
-				if h != nil {
-					granted = append(granted, h)
-				}
-				if done {
-					n++
+				if !slices.ContainsFunc(w.lines, func(l holdfast.Line) bool {
+					return !locked[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
+				}) {
+					h, done, err := c.grantWait(ctx, tx, w)
+					if err != nil {
+						return err
+					}
+					if h != nil {
+						granted = append(granted, h)
+					}
+					if done {
+						n++
+						progress = true
+					}
 					continue
 				}
-			}
-			for _, l := range w.lines {
-				blocked[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}] = true
+				// A key of its cart this pass did not lock: the next
+				// pass locks it first.
+				more, next = true, from
 			}
 		}
 		// Keys whose queue emptied get their buffers back; the others
@@ -297,12 +389,172 @@ func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
+	cur.mu.Lock()
+	cur.k = next
+	cur.mu.Unlock()
 	for _, h := range granted {
 		c.noteHold(h)
 	}
+	return n, more || n >= holdfast.WaitlistGrantsMax, nil
+}
+
+// waitWindow is the next limit keys with waiters after from, in key order.
+func (c *Client) waitWindow(ctx context.Context, tx pgx.Tx, from holdfast.Key, limit int) ([]holdfast.Key, error) {
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_window"), from.ShopID, from.ItemID, from.LocationID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (holdfast.Key, error) {
+		var k holdfast.Key
+		err := r.Scan(&k.ShopID, &k.ItemID, &k.LocationID)
+		return k, err
+	})
+}
+
+// waitHeads is the front waiters of keys' queues, oldest first
+// (waitlist_heads.sql).
+func (c *Client) waitHeads(ctx context.Context, tx pgx.Tx, keys []holdfast.Key) ([]waiterRow, error) {
+	shops, items, locs := make([]int64, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_heads"), shops, items, locs, c.now())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiterRow, error) {
+		var w waiterRow
+		var raw []byte
+		var ttl int64
+		if err := r.Scan(&w.shop, &w.checkout, &w.seq, &raw, &ttl); err != nil {
+			return w, err
+		}
+		w.ttl = time.Duration(ttl) * time.Microsecond
+		return w, json.Unmarshal(raw, &w.lines)
+	})
+}
+
+// endUnservable ends the waits on keys (whose locks tx holds) that ask
+// more of a key than its available stock: nothing could ever serve them
+// (issue 24 item 4). Their keys outside locked go to the replenisher.
+func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) (int, error) {
+	shops, items, locs := make([]int64, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_unservable"), shops, items, locs, holdfast.WaitlistGrantsMax)
+	if err != nil {
+		return 0, err
+	}
+	type waiter struct {
+		shop     int64
+		checkout uuid.UUID
+	}
+	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiter, error) {
+		var w waiter
+		err := r.Scan(&w.shop, &w.checkout)
+		return w, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var others []holdfast.Key
+	for _, w := range ws {
+		lines, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		n++
+		for _, l := range lines {
+			if k := (holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}); !locked[k] {
+				others = append(others, k)
+			}
+		}
+	}
+	if len(others) > 0 {
+		slices.SortFunc(others, compareKeys)
+		if err := c.queueKeys(ctx, tx, holdfast.RouteReplenish, slices.Compact(others)); err != nil {
+			return 0, err
+		}
+	}
 	return n, nil
+}
+
+// endUnservableOn ends, in a transaction of its own right after a claim
+// or stock change on keys committed, the waits on keys that now ask more
+// than the key's available stock (issue 24 item 4): the waiters are told
+// at once and the keys' free units sell again. A failure leaves them to
+// the waitlist worker's next pass (kicked here either way), so the
+// change's answer does not depend on it.
+func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
+	defer c.kickWaitlist()
+	_ = c.run(ctx, c.pool, route, true, true, func(tx pgx.Tx, _ int) error {
+		_, err := c.endUnservable(ctx, tx, keys, nil)
+		return err
+	})
+}
+
+// endWait ends the checkout's wait if it still waits, as status, with an
+// event of type ev (none when ev is empty), and returns its cart; ok false
+// when it no longer waited.
+func (c *Client) endWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, status string, ev holdfast.EventType) (lines []holdfast.Line, ok bool, err error) {
+	var raw []byte
+	err = tx.QueryRow(ctx, c.q(ctx, route, "waitlist_end"), shop, checkout, status, c.now()).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := json.Unmarshal(raw, &lines); err != nil {
+		return nil, false, err
+	}
+	if ev != "" {
+		if err := InsertEventTx(ctx, tx, shop, ev, &checkout, lines, nil); err != nil {
+			return nil, false, err
+		}
+	}
+	return lines, true, nil
+}
+
+// cancelWait is Release's answer for a checkout without a hold (issue 24
+// item 5): a wait still waiting ends as cancelled (event
+// waitlist.cancelled; its keys go to the replenisher) and answers
+// ErrWaitCancelled, as does a wait cancelled before; an ended wait answers
+// how it ended; none, ErrNotFound. A wait granted since the hold was read
+// retries the release (which then releases the hold). answer is for the
+// caller; err rolls tx back.
+func (c *Client) cancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+	lines, ok, err := c.endWait(ctx, tx, route, shop, checkout, "cancelled", holdfast.EventWaitlistCancelled)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		werr := c.waiterAnswer(ctx, tx, route, shop, checkout, nil)
+		switch {
+		case errors.Is(werr, errGranted), errors.Is(werr, holdfast.ErrWaitlisted):
+			return nil, errRetry
+		case errors.Is(werr, holdfast.ErrNotFound), errors.Is(werr, holdfast.ErrWaitExpired),
+			errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
+			return werr, nil
+		}
+		return nil, werr
+	}
+	keys := make([]holdfast.Key, len(lines))
+	for i, l := range lines {
+		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	}
+	slices.SortFunc(keys, compareKeys)
+	if err := c.queueKeys(ctx, tx, route, slices.Compact(keys)); err != nil {
+		return nil, err
+	}
+	return holdfast.ErrWaitCancelled, nil
 }
 
 func compareKeys(a, b holdfast.Key) int {
@@ -373,34 +625,30 @@ func (c *Client) expireWaits(ctx context.Context, tx pgx.Tx) (int, error) {
 	return len(done), nil
 }
 
-func (c *Client) waitQueue(ctx context.Context, tx pgx.Tx) ([]waiterRow, error) {
-	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_queue"), c.now(), holdfast.WaitlistScanMax)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiterRow, error) {
-		var w waiterRow
-		var raw []byte
-		var ttl int64
-		if err := r.Scan(&w.shop, &w.checkout, &w.seq, &raw, &ttl); err != nil {
-			return w, err
-		}
-		w.ttl = time.Duration(ttl) * time.Microsecond
-		return w, json.Unmarshal(raw, &w.lines)
-	})
-}
-
 // grantWait holds w's cart whole, from units no buffer and no hold has,
 // under its keys' locks (which tx holds), and ends the wait; nil when the
-// cart cannot be served yet (done false). A checkout that got a hold of its
-// own meanwhile ends its wait as expired (done, no hold).
+// cart cannot be served yet (done false). A cart asking more of a key
+// than its available stock ends as unservable (done, no hold). A checkout
+// that got a hold of its own meanwhile ends its wait as expired (done, no
+// hold).
 func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *holdfast.Hold, done bool, err error) {
-	for _, l := range w.lines {
+	sts := make([]keyState, len(w.lines))
+	for i, l := range w.lines {
 		st, err := c.keyState(ctx, tx, holdfast.RouteReplenish, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
 		if err != nil {
 			return nil, false, err
 		}
-		if st.available-st.safety-st.held < l.Quantity { // never the safety stock
+		if l.Quantity > st.available {
+			// Nothing can ever serve it (held units may come back,
+			// claimed ones never do): it ends, and stops holding up the
+			// key.
+			_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+			return nil, ok, err
+		}
+		sts[i] = st
+	}
+	for i, l := range w.lines {
+		if st := sts[i]; st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return nil, false, nil
 		}
 	}
@@ -419,36 +667,32 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 			return nil, false, nil // taken by a reservation meanwhile
 		}
 	}
+	// The wait ends first, guarded by its state: a release that cancelled
+	// it meanwhile wins, and then nothing is held (issue 24 item 5).
+	if _, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "held", ""); err != nil || !ok {
+		return nil, false, err
+	}
 	raw, err := json.Marshal(w.lines)
 	if err != nil {
 		return nil, false, err
 	}
-	h = &holdfast.Hold{CheckoutID: w.checkout, ShopID: w.shop, Status: holdfast.StatusHeld, Claimable: true, Lines: w.lines}
+	h = &holdfast.Hold{CheckoutID: w.checkout, ShopID: w.shop, Status: holdfast.StatusHeld, Claimable: true, Lines: w.lines, Revision: 1}
 	err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_insert"),
 		w.checkout, w.shop, string(raw), w.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
-	status := "held"
 	if errors.Is(err, pgx.ErrNoRows) {
-		status, h = "expired", nil
-	} else if err != nil {
-		return nil, false, err
-	} else {
-		items, locs, qtys := columns(w.lines)
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_lines_create"), w.checkout, w.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+		// The checkout has a hold of its own: nothing held for the wait.
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_reend"), w.shop, w.checkout); err != nil {
 			return nil, false, err
 		}
+		return nil, true, InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
 	}
-	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_end"), w.shop, w.checkout, status, c.now()); err != nil {
+	if err != nil {
 		return nil, false, err
 	}
-	ev, exp := holdfast.EventWaitlistHeld, (*time.Time)(nil)
-	if h != nil {
-		exp = &h.ExpiresAt
-	} else {
-		ev = holdfast.EventWaitlistExpired
-	}
-	if err := InsertEventTx(ctx, tx, w.shop, ev, &w.checkout, w.lines, exp); err != nil {
+	items, locs, qtys := columns(w.lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_lines_create"), w.checkout, w.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
 		return nil, false, err
 	}
-	return h, true, nil
+	return h, true, InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistHeld, &w.checkout, w.lines, &h.ExpiresAt)
 }

@@ -1,7 +1,7 @@
 -- Create the holds a combined batch granted and take their units from the
 -- counter rows the batch holds locked (sql/batch_lock.sql). Holds are created
 -- in (shop, checkout) order, skipping checkouts that already have a hold or an
--- outcome; each counter gives exactly the units of the holds created.
+-- outcome, or a wait (waitlist.go: the plain path answers those); each counter gives exactly the units of the holds created.
 -- Returns the holds created.
 -- $1 checkouts, $2 quantities, $3 ttls µs, $4 shops, $5 items, $6 locations,
 -- $7 lifetime µs, $8 now (NULL: database clock).
@@ -20,6 +20,8 @@ WITH g AS (
          -- batch, within PostgreSQL's shared table of
          -- max_locks_per_transaction × max_connections entries)
          LATERAL (SELECT pg_advisory_xact_lock_shared(1752132719, hashtext(g.checkout_id::text))) inflight
+    WHERE NOT EXISTS (SELECT 1 FROM waiters w
+                      WHERE w.shop_id = g.shop_id AND w.checkout_id = g.checkout_id AND w.status <> 'held')
     ORDER BY g.shop_id, g.checkout_id
     ON CONFLICT (shop_id, checkout_id) DO NOTHING
     RETURNING checkout_id, shop_id, created_at, expires_at, deadline,

@@ -1,5 +1,6 @@
 -- Derived key events: for each key the sequencer just saw change, whether
--- it is sold out now (available - held <= 0), compared with what was last
+-- it is sold out now (nothing sellable to a new buyer: available - safety
+-- - held <= 0, or the key has waiters), compared with what was last
 -- reported; a change becomes a key.sold_out or key.back_in_stock event
 -- (sequenced by the next batch). A key seen for the first time reports
 -- only a sold-out state. Derived at sequencing time, not in the change's
@@ -9,9 +10,12 @@ WITH k AS (
     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(shop_id, item, loc)
 ), s AS (
     SELECT k.shop_id, k.item, k.loc, l.available,
-           l.available - coalesce((SELECT sum(r.held) FROM held_counts r
-                                   WHERE r.shop_id = k.shop_id AND r.inventory_item_id = k.item
-                                     AND r.location_id = k.loc), 0) <= 0 AS sold_out
+           l.available - l.safety - coalesce((SELECT sum(r.held) FROM held_counts r
+                                              WHERE r.shop_id = k.shop_id AND r.inventory_item_id = k.item
+                                                AND r.location_id = k.loc), 0) <= 0
+           OR EXISTS (SELECT 1 FROM waiter_lines w
+                      WHERE w.shop_id = k.shop_id AND w.inventory_item_id = k.item
+                        AND w.location_id = k.loc) AS sold_out
     FROM k JOIN inventory_levels l
       ON l.shop_id = k.shop_id AND l.inventory_item_id = k.item AND l.location_id = k.loc
 ), prev AS (

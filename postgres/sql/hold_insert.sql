@@ -9,6 +9,8 @@
 -- held to commit) tells the sold-out hint (sold_out.sql) that this
 -- checkout's hold may be committing: a retry then takes this path and waits
 -- here for it, rather than be told sold out (issue #10 item 4).
+-- Nor while the checkout waits, or waited and its wait ended without a
+-- hold (waitlist.go): the wait answers it (issue 24 item 5).
 -- $1 checkout, $2 shop, $3 lines json, $4 ttl µs, $5 lifetime µs,
 -- $6 now (NULL: database clock).
 INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
@@ -17,5 +19,7 @@ SELECT $1::uuid, $2::bigint, 'held', $3::jsonb, t.now,
        t.now + $5::bigint * interval '1 microsecond'
 FROM (SELECT coalesce($6::timestamptz, clock_timestamp()) AS now) t,
      LATERAL (SELECT pg_advisory_xact_lock_shared(1752132719, hashtext($1::uuid::text))) inflight
+WHERE NOT EXISTS (SELECT 1 FROM waiters w
+                  WHERE w.shop_id = $2::bigint AND w.checkout_id = $1::uuid AND w.status <> 'held')
 ON CONFLICT (shop_id, checkout_id) DO NOTHING
 RETURNING created_at, expires_at, deadline

@@ -10,7 +10,11 @@ SELECT l.available IS NOT NULL,
          WHERE c.shop_id = $1::bigint AND c.inventory_item_id = $2::bigint AND c.location_id = $3::bigint)::int,
        coalesce(l.strategy, $4::text),
        coalesce(l.pool_cap, $5::int),
-       coalesce(l.safety, 0)::int
+       coalesce(l.safety, 0)::int,
+       -- Whether the key has waiters (waitlist.go): nothing is sellable
+       -- to a new buyer then.
+       EXISTS (SELECT 1 FROM waiter_lines w
+               WHERE w.shop_id = $1::bigint AND w.inventory_item_id = $2::bigint AND w.location_id = $3::bigint)
 FROM (SELECT 1) one
 LEFT JOIN inventory_levels l
        ON l.shop_id = $1::bigint AND l.inventory_item_id = $2::bigint AND l.location_id = $3::bigint

@@ -4,7 +4,10 @@
 -- path to it); one whose hold is not visible does not count its units as
 -- held either. An attempt still in flight is found before this read
 -- (sold_out_inflight.sql). $1 shop, $2 checkout, $3 items, $4 locations.
-SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid),
+-- A checkout with a wait (waitlist.go) is known too: the normal path
+-- answers its wait.
+SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid)
+       OR EXISTS (SELECT 1 FROM waiters w WHERE w.shop_id = $1::bigint AND w.checkout_id = $2::uuid),
        (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
        (SELECT coalesce(sum(r.held), 0)
         FROM held_counts r

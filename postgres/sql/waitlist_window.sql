@@ -1,0 +1,20 @@
+-- The next keys with waiters after a cursor, in key order: the window of
+-- one pass of the waitlist server (round robin over every key with
+-- waiters, whatever its shop). A loose index scan of waiter_lines' primary
+-- key: one probe per key, however many wait on it.
+-- $1 shop, $2 item, $3 location of the cursor (0, 0, 0: from the start),
+-- $4 limit.
+WITH RECURSIVE k AS (
+    (SELECT shop_id, inventory_item_id, location_id FROM waiter_lines
+     WHERE (shop_id, inventory_item_id, location_id) > ($1::bigint, $2::bigint, $3::bigint)
+     ORDER BY shop_id, inventory_item_id, location_id
+     LIMIT 1)
+    UNION ALL
+    SELECT n.shop_id, n.inventory_item_id, n.location_id
+    FROM k, LATERAL (
+        SELECT w.shop_id, w.inventory_item_id, w.location_id FROM waiter_lines w
+        WHERE (w.shop_id, w.inventory_item_id, w.location_id) > (k.shop_id, k.inventory_item_id, k.location_id)
+        ORDER BY w.shop_id, w.inventory_item_id, w.location_id
+        LIMIT 1) n
+)
+SELECT shop_id, inventory_item_id, location_id FROM k LIMIT $4::int
