@@ -28,6 +28,9 @@ const (
 	BackoffMaxDefault = 5 * time.Minute
 	HorizonDefault    = 24 * time.Hour
 	PollDefault       = time.Second
+	// SliceDefault is how long one lease of an endpoint starts new
+	// requests before the endpoint goes to the back of the line.
+	SliceDefault = 5 * time.Second
 	// BatchMax bounds the events one lease of an endpoint delivers.
 	BatchMax = 100
 	// leaseExtra is how much longer than its work a lease lasts: a
@@ -66,6 +69,15 @@ type Config struct {
 	// Poll is how often the deliverer looks for due endpoints and new
 	// events. Defaults to 1s.
 	Poll time.Duration
+	// Slice bounds how long one lease of an endpoint starts new requests
+	// (the last one may take Timeout more): then the endpoint goes to the
+	// back of the line of due endpoints. Endpoints are leased oldest due
+	// first, so an endpoint with events waits for a worker at most
+	// ceil(D/Workers) × (Slice + Timeout) + Poll, D the endpoints due
+	// before it (at most every registered endpoint, EndpointsPerShopMax
+	// per shop). Defaults to 5s; at most Timeout + 30s (the lease must
+	// outlast the last request).
+	Slice time.Duration
 	// Client sends the requests. Defaults to one with Timeout that follows
 	// no redirects (only the registered URL is ever called).
 	Client *http.Client
@@ -106,6 +118,8 @@ func NewDeliverer(cfg Config) (*Deliverer, error) {
 	def(&cfg.BackoffMax, BackoffMaxDefault)
 	def(&cfg.Horizon, HorizonDefault)
 	def(&cfg.Poll, PollDefault)
+	def(&cfg.Slice, SliceDefault)
+	cfg.Slice = min(cfg.Slice, cfg.Timeout+leaseExtra/2)
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{
 			Timeout:       cfg.Timeout,
@@ -173,13 +187,13 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 				wg.Add(1)
 				go func(ep leased) {
 					defer wg.Done()
-					more := d.deliver(ctx, ep)
+					d.deliver(ctx, ep)
 					free <- struct{}{}
-					if more {
-						select {
-						case kick <- struct{}{}:
-						default:
-						}
+					// A free worker leases at once: endpoints may be due
+					// that found no worker in the last lease.
+					select {
+					case kick <- struct{}{}:
+					default:
 					}
 				}(ep)
 			}
@@ -200,13 +214,26 @@ type leased struct {
 	firstFailed      *time.Time
 }
 
+// sequencer is the engine's SequenceEvents (postgres.Client,
+// mysql.Client): an endpoint is due when its shop's sequenced cursor is
+// past the endpoint's, so the deliverer sequences before it leases.
+type sequencer interface {
+	SequenceEvents(ctx context.Context) (int, error)
+}
+
 func (d *Deliverer) lease(ctx context.Context, n int) ([]leased, error) {
+	if sq, ok := d.cfg.Events.(sequencer); ok {
+		if _, err := sq.SequenceEvents(ctx); err != nil {
+			return nil, fmt.Errorf("sequencing events: %w", err)
+		}
+	}
 	return d.st.lease(ctx, 2*d.cfg.Timeout+leaseExtra, n)
 }
 
 // deliver sends ep's next events in cursor order until one fails, the
-// batch ends or the lease's time is half gone, then gives the lease back.
-// It reports whether more may be waiting (a full batch or a cut one).
+// batch ends or the slice (Config.Slice) is over, then gives the lease
+// back (the endpoint goes to the back of the line). It reports whether
+// more may be waiting (a full batch or a cut one).
 func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 	start := time.Now()
 	// The bookkeeping outlives a Stop in the middle of a request: a
@@ -225,8 +252,8 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		return false
 	}
 	for _, ev := range evs {
-		if time.Since(start) > d.cfg.Timeout+leaseExtra/2 {
-			return true // the lease (2×Timeout + leaseExtra) must outlast the next request
+		if time.Since(start) > d.cfg.Slice {
+			return true // others' turn; Slice ≤ Timeout + leaseExtra/2, so the lease outlasts the last request
 		}
 		body, err := json.Marshal(ev)
 		if err != nil {

@@ -40,8 +40,11 @@ var (
 // statement (RETURNING, writable CTEs), it runs a short transaction.
 type myStore struct{ db *sql.DB }
 
+// inTx runs fn in a transaction at READ COMMITTED, set explicitly: the
+// server's default (REPEATABLE READ in InnoDB) takes gap locks on the
+// endpoints' index that would serialize leasing and registering.
 func (s myStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return err
 	}
@@ -68,7 +71,7 @@ func scanMyEndpoint(row scanner, withDead bool) (*Endpoint, error) {
 	}
 	ep.LastError = lastErr.String
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	if next.Valid {
+	if next.Valid && ep.Attempts > 0 { // due time of a retry; an idle endpoint's is its turn
 		t := next.Time.UTC()
 		ep.NextAt = &t
 	}

@@ -242,7 +242,7 @@ func scanEndpoint(row pgx.Row, withDead bool) (*Endpoint, error) {
 		ep.LastError = *lastErr
 	}
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	if ep.NextAt != nil {
+	if ep.NextAt != nil && ep.Attempts > 0 { // due time of a retry; an idle endpoint's is its turn
 		t := ep.NextAt.UTC()
 		ep.NextAt = &t
 	}
