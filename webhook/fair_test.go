@@ -121,3 +121,88 @@ func testLeaseServesEveryEndpoint(t *testing.T, engine string) {
 		time.Sleep(20 * time.Millisecond) // polling the condition, not timing it
 	}
 }
+
+// TestLeaseWaitBounded (#24 item 1): an endpoint with an event waits for a
+// worker at most ceil(due/Workers) × (Slice + Timeout) + Poll, even while
+// every worker is busy with slow endpoints that have a long backlog.
+func TestLeaseWaitBounded(t *testing.T) {
+	t.Parallel()
+	engines(t, testLeaseWaitBounded)
+}
+
+func testLeaseWaitBounded(t *testing.T, engine string) {
+	b := newBackend(t, engine, 10)
+	ctx := context.Background()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // a slow receiver (its answer time, not synchronisation)
+		case <-r.Context().Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer slow.Close()
+	got := make(chan time.Time, 10)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- time.Now():
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer fast.Close()
+	const workers = 4
+	const slice = 100 * time.Millisecond
+	for i := 0; i < workers; i++ {
+		if _, err := b.reg.Add(ctx, 1, fmt.Sprintf("%s/%d", slow.URL, i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.reg.Add(ctx, 2, fast.URL, nil); err != nil {
+		t.Fatal(err)
+	}
+	k1 := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	for i := 1; i <= 30; i++ { // 30 × 200 ms = 6 s of backlog per slow endpoint
+		n := i
+		b.change(t, holdfast.StockChange{Key: k1, Set: &n, Reason: "stock"})
+	}
+	cfg := webhook.Config{Workers: workers, Timeout: time.Second, Slice: slice,
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Poll: 20 * time.Millisecond, Horizon: time.Hour}
+	d, err := webhook.NewDeliverer(b.config(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Start(ctx)
+	defer d.Stop(ctx) //nolint:errcheck
+	// Every worker is busy with shop 1 once one of its requests arrived.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		eps, err := b.reg.List(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := 0
+		for _, ep := range eps {
+			if ep.Cursor > 1 {
+				busy++
+			}
+		}
+		if busy == workers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shop 1's endpoints never all served: %+v", eps)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the condition, not timing it
+	}
+	n := 1
+	b.change(t, holdfast.StockChange{Key: holdfast.Key{ShopID: 2, ItemID: 1, LocationID: 1}, Set: &n, Reason: "stock"})
+	written := time.Now()
+	bound := 2*(slice+cfg.Timeout) + cfg.Poll // ceil(5 due / 4 workers) = 2
+	select {
+	case at := <-got:
+		if wait := at.Sub(written); wait > bound {
+			t.Fatalf("shop 2's endpoint waited %v for a worker, bound %v", wait, bound)
+		}
+	case <-time.After(3 * bound):
+		t.Fatalf("shop 2's endpoint got nothing within %v (bound %v) while shop 1's 4 slow endpoints hold the 4 workers", 3*bound, bound)
+	}
+}
