@@ -245,6 +245,22 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		_ = d.st.unlease(c, ep.id)
 	}()
 	evs, err := d.cfg.Events.Events(ctx, ep.shop, ep.cursor, BatchMax)
+	var expired *holdfast.CursorExpiredError
+	if errors.As(err, &expired) {
+		// Events this endpoint had not received were purged (kept past
+		// the retention for it, up to EventRetentionMax): never skip them
+		// silently, record the gap as a dead letter and move past it.
+		c, cancel := context.WithTimeout(bg, 5*time.Second)
+		defer cancel()
+		body, _ := json.Marshal(purgedGap{ShopID: ep.shop, From: expired.After + 1, To: expired.Oldest})
+		msg := fmt.Sprintf("events %d..%d were purged (past the event retention) before delivery", expired.After+1, expired.Oldest)
+		if err := d.st.deadLetter(c, ep.id, ep.shop, expired.Oldest, body, ep.attempts, msg); err != nil {
+			d.cfg.Logger.Warn("webhooks: recording purged events", "endpoint", ep.id, "shop", ep.shop, "err", err.Error())
+			return false
+		}
+		d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.id, "shop", ep.shop, "cursor", expired.Oldest, "err", msg)
+		return true
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			d.cfg.Logger.Warn("webhooks: reading events", "shop", ep.shop, "err", err.Error())
@@ -293,6 +309,14 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		return false
 	}
 	return len(evs) == BatchMax
+}
+
+// purgedGap is the event of a dead letter for events purged before the
+// endpoint received them.
+type purgedGap struct {
+	ShopID int64 `json:"shop_id"`
+	From   int64 `json:"purged_from"`
+	To     int64 `json:"purged_to"`
 }
 
 // send POSTs one event; nil only for a 2xx answer.

@@ -92,7 +92,11 @@ type Endpoint struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-// DeadLetter is an event an endpoint did not accept within the horizon.
+// DeadLetter is an event an endpoint did not accept within the horizon,
+// or events purged from the feed before it received them (kept for it up
+// to holdfast.Config.EventRetentionMax): then Cursor is the last of them
+// and Event is {"shop_id", "purged_from", "purged_to"} (cursors,
+// inclusive).
 type DeadLetter struct {
 	ID         int64           `json:"id"`
 	EndpointID int64           `json:"endpoint_id"`
