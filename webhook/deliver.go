@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -83,6 +84,10 @@ type Config struct {
 	Client *http.Client
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Options are the destinations allowed (every connection is checked
+	// at connect time; a Client given above must do its own checks) and
+	// the key the endpoints' secrets are encrypted with.
+	Options
 }
 
 // Deliverer is the delivery pool of holdfast serve: Start, Stop (the
@@ -121,13 +126,26 @@ func NewDeliverer(cfg Config) (*Deliverer, error) {
 	def(&cfg.Slice, SliceDefault)
 	cfg.Slice = min(cfg.Slice, cfg.Timeout+leaseExtra/2)
 	if cfg.Client == nil {
+		dialer := &net.Dialer{Timeout: cfg.Timeout, Control: dialControl(cfg.AllowNetworks)}
 		cfg.Client = &http.Client{
-			Timeout:       cfg.Timeout,
+			Timeout: cfg.Timeout,
+			// No proxy: the destination checked must be the one called.
+			Transport: &http.Transport{
+				DialContext:         dialer.DialContext,
+				MaxIdleConnsPerHost: 2,
+				IdleConnTimeout:     90 * time.Second,
+				TLSHandshakeTimeout: cfg.Timeout,
+			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.SecretKey != nil {
+		if _, err := secretAEAD(cfg.SecretKey); err != nil {
+			return nil, err
+		}
 	}
 	return &Deliverer{cfg: cfg, st: st}, nil
 }
@@ -244,6 +262,12 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		defer cancel()
 		_ = d.st.unlease(c, ep.id)
 	}()
+	secret, err := openSecret(d.cfg.SecretKey, ep.shop, ep.secret)
+	if err != nil {
+		d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.id, "shop", ep.shop, "err", err.Error())
+		return false
+	}
+	ep.secret = secret
 	evs, err := d.cfg.Events.Events(ctx, ep.shop, ep.cursor, BatchMax)
 	var expired *holdfast.CursorExpiredError
 	if errors.As(err, &expired) {
@@ -294,7 +318,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		if wait > d.cfg.BackoffMax || wait <= 0 {
 			wait = d.cfg.BackoffMax
 		}
-		msg := sendErr.Error()
+		msg := deliveryError(sendErr)
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"database/sql"
+	"net/netip"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,19 +56,30 @@ func newBackendConfig(t *testing.T, engine string, maxConns int, cfg holdfast.Co
 		if err != nil {
 			t.Fatal(err)
 		}
-		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB), db: d.DB}
+		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB).With(testOptions), db: d.DB}
 	}
 	d := pgtest.DB(t, maxConns)
 	hc, err := postgres.New(d.Pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return backend{eng: hc, reg: webhook.NewRegistry(d.Pool), pool: d.Pool}
+	return backend{eng: hc, reg: webhook.NewRegistry(d.Pool).With(testOptions), pool: d.Pool}
 }
 
-// config is c on this backend's database and feed.
+// testOptions allow the tests' local receivers (loopback) and encrypt
+// secrets with a test key.
+var testOptions = webhook.Options{
+	AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+	SecretKey:     []byte("0123456789abcdef0123456789abcdef"),
+}
+
+// config is c on this backend's database and feed, with testOptions
+// unless c has options of its own.
 func (b backend) config(c webhook.Config) webhook.Config {
 	c.Pool, c.DB, c.Events = b.pool, b.db, b.eng
+	if c.AllowNetworks == nil && c.SecretKey == nil {
+		c.Options = testOptions
+	}
 	return c
 }
 

@@ -117,7 +117,16 @@ var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
 // Registry is the endpoints of every shop, in PostgreSQL or MySQL/MariaDB.
 // Safe for concurrent use.
 type Registry struct {
-	st store
+	st   store
+	opts Options
+}
+
+// With returns the registry with o: the destinations it accepts and the
+// key it encrypts secrets with.
+func (r *Registry) With(o Options) *Registry {
+	c := *r
+	c.opts = o
+	return &c
 }
 
 // NewRegistry returns the registry in pool's database (migrated to 008).
@@ -165,9 +174,11 @@ func validShop(shop int64) error {
 }
 
 // Add registers rawURL for shop and returns the endpoint with its secret
-// (shown only now). Delivery starts after cursor after, or after the
-// shop's current feed head when after is nil. Bad input is an
-// *holdfast.ArgumentError and writes nothing.
+// (shown only now; stored encrypted with Options.SecretKey). Delivery
+// starts after cursor after, or after the shop's current feed head when
+// after is nil. Bad input, and a host that is or resolves to an address
+// that is not public and not allowed (ErrDestinationRefused), is an
+// *holdfast.ArgumentError on its field and writes nothing.
 func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *int64) (*Endpoint, error) {
 	if err := validShop(shop); err != nil {
 		return nil, err
@@ -178,12 +189,20 @@ func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *in
 	if after != nil && *after < 0 {
 		return nil, argError("after", "must not be negative")
 	}
+	u, _ := url.Parse(rawURL)
+	if err := checkHost(ctx, u.Hostname(), r.opts.AllowNetworks); err != nil {
+		return nil, argError("url", "%v", err)
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
 	secret := "whsec_" + hex.EncodeToString(b)
-	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, secret, after, EndpointsPerShopMax)
+	stored, err := sealSecret(r.opts.SecretKey, shop, b, secret)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, stored, after, EndpointsPerShopMax)
 	if err != nil {
 		return nil, err
 	}

@@ -428,3 +428,45 @@ func testDeadLetter(t *testing.T, engine string) {
 		t.Fatalf("tries %v: each event should be retried before it is dead", tries)
 	}
 }
+
+// TestEndpointLimitUnderConcurrency (#24 item 7): registrations racing for
+// a shop's last places never take it past EndpointsPerShopMax: the count
+// is taken under a lock on the shop's registrations, on both engines.
+func TestEndpointLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	engines(t, testEndpointLimitUnderConcurrency)
+}
+
+func testEndpointLimitUnderConcurrency(t *testing.T, engine string) {
+	const tries = 3 * webhook.EndpointsPerShopMax
+	b := newBackend(t, engine, tries)
+	ctx := context.Background()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	added, refused := 0, 0
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := b.reg.Add(ctx, 1, "https://example.com/hook/"+strconv.Itoa(i), nil)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				added++
+			case errors.Is(err, webhook.ErrTooMany):
+				refused++
+			default:
+				t.Errorf("add %d: %v", i, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	n := b.count(t, "webhook_endpoints")
+	if added != webhook.EndpointsPerShopMax || refused != tries-added || n != webhook.EndpointsPerShopMax {
+		t.Fatalf("%d concurrent registrations: %d added, %d refused, %d stored; want %d stored", tries, added, refused, n, webhook.EndpointsPerShopMax)
+	}
+}
