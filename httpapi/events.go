@@ -244,9 +244,9 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 // (Pool), or the MySQL engine's.
 func (s *Server) registry() *webhook.Registry {
 	if ms, ok := s.store.(myStore); ok && s.pool == nil {
-		return webhook.NewMySQLRegistry(ms.db)
+		return webhook.NewMySQLRegistry(ms.db).With(s.cfg.Webhooks)
 	}
-	return webhook.NewRegistry(s.pool) // New sets pool for a PostgresStore
+	return webhook.NewRegistry(s.pool).With(s.cfg.Webhooks) // New sets pool for a PostgresStore
 }
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make

@@ -2,8 +2,12 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // TestEventsFeed (#17): the feed over HTTP pages with after/next_after,
@@ -178,5 +182,25 @@ func testEventsCursorExpired(t *testing.T, engine string) {
 	r := e.do(req{method: "GET", path: "/v1/shops/1/events?after=2", key: "shop1"})
 	if evs, _ := r.json["events"].([]any); r.status != 200 || len(evs) != 1 || r.json["next_after"] != float64(3) {
 		t.Fatalf("feed after the oldest cursor: %d %s", r.status, r.body)
+	}
+}
+
+// TestWebhookDestinationRefused (#24 item 7): registering a loopback,
+// link-local, private or unspecified destination answers 422
+// invalid_argument on url unless the server allows the network.
+func TestWebhookDestinationRefused(t *testing.T) { t.Parallel(); engines(t, testWebhookDestinationRefused) }
+
+func testWebhookDestinationRefused(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
+	for _, u := range []string{"http://127.0.0.1:8080/v1/admin/keys", "http://[::1]/", "http://169.254.169.254/latest/meta-data/",
+		"http://10.1.2.3/", "http://0.0.0.0:8080/", "http://0x7f000001/", "http://localhost:8080/"} {
+		r := e.expect(req{method: "POST", path: "/v1/shops/1/webhooks", body: `{"url": "` + u + `"}`}, 422, "invalid_argument")
+		if er, _ := r.json["error"].(map[string]any); er["field"] != "url" {
+			t.Fatalf("register %s: %s; want field url", u, r.body)
+		}
+	}
+	allowed := newEnvOn(t, engine, envOpts{server: httpapi.Config{Webhooks: webhook.Options{AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}})
+	if r := allowed.do(req{method: "POST", path: "/v1/shops/1/webhooks", body: `{"url": "http://127.0.0.1:8080/hook"}`}); r.status != 201 {
+		t.Fatalf("register a loopback URL with 127.0.0.0/8 allowed: %d %s", r.status, r.body)
 	}
 }
