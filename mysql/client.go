@@ -207,6 +207,8 @@ func withDefaults(c holdfast.Config) holdfast.Config {
 	defInt(&c.SweepBatch, holdfast.SweepBatchDefault)
 	def(&c.OutcomeRetention, holdfast.OutcomeRetentionDefault)
 	def(&c.EventRetention, holdfast.EventRetentionDefault)
+	def(&c.EventRetentionMax, holdfast.EventRetentionMaxDefault)
+	c.EventRetentionMax = max(c.EventRetentionMax, c.EventRetention)
 	def(&c.SweepInterval, 30*time.Second)
 	def(&c.ReplenishInterval, 5*time.Second)
 	defInt(&c.RetryMax, 8)

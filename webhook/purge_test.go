@@ -125,3 +125,79 @@ func testPurgeWaitsForEndpoint(t *testing.T, engine string) {
 		t.Fatalf("endpoint %+v, %d tries of the next event: want it delivered at the first try, one dead letter", eps[0], triesOf(last+1))
 	}
 }
+
+// TestHorizonPerEvent (#24 item 2, the reproduction): with the events past
+// the feed's retention and purged while a receiver answers 500, every
+// event is retried for its own horizon and becomes its own dead letter
+// (none vanishes, none inherits another's attempts).
+func TestHorizonPerEvent(t *testing.T) {
+	t.Parallel()
+	engines(t, testHorizonPerEvent)
+}
+
+func testHorizonPerEvent(t *testing.T, engine string) {
+	clock := pgtest.NewClock(time.Now())
+	b := newBackendConfig(t, engine, 10, holdfast.Config{Now: clock.Now, EventRetention: time.Hour})
+	ctx := context.Background()
+	var mu sync.Mutex
+	tries := map[int64]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cur, _ := strconv.ParseInt(r.Header.Get(webhook.CursorHeader), 10, 64)
+		mu.Lock()
+		tries[cur]++
+		mu.Unlock()
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	ep, err := b.reg.Add(ctx, 1, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	const events = 6
+	for i := 1; i <= events; i++ {
+		n := i
+		b.change(t, holdfast.StockChange{Key: k, Set: &n, Reason: "stock"})
+	}
+	evs, err := b.eng.Events(ctx, 1, ep.Cursor, 0)
+	if err != nil || len(evs) != events {
+		t.Fatalf("feed: %d events, %v", len(evs), err)
+	}
+	clock.Advance(2 * time.Hour) // every event is past the retention
+	d, err := webhook.NewDeliverer(b.config(webhook.Config{Timeout: time.Second,
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Poll: 10 * time.Millisecond, Horizon: 150 * time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Start(ctx)
+	defer d.Stop(ctx) //nolint:errcheck
+	var dead []webhook.DeadLetter
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		b.purge(t) // the sweeper's purge, all along
+		if dead, err = b.reg.DeadLetters(ctx, 1, 100); err != nil {
+			t.Fatal(err)
+		}
+		eps, err := b.reg.List(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps[0].Cursor == evs[len(evs)-1].Cursor {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint %+v after a minute, dead letters %+v", eps[0], dead)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the condition, not timing it
+	}
+	if len(dead) != events {
+		t.Fatalf("%d dead letters for %d undeliverable events: %+v", len(dead), events, dead)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, dl := range dead {
+		want := evs[len(evs)-1-i].Cursor // newest first
+		if dl.Cursor != want || dl.Attempts < 2 || dl.Attempts > tries[want] || dl.LastError != "answered 500" {
+			t.Fatalf("dead letter %+v: want event %d with its own attempts (≥ 2, ≤ its %d tries)", dl, want, tries[want])
+		}
+	}
+}
