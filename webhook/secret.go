@@ -37,7 +37,9 @@ func secretAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(b)
 }
 
-func shopAD(shop int64) []byte { return []byte("holdfast-webhook-secret:" + strconv.FormatInt(shop, 10)) }
+func shopAD(shop int64) []byte {
+	return []byte("holdfast-webhook-secret:" + strconv.FormatInt(shop, 10))
+}
 
 // sealSecret is what is stored for a new secret (raw its 32 random bytes,
 // secret its "whsec_<hex>" form): sealed with key, or secret itself when

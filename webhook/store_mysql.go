@@ -23,6 +23,7 @@ func mysqlStmt(name string) string { return mysqlStatements.Tagged("webhooks", n
 var (
 	myEndpointCount  = mysqlStmt("endpoint_count")
 	myEndpointLock   = mysqlStmt("endpoint_lock")
+	myEndpointHead   = mysqlStmt("endpoint_head")
 	myEndpointUnlock = mysqlStmt("endpoint_unlock")
 	myEndpointInsert = mysqlStmt("endpoint_insert")
 	myEndpointGet    = mysqlStmt("endpoint_get")
@@ -127,7 +128,13 @@ func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret str
 		if n >= max {
 			return ErrTooMany
 		}
-		res, err := tx.ExecContext(ctx, myEndpointInsert, shop, url, secret, after, shop)
+		var cursor int64
+		if after != nil {
+			cursor = *after
+		} else if err := tx.QueryRowContext(ctx, myEndpointHead, shop).Scan(&cursor); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, myEndpointInsert, shop, url, secret, cursor)
 		if err != nil {
 			return err
 		}
