@@ -9,8 +9,18 @@
 // with exponential backoff (BackoffMin doubling up to BackoffMax) until the
 // retry horizon (Horizon) after its first failure; then the event becomes a
 // dead letter (listed by the API and counted by the doctor) and delivery
-// moves on. While an event is retried, the endpoint's later events wait:
-// that is what keeps each checkout's events in order.
+// moves on; the horizon counts from each event's own first failure. While
+// an event is retried, the endpoint's later events wait: that is what
+// keeps each checkout's events in order. The feed keeps events an
+// endpoint has not received past the engine's EventRetention, up to its
+// EventRetentionMax; events purged before delivery become one dead letter.
+//
+// Every endpoint with events is served in turn, oldest due first, however
+// many there are (Config.Slice bounds a turn, and so the wait for a
+// worker). Destinations must be public addresses unless
+// Options.AllowNetworks lists their network, checked at registration and
+// again at every connect; secrets are sealed at rest with
+// Options.SecretKey (docs/DESIGN.md).
 //
 // Each request carries the header
 //
