@@ -188,7 +188,10 @@ func testEventsCursorExpired(t *testing.T, engine string) {
 // TestWebhookDestinationRefused (#24 item 7): registering a loopback,
 // link-local, private or unspecified destination answers 422
 // invalid_argument on url unless the server allows the network.
-func TestWebhookDestinationRefused(t *testing.T) { t.Parallel(); engines(t, testWebhookDestinationRefused) }
+func TestWebhookDestinationRefused(t *testing.T) {
+	t.Parallel()
+	engines(t, testWebhookDestinationRefused)
+}
 
 func testWebhookDestinationRefused(t *testing.T, engine string) {
 	e := newEnvOn(t, engine, envOpts{})

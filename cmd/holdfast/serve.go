@@ -73,11 +73,12 @@ func newServeCmd() *cobra.Command {
 type serveFlags struct {
 	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
 	legacy                                                shadowFlags // --legacy and its companions, as `holdfast shadow` takes them
-	hooks                                                 webhookFlags
 	engine                                                *string     // --engine: postgres or mariadb (serve_mysql.go)
 	doMigrate, pprof, logErrorsOnly                       bool
 	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
 	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
+
+	hooks webhookFlags // --webhook-allow-networks, --webhook-key, --webhook-key-file
 }
 
 func runServe(ctx context.Context, f *serveFlags) error {

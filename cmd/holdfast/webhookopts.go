@@ -15,10 +15,6 @@ import (
 	"github.com/holdfast/holdfast/webhook"
 )
 
-// webhookKeyEnv holds the webhook secret key (64 hex digits), before
-// --webhook-key-file.
-const webhookKeyEnv = "HOLDFAST_WEBHOOK_KEY"
-
 // webhookKeyFile is the key's file in --data-dir unless
 // --webhook-key-file says.
 const webhookKeyFile = "webhook.key"
@@ -28,12 +24,13 @@ const webhookKeyFile = "webhook.key"
 // not be read by the other (docs/DESIGN.md, "Webhook destinations and
 // secrets").
 type webhookFlags struct {
-	allow, keyFile string
+	allow, keyHex, keyFile string
 }
 
 func webhookFlagsVar(fs *pflag.FlagSet, f *webhookFlags) {
 	fs.StringVar(&f.allow, "webhook-allow-networks", "", "comma-separated networks (CIDR) webhook endpoints may be in although not public, e.g. 127.0.0.0/8 for a receiver on this host; loopback, private, link-local and unspecified addresses are refused otherwise")
-	fs.StringVar(&f.keyFile, "webhook-key-file", "", "file of the key webhook secrets are encrypted with (64 hex digits; created when missing); default: "+webhookKeyFile+" in --data-dir; "+webhookKeyEnv+" overrides both")
+	fs.StringVar(&f.keyHex, "webhook-key", "", "the key webhook secrets are encrypted with, 64 hex digits (prefer the environment: a command line is visible to other users); default: the key file's")
+	fs.StringVar(&f.keyFile, "webhook-key-file", "", "file of the key webhook secrets are encrypted with (64 hex digits; created when missing); default: "+webhookKeyFile+" in --data-dir")
 }
 
 // options are the webhook.Options the flags (and the environment) say.
@@ -57,11 +54,11 @@ func parseWebhookKey(s, from string) ([]byte, error) {
 	return key, nil
 }
 
-// key reads the key from the environment or its file, creating the file
+// key is --webhook-key (or HOLDFAST_WEBHOOK_KEY), else the key file's, creating the file
 // (mode 0600, never overwritten) with a random key when it is missing.
 func (f *webhookFlags) key(dataDir string) ([]byte, error) {
-	if s := os.Getenv(webhookKeyEnv); s != "" {
-		return parseWebhookKey(s, webhookKeyEnv)
+	if f.keyHex != "" {
+		return parseWebhookKey(f.keyHex, "--webhook-key")
 	}
 	path := f.keyFile
 	if path == "" {
