@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -193,6 +194,12 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 	kick := make(chan struct{}, 1)
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
+	// backlog: the last lease took as many endpoints as there were free
+	// workers, so more may be due: a worker that frees leases at once
+	// rather than at the next tick. Without a backlog only an endpoint
+	// with more to send does (never one whose attempt failed: no busy
+	// loop on an error).
+	var backlog atomic.Bool
 	for {
 		n := len(free)
 		if n > 0 {
@@ -200,18 +207,19 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("webhooks: leasing endpoints", "err", err.Error())
 			}
+			backlog.Store(len(eps) == n)
 			for _, ep := range eps {
 				<-free
 				wg.Add(1)
 				go func(ep leased) {
 					defer wg.Done()
-					d.deliver(ctx, ep)
+					more := d.deliver(ctx, ep)
 					free <- struct{}{}
-					// A free worker leases at once: endpoints may be due
-					// that found no worker in the last lease.
-					select {
-					case kick <- struct{}{}:
-					default:
+					if more || backlog.Load() {
+						select {
+						case kick <- struct{}{}:
+						default:
+						}
 					}
 				}(ep)
 			}
