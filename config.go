@@ -88,8 +88,15 @@ type Config struct {
 	OutcomeRetention time.Duration
 	// EventRetention is how long a sequenced event stays in the feed
 	// (Events) before the sweeper purges it, in batches of SweepBatch.
-	// Defaults to EventRetentionDefault (24 hours).
+	// Defaults to EventRetentionDefault (24 hours). An event a webhook
+	// endpoint of its shop has not received yet stays until
+	// EventRetentionMax.
 	EventRetention time.Duration
+	// EventRetentionMax is the hard cap on keeping an event for a webhook
+	// endpoint that lags behind: past it the event is purged anyway, and
+	// the endpoint records the gap as a dead letter. Defaults to
+	// EventRetentionMaxDefault (7 days); never less than EventRetention.
+	EventRetentionMax time.Duration
 	// SweepInterval and ReplenishInterval pace the maintenance workers
 	// started by Start. Default to 30 seconds and 5 seconds.
 	SweepInterval     time.Duration
@@ -165,6 +172,7 @@ func (c Config) Validate() error {
 		intIn("MaintenanceConns", c.MaintenanceConns, 1, MaintenanceConnsLimit),
 		positive("OutcomeRetention", c.OutcomeRetention),
 		positive("EventRetention", c.EventRetention),
+		positive("EventRetentionMax", c.EventRetentionMax),
 		positive("SweepInterval", c.SweepInterval),
 		positive("ReplenishInterval", c.ReplenishInterval),
 		positive("LockTimeout", c.LockTimeout),
@@ -206,6 +214,8 @@ func (c Config) WithDefaults() Config {
 	defInt(&c.SweepBatch, SweepBatchDefault)
 	def(&c.OutcomeRetention, OutcomeRetentionDefault)
 	def(&c.EventRetention, EventRetentionDefault)
+	def(&c.EventRetentionMax, EventRetentionMaxDefault)
+	c.EventRetentionMax = max(c.EventRetentionMax, c.EventRetention)
 	def(&c.SweepInterval, 30*time.Second)
 	def(&c.ReplenishInterval, 5*time.Second)
 	defInt(&c.RetryMax, 8)

@@ -1,6 +1,8 @@
 package holdfast
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +49,9 @@ const (
 	// EventRetentionDefault is how long sequenced events are kept, as
 	// long as outcome records.
 	EventRetentionDefault = 24 * time.Hour
+	// EventRetentionMaxDefault is how long at most an event is kept for a
+	// webhook endpoint that has not received it (Config.EventRetentionMax).
+	EventRetentionMaxDefault = 7 * 24 * time.Hour
 	// EventSequencePassMax is the most events one SequenceEvents call
 	// sequences (EventSequencePasses batches); the maintenance worker that
 	// sequences calls again at once when a call was full.
@@ -93,6 +98,54 @@ func ValidateEventsArgs(shopID, after int64, limit int) (int, error) {
 		return EventsLimitDefault, nil
 	}
 	return limit, nil
+}
+
+// ErrCursorExpired: Events was asked for the events after a cursor whose
+// next events have been purged from the feed (older than
+// Config.EventRetention): reading on would skip them silently. The error
+// is a *CursorExpiredError, which says where the feed now starts.
+var ErrCursorExpired = errors.New("holdfast: event cursor expired (its next events were purged)")
+
+// CursorExpiredError is the answer of Events (HTTP 410 cursor_expired) to
+// an after cursor whose next events were purged. Oldest is the oldest
+// cursor still available: Events with after = Oldest returns every event
+// still in the feed; the events after After up to Oldest are gone (a
+// consumer that needs them rebuilds its state from the current levels).
+// It matches ErrCursorExpired.
+type CursorExpiredError struct {
+	After  int64 // the cursor asked for
+	Oldest int64 // the oldest cursor still available (≥ After)
+}
+
+func (e *CursorExpiredError) Error() string {
+	return fmt.Sprintf("holdfast: event cursor %d expired: events %d..%d were purged; the oldest cursor still available is %d", e.After, e.After+1, e.Oldest, e.Oldest)
+}
+
+func (e *CursorExpiredError) Is(target error) bool { return target == ErrCursorExpired }
+
+// CheckEventsPage turns a page of the feed read after cursor after into
+// what Events answers: a *CursorExpiredError when the page does not start
+// right after it (cursors are contiguous per shop, so the events between
+// were purged) or, for an empty page, when the shop's last cursor lastSeq
+// is past it; else the page cut before its first gap (events purged out of
+// cursor order: the next read reports them). Every engine's Events ends
+// with it.
+func CheckEventsPage(after int64, evs []Event, lastSeq int64) ([]Event, error) {
+	if len(evs) == 0 {
+		if lastSeq > after {
+			return nil, &CursorExpiredError{After: after, Oldest: lastSeq}
+		}
+		return evs, nil
+	}
+	if evs[0].Cursor != after+1 {
+		return nil, &CursorExpiredError{After: after, Oldest: evs[0].Cursor - 1}
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].Cursor != evs[i-1].Cursor+1 {
+			return evs[:i], nil
+		}
+	}
+	return evs, nil
 }
 
 // EventSequencePasses bounds the batches one SequenceEvents call runs.

@@ -82,6 +82,9 @@ type Error struct {
 	// BuyerLimit is the item, its limit and what the buyer already holds,
 	// with buyer_limit_exceeded.
 	BuyerLimit *holdfast.BuyerLimitError
+	// OldestCursor is the oldest feed cursor still available, with
+	// cursor_expired (Events also answers a *holdfast.CursorExpiredError).
+	OldestCursor int64
 }
 
 func (e *Error) Error() string {
@@ -106,6 +109,7 @@ var sentinels = map[string]error{
 	"wait_expired":         holdfast.ErrWaitExpired,
 	"wait_cancelled":       holdfast.ErrWaitCancelled,
 	"wait_unservable":      holdfast.ErrWaitUnservable,
+	"cursor_expired":       holdfast.ErrCursorExpired,
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,
 	"over_committed":       holdfast.ErrOverCommitted,
 	"revision_conflict":    holdfast.ErrRevisionConflict,
@@ -332,6 +336,9 @@ func decodeError(res *http.Response, b []byte) error {
 	} else {
 		e.Code, e.Message, e.Field, e.Lines = eb.Error.Code, eb.Error.Message, eb.Error.Field, wire.Shortfalls(eb.Error.Lines)
 		e.CurrentRevision = eb.Error.CurrentRevision
+		if eb.Error.OldestCursor != nil {
+			e.OldestCursor = *eb.Error.OldestCursor
+		}
 		if b := eb.Error.Buyer; b != nil {
 			e.BuyerLimit = b.BuyerLimitError()
 		}

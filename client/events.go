@@ -39,7 +39,10 @@ type EventsPage struct {
 
 // Events reads a page of a shop's events after q.After, in cursor order.
 // Any key of the shop may read the feed. A rejected query is an *Error
-// matching holdfast.ErrInvalidArgument, naming the query parameter.
+// matching holdfast.ErrInvalidArgument, naming the query parameter. A
+// cursor whose next events were purged (410 cursor_expired) answers a
+// *holdfast.CursorExpiredError (and the *Error) with the oldest cursor
+// still available; Follow ends with it.
 func (c *Client) Events(ctx context.Context, q EventsQuery) (*EventsPage, error) {
 	v := url.Values{}
 	if q.After != 0 {
@@ -59,6 +62,12 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (*EventsPage, error)
 	}
 	var page wire.EventsPage
 	if _, err := c.do(ctx, http.MethodGet, path, nil, &page, true); err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Code == "cursor_expired" {
+			// As the library answers: the events after q.After were
+			// purged; e.OldestCursor is where the feed now starts.
+			return nil, fmt.Errorf("%w (%w)", &holdfast.CursorExpiredError{After: q.After, Oldest: e.OldestCursor}, e)
+		}
 		return nil, err
 	}
 	return &EventsPage{Events: page.Events, NextAfter: page.NextAfter}, nil

@@ -179,3 +179,42 @@ func TestClientWebhooks(t *testing.T) {
 		t.Fatalf("refusals changed the endpoints: %+v %v", list, err)
 	}
 }
+
+// TestClientEventsCursorExpired (#24 item 2): a cursor whose next events
+// were purged is a *holdfast.CursorExpiredError (and an *Error matching
+// holdfast.ErrCursorExpired) with the oldest cursor still available; the
+// client never pages past the gap silently.
+func TestClientEventsCursorExpired(t *testing.T) {
+	t.Parallel()
+	hc, url, key, _ := server(t)
+	ctx := context.Background()
+	c := client.New(url, key)
+	k := holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
+	for i := 1; i <= 3; i++ {
+		if _, err := c.SetAvailable(ctx, k, i, "stocktake", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if evs, err := hc.Events(ctx, 1, 0, 0); err != nil || len(evs) != 3 {
+		t.Fatalf("feed: %+v, %v", evs, err)
+	}
+	// The retention purge took the first two.
+	if _, err := hc.Pool().Exec(ctx, "DELETE FROM holdfast_events WHERE shop_id = 1 AND seq <= 2"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Events(ctx, client.EventsQuery{ShopID: 1, After: 1})
+	var ce *holdfast.CursorExpiredError
+	var ae *client.Error
+	if !errors.As(err, &ce) || ce.After != 1 || ce.Oldest != 2 || !errors.Is(err, holdfast.ErrCursorExpired) ||
+		!errors.As(err, &ae) || ae.Status != 410 || ae.Code != "cursor_expired" || ae.OldestCursor != 2 {
+		t.Fatalf("after=1 with events 1..2 purged: %v; want cursor_expired with oldest cursor 2", err)
+	}
+	p, err := c.Events(ctx, client.EventsQuery{ShopID: 1, After: ce.Oldest})
+	if err != nil || len(p.Events) != 1 || p.Events[0].Cursor != 3 {
+		t.Fatalf("after the oldest cursor: %+v, %v", p, err)
+	}
+	err = c.Follow(ctx, 1, 0, func(holdfast.Event) error { return errors.New("handed an event past the gap") })
+	if !errors.Is(err, holdfast.ErrCursorExpired) {
+		t.Fatalf("Follow from 0: %v; want it to end with cursor_expired", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -28,6 +29,10 @@ import (
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/webhook"
 )
+
+// loopbackHooks allow the test's local webhook receivers (#24: loopback
+// destinations are refused unless allowed).
+var loopbackHooks = webhook.Options{AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
@@ -52,7 +57,7 @@ func newServer(t *testing.T) *server {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The webhook deliverer runs as in holdfast serve, polling often.
 	del, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: hc, Poll: 100 * time.Millisecond,
-		BackoffMin: 200 * time.Millisecond, Timeout: 5 * time.Second, Logger: log})
+		BackoffMin: 200 * time.Millisecond, Timeout: 5 * time.Second, Logger: log, Options: loopbackHooks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +157,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		http.Error(w, "maintenance", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	reg := webhook.NewRegistry(s.db.Pool)
+	reg := webhook.NewRegistry(s.db.Pool).With(loopbackHooks)
 	for _, u := range []string{hook.URL + "/holdfast", down.URL + "/hooks"} {
 		if _, err := reg.Add(context.Background(), 1, u, nil); err != nil {
 			t.Fatal(err)

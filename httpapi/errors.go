@@ -40,6 +40,7 @@ const (
 	CodeWaitExpired         = "wait_expired"           // 410: the checkout's wait ran out (waitlist.go)
 	CodeWaitCancelled       = "wait_cancelled"         // 410: the waiting checkout was released (waitlist.go)
 	CodeWaitUnservable      = "wait_unservable"        // 410: the wait can no longer be served (waitlist.go)
+	CodeCursorExpired       = "cursor_expired"         // 410 (with oldest_cursor): the events after the feed cursor were purged
 	CodeLifetimeExceeded    = "lifetime_exceeded"      // 409
 	CodeOverCommitted       = "over_committed"         // 409
 	CodeRevisionConflict    = "revision_conflict"      // 409 (with current_revision): an edit of an out-of-date revision
@@ -63,6 +64,9 @@ type apiError struct {
 	cause      error
 	// CurrentRevision is the hold's revision, on revision_conflict.
 	CurrentRevision int64
+	// OldestCursor is the oldest feed cursor still available, on
+	// cursor_expired.
+	OldestCursor *int64
 }
 
 func (e *apiError) Error() string {
@@ -79,7 +83,7 @@ func (e *apiError) Error() string {
 func (e *apiError) Unwrap() error { return e.cause }
 
 func (e *apiError) body() wire.ErrorBody {
-	b := wire.ErrorBody{Error: wire.Error{Code: e.Code, Message: e.Message, Field: e.Field, CurrentRevision: e.CurrentRevision}}
+	b := wire.ErrorBody{Error: wire.Error{Code: e.Code, Message: e.Message, Field: e.Field, CurrentRevision: e.CurrentRevision, OldestCursor: e.OldestCursor}}
 	b.Error.Lines = wire.FromShortfalls(e.Lines)
 	if e.BuyerLimit != nil {
 		b.Error.Buyer = wire.FromBuyerLimitError(e.BuyerLimit)
@@ -111,6 +115,7 @@ func toAPIError(route string, err error) *apiError {
 	var exp *holdfast.ExpiredError
 	var rev *holdfast.RevisionConflictError
 	var cur *holdfast.CursorError
+	var gone *holdfast.CursorExpiredError
 	e := &apiError{Status: http.StatusConflict, cause: err}
 	switch {
 	case errors.As(err, &cur):
@@ -149,6 +154,9 @@ func toAPIError(route string, err error) *apiError {
 				e.Lines = exp.Lines
 			}
 		}
+	case errors.As(err, &gone):
+		e.Status, e.Code, e.Field, e.OldestCursor = http.StatusGone, CodeCursorExpired, "after", &gone.Oldest
+		e.Message = fmt.Sprintf("events %d..%d were purged (older than the event retention); read again with after=%d, the oldest cursor still available", gone.After+1, gone.Oldest, gone.Oldest)
 	case errors.Is(err, holdfast.ErrWaitExpired):
 		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitExpired, "the checkout's wait ran out before its cart could be held; nothing is held: reserve again with a new checkout id"
 	case errors.Is(err, holdfast.ErrWaitCancelled):

@@ -188,18 +188,30 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
+	// The first page is read before the headers go out, so that a bad
+	// cursor (cursor_expired) or an unavailable database is an answer.
+	var evs []holdfast.Event
+	if err := c.do(func(ctx context.Context) (err error) {
+		evs, err = s.eng.Events(ctx, c.shop, after, limit)
+		return err
+	}); err != nil {
+		fail(err)
+		return
+	}
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: %d\n\n", EventsPollInterval.Milliseconds()*10)
 	_ = rc.Flush()
-	for {
-		var evs []holdfast.Event
-		err := c.do(func(ctx context.Context) (err error) {
-			evs, err = s.eng.Events(ctx, c.shop, after, limit)
-			return err
-		})
+	for first := true; ; first = false {
+		var err error
+		if !first {
+			err = c.do(func(ctx context.Context) (err error) {
+				evs, err = s.eng.Events(ctx, c.shop, after, limit)
+				return err
+			})
+		}
 		if err != nil {
 			// Headers are gone: end the stream; the client reconnects.
 			if ctx.Err() == nil {
@@ -232,9 +244,9 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 // (Pool), or the MySQL engine's.
 func (s *Server) registry() *webhook.Registry {
 	if ms, ok := s.store.(myStore); ok && s.pool == nil {
-		return webhook.NewMySQLRegistry(ms.db)
+		return webhook.NewMySQLRegistry(ms.db).With(s.cfg.Webhooks)
 	}
-	return webhook.NewRegistry(s.pool) // New sets pool for a PostgresStore
+	return webhook.NewRegistry(s.pool).With(s.cfg.Webhooks) // New sets pool for a PostgresStore
 }
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make

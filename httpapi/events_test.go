@@ -2,8 +2,12 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // TestEventsFeed (#17): the feed over HTTP pages with after/next_after,
@@ -149,5 +153,57 @@ func testEventRoutesBadInput(t *testing.T, engine string) {
 	}
 	if after := count(); after != before {
 		t.Fatalf("bad input wrote rows: %d before, %d after", before, after)
+	}
+}
+
+// TestEventsCursorExpired (#24 item 2): a feed read (page or stream) after
+// a cursor whose next events were purged answers 410 cursor_expired with
+// the oldest cursor still available, never a page that skips them.
+func TestEventsCursorExpired(t *testing.T) { t.Parallel(); engines(t, testEventsCursorExpired) }
+
+func testEventsCursorExpired(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
+	for i := 1; i <= 3; i++ {
+		if r := e.do(req{method: "PUT", path: "/v1/shops/1/inventory/42/1", key: "shop1", body: fmt.Sprintf(`{"available": %d, "reason": "stocktake"}`, i)}); r.status != 200 {
+			t.Fatalf("stock: %d %s", r.status, r.body)
+		}
+	}
+	if r := e.do(req{method: "GET", path: "/v1/shops/1/events", key: "shop1"}); r.status != 200 || r.json["next_after"] != float64(3) {
+		t.Fatalf("feed: %d %s", r.status, r.body)
+	}
+	// The retention purge took the first two (as the sweeper's purge does).
+	e.sqlOn("DELETE FROM holdfast_events WHERE shop_id = 1 AND seq <= 2", "DELETE FROM holdfast_events WHERE shop_id = 1 AND seq <= 2")
+	for _, path := range []string{"/v1/shops/1/events", "/v1/shops/1/events?after=1", "/v1/shops/1/events/stream"} {
+		r := e.expect(req{method: "GET", path: path, key: "shop1", header: map[string]string{"X-Request-Timeout": "500ms"}}, 410, "cursor_expired")
+		if er, _ := r.json["error"].(map[string]any); er["oldest_cursor"] != float64(2) || er["field"] != "after" {
+			t.Fatalf("GET %s: %s; want oldest_cursor 2", path, r.body)
+		}
+	}
+	r := e.do(req{method: "GET", path: "/v1/shops/1/events?after=2", key: "shop1"})
+	if evs, _ := r.json["events"].([]any); r.status != 200 || len(evs) != 1 || r.json["next_after"] != float64(3) {
+		t.Fatalf("feed after the oldest cursor: %d %s", r.status, r.body)
+	}
+}
+
+// TestWebhookDestinationRefused (#24 item 7): registering a loopback,
+// link-local, private or unspecified destination answers 422
+// invalid_argument on url unless the server allows the network.
+func TestWebhookDestinationRefused(t *testing.T) {
+	t.Parallel()
+	engines(t, testWebhookDestinationRefused)
+}
+
+func testWebhookDestinationRefused(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
+	for _, u := range []string{"http://127.0.0.1:8080/v1/admin/keys", "http://[::1]/", "http://169.254.169.254/latest/meta-data/",
+		"http://10.1.2.3/", "http://0.0.0.0:8080/", "http://0x7f000001/", "http://localhost:8080/"} {
+		r := e.expect(req{method: "POST", path: "/v1/shops/1/webhooks", body: `{"url": "` + u + `"}`}, 422, "invalid_argument")
+		if er, _ := r.json["error"].(map[string]any); er["field"] != "url" {
+			t.Fatalf("register %s: %s; want field url", u, r.body)
+		}
+	}
+	allowed := newEnvOn(t, engine, envOpts{server: httpapi.Config{Webhooks: webhook.Options{AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}})
+	if r := allowed.do(req{method: "POST", path: "/v1/shops/1/webhooks", body: `{"url": "http://127.0.0.1:8080/hook"}`}); r.status != 201 {
+		t.Fatalf("register a loopback URL with 127.0.0.0/8 allowed: %d %s", r.status, r.body)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/shadow"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // Bounds and defaults of the service.
@@ -85,6 +86,12 @@ type Config struct {
 	// MySQL engine (*mysql.Client), whose database then also holds the
 	// webhook registry (webhook.NewMySQLRegistry).
 	Store Store
+	// Webhooks are the destinations webhook registrations may name and
+	// the key their secrets are sealed with (holdfast serve
+	// --webhook-allow-networks, --webhook-key-file); the deliverer must
+	// be given the same. The zero value: public destinations only,
+	// secrets in plaintext.
+	Webhooks webhook.Options
 	// Logger receives one line per request. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Registry is where the server registers its metrics and Collectors,

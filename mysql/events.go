@@ -18,12 +18,22 @@ import (
 // sequencer at work), so the feed is never older than the call. Hold and
 // stock events are written by triggers (migration 005) in the change's own
 // transaction; see holdfast.Event.
+//
+// An after cursor whose next events were purged (Config.EventRetention)
+// answers a *holdfast.CursorExpiredError with the oldest cursor still
+// available, never a page that silently skips them.
 func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
 	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := c.SequenceEvents(ctx); err != nil {
+		return nil, err
+	}
+	// The shop's last cursor first: an event at or before it that the read
+	// below does not see was purged.
+	var last int64
+	if err := c.db.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
 		return nil, err
 	}
 	rows, err := c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
@@ -67,7 +77,10 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 		e.At = e.At.UTC()
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return holdfast.CheckEventsPage(after, out, last)
 }
 
 // eventSequencePasses bounds the batches one SequenceEvents call runs
@@ -289,9 +302,12 @@ func (c *Client) deriveKeyEvents(ctx context.Context, tx *sql.Tx, keys [][3]int6
 }
 
 // PurgeEventsOnce deletes one batch (at most Config.SweepBatch) of
-// sequenced events older than Config.EventRetention and returns how many.
+// sequenced events older than Config.EventRetention that every webhook
+// endpoint of their shop has received, or older than
+// Config.EventRetentionMax, and returns how many.
 func (c *Client) PurgeEventsOnce(ctx context.Context) (int, error) {
-	res, err := c.db.ExecContext(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"), c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch)
+	res, err := c.db.ExecContext(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"),
+		c.now(), c.cfg.EventRetention.Microseconds(), c.now(), c.cfg.EventRetentionMax.Microseconds(), c.cfg.SweepBatch)
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -98,7 +99,13 @@ func TestEventsAtomicWithChange(t *testing.T) {
 	if n, err := c.PurgeEventsOnce(ctx); err != nil || n != 2 {
 		t.Fatalf("purge past the retention: %d, %v; want 2", n, err)
 	}
-	if evs, err := c.Events(ctx, 1, 0, 0); err != nil || len(evs) != 0 {
-		t.Fatalf("feed after the purge: %+v, %v", evs, err)
+	// A cursor before the purged events is answered with the oldest
+	// cursor still available (#24), never an empty page.
+	var ce *holdfast.CursorExpiredError
+	if _, err := c.Events(ctx, 1, 0, 0); !errors.As(err, &ce) || ce.Oldest != 2 {
+		t.Fatalf("feed after=0 after the purge: %v, want a *CursorExpiredError with oldest cursor 2", err)
+	}
+	if evs, err := c.Events(ctx, 1, 2, 0); err != nil || len(evs) != 0 {
+		t.Fatalf("feed after the oldest cursor: %+v, %v", evs, err)
 	}
 }

@@ -17,6 +17,10 @@ import (
 // HTTP feed long-polls). Events first sequences the events that committed
 // before the call (waiting for a sequencer at work), so the feed is never
 // older than the call. Safe for concurrent use.
+//
+// An after cursor whose next events were purged (Config.EventRetention)
+// answers a *holdfast.CursorExpiredError with the oldest cursor still
+// available, never a page that silently skips them.
 func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
 	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
 	if err != nil {
@@ -26,7 +30,11 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 		return nil, err
 	}
 	var out []holdfast.Event
+	var last int64
 	err = c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
 		if err != nil {
 			return err
@@ -67,7 +75,10 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 		}
 		return rows.Err()
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return holdfast.CheckEventsPage(after, out, last)
 }
 
 // SequenceEvents assigns per-shop cursors to the events that committed

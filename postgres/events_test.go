@@ -160,7 +160,14 @@ func TestEventsAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	reserve(c2)
-	left, err := c2.Events(ctx, 1, 0, 0)
+	// A cursor before the purged events is answered with the oldest
+	// cursor still available (#24), never a page that skips them.
+	_, err = c2.Events(ctx, 1, 0, 0)
+	var ce *holdfast.CursorExpiredError
+	if !errors.As(err, &ce) || ce.After != 0 || ce.Oldest != rest[3].Cursor {
+		t.Fatalf("after=0 once its events were purged: %v, want a *CursorExpiredError with oldest cursor %d", err, rest[3].Cursor)
+	}
+	left, err := c2.Events(ctx, 1, ce.Oldest, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -224,7 +224,8 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 			}
 			n = max(n, int(tag.RowsAffected()))
 		}
-		tag, err := tx.Exec(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"), c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch)
+		tag, err := tx.Exec(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"),
+			c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch, c.cfg.EventRetentionMax.Microseconds())
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func TestMaintenanceReadsOnlyDue(t *testing.T) {
 	}{
 		{"sweep_expire", "holds", []any{c.now(), c.cfg.SweepBatch}},
 		{"purge_outcomes", "holds", []any{c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch}},
-		{"purge_events", "holdfast_events", []any{c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch}},
+		{"purge_events", "holdfast_events", []any{c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch, c.cfg.EventRetentionMax.Microseconds()}},
 		{"purge_stock_changes", "stock_changes", []any{c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch}},
 		{"waitlist_purge", "waiters", []any{c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch}},
 		{"waitlist_expire", "waiters", []any{c.now(), c.cfg.SweepBatch}},

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,6 +30,9 @@ const (
 	BackoffMaxDefault = 5 * time.Minute
 	HorizonDefault    = 24 * time.Hour
 	PollDefault       = time.Second
+	// SliceDefault is how long one lease of an endpoint starts new
+	// requests before the endpoint goes to the back of the line.
+	SliceDefault = 5 * time.Second
 	// BatchMax bounds the events one lease of an endpoint delivers.
 	BatchMax = 100
 	// leaseExtra is how much longer than its work a lease lasts: a
@@ -66,11 +71,24 @@ type Config struct {
 	// Poll is how often the deliverer looks for due endpoints and new
 	// events. Defaults to 1s.
 	Poll time.Duration
+	// Slice bounds how long one lease of an endpoint starts new requests
+	// (the last one may take Timeout more): then the endpoint goes to the
+	// back of the line of due endpoints. Endpoints are leased oldest due
+	// first, so an endpoint with events waits for a worker at most
+	// ceil(D/Workers) × (Slice + Timeout) + Poll, D the endpoints due
+	// before it (at most every registered endpoint, EndpointsPerShopMax
+	// per shop). Defaults to 5s; at most Timeout + 30s (the lease must
+	// outlast the last request).
+	Slice time.Duration
 	// Client sends the requests. Defaults to one with Timeout that follows
 	// no redirects (only the registered URL is ever called).
 	Client *http.Client
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Options are the destinations allowed (every connection is checked
+	// at connect time; a Client given above must do its own checks) and
+	// the key the endpoints' secrets are encrypted with.
+	Options
 }
 
 // Deliverer is the delivery pool of holdfast serve: Start, Stop (the
@@ -106,14 +124,29 @@ func NewDeliverer(cfg Config) (*Deliverer, error) {
 	def(&cfg.BackoffMax, BackoffMaxDefault)
 	def(&cfg.Horizon, HorizonDefault)
 	def(&cfg.Poll, PollDefault)
+	def(&cfg.Slice, SliceDefault)
+	cfg.Slice = min(cfg.Slice, cfg.Timeout+leaseExtra/2)
 	if cfg.Client == nil {
+		dialer := &net.Dialer{Timeout: cfg.Timeout, Control: dialControl(cfg.AllowNetworks)}
 		cfg.Client = &http.Client{
-			Timeout:       cfg.Timeout,
+			Timeout: cfg.Timeout,
+			// No proxy: the destination checked must be the one called.
+			Transport: &http.Transport{
+				DialContext:         dialer.DialContext,
+				MaxIdleConnsPerHost: 2,
+				IdleConnTimeout:     90 * time.Second,
+				TLSHandshakeTimeout: cfg.Timeout,
+			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.SecretKey != nil {
+		if _, err := secretAEAD(cfg.SecretKey); err != nil {
+			return nil, err
+		}
 	}
 	return &Deliverer{cfg: cfg, st: st}, nil
 }
@@ -161,6 +194,12 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 	kick := make(chan struct{}, 1)
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
+	// backlog: the last lease took as many endpoints as there were free
+	// workers, so more may be due: a worker that frees leases at once
+	// rather than at the next tick. Without a backlog only an endpoint
+	// with more to send does (never one whose attempt failed: no busy
+	// loop on an error).
+	var backlog atomic.Bool
 	for {
 		n := len(free)
 		if n > 0 {
@@ -168,6 +207,7 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("webhooks: leasing endpoints", "err", err.Error())
 			}
+			backlog.Store(len(eps) == n)
 			for _, ep := range eps {
 				<-free
 				wg.Add(1)
@@ -175,7 +215,7 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 					defer wg.Done()
 					more := d.deliver(ctx, ep)
 					free <- struct{}{}
-					if more {
+					if more || backlog.Load() {
 						select {
 						case kick <- struct{}{}:
 						default:
@@ -200,13 +240,26 @@ type leased struct {
 	firstFailed      *time.Time
 }
 
+// sequencer is the engine's SequenceEvents (postgres.Client,
+// mysql.Client): an endpoint is due when its shop's sequenced cursor is
+// past the endpoint's, so the deliverer sequences before it leases.
+type sequencer interface {
+	SequenceEvents(ctx context.Context) (int, error)
+}
+
 func (d *Deliverer) lease(ctx context.Context, n int) ([]leased, error) {
+	if sq, ok := d.cfg.Events.(sequencer); ok {
+		if _, err := sq.SequenceEvents(ctx); err != nil {
+			return nil, fmt.Errorf("sequencing events: %w", err)
+		}
+	}
 	return d.st.lease(ctx, 2*d.cfg.Timeout+leaseExtra, n)
 }
 
 // deliver sends ep's next events in cursor order until one fails, the
-// batch ends or the lease's time is half gone, then gives the lease back.
-// It reports whether more may be waiting (a full batch or a cut one).
+// batch ends or the slice (Config.Slice) is over, then gives the lease
+// back (the endpoint goes to the back of the line). It reports whether
+// more may be waiting (a full batch or a cut one).
 func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 	start := time.Now()
 	// The bookkeeping outlives a Stop in the middle of a request: a
@@ -217,7 +270,29 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		defer cancel()
 		_ = d.st.unlease(c, ep.id)
 	}()
+	secret, err := openSecret(d.cfg.SecretKey, ep.shop, ep.secret)
+	if err != nil {
+		d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.id, "shop", ep.shop, "err", err.Error())
+		return false
+	}
+	ep.secret = secret
 	evs, err := d.cfg.Events.Events(ctx, ep.shop, ep.cursor, BatchMax)
+	var expired *holdfast.CursorExpiredError
+	if errors.As(err, &expired) {
+		// Events this endpoint had not received were purged (kept past
+		// the retention for it, up to EventRetentionMax): never skip them
+		// silently, record the gap as a dead letter and move past it.
+		c, cancel := context.WithTimeout(bg, 5*time.Second)
+		defer cancel()
+		body, _ := json.Marshal(purgedGap{ShopID: ep.shop, From: expired.After + 1, To: expired.Oldest})
+		msg := fmt.Sprintf("events %d..%d were purged (past the event retention) before delivery", expired.After+1, expired.Oldest)
+		if err := d.st.deadLetter(c, ep.id, ep.shop, expired.Oldest, body, ep.attempts, msg); err != nil {
+			d.cfg.Logger.Warn("webhooks: recording purged events", "endpoint", ep.id, "shop", ep.shop, "err", err.Error())
+			return false
+		}
+		d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.id, "shop", ep.shop, "cursor", expired.Oldest, "err", msg)
+		return true
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			d.cfg.Logger.Warn("webhooks: reading events", "shop", ep.shop, "err", err.Error())
@@ -225,8 +300,8 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		return false
 	}
 	for _, ev := range evs {
-		if time.Since(start) > d.cfg.Timeout+leaseExtra/2 {
-			return true // the lease (2×Timeout + leaseExtra) must outlast the next request
+		if time.Since(start) > d.cfg.Slice {
+			return true // others' turn; Slice ≤ Timeout + leaseExtra/2, so the lease outlasts the last request
 		}
 		body, err := json.Marshal(ev)
 		if err != nil {
@@ -251,7 +326,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		if wait > d.cfg.BackoffMax || wait <= 0 {
 			wait = d.cfg.BackoffMax
 		}
-		msg := sendErr.Error()
+		msg := deliveryError(sendErr)
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}
@@ -266,6 +341,14 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		return false
 	}
 	return len(evs) == BatchMax
+}
+
+// purgedGap is the event of a dead letter for events purged before the
+// endpoint received them.
+type purgedGap struct {
+	ShopID int64 `json:"shop_id"`
+	From   int64 `json:"purged_from"`
+	To     int64 `json:"purged_to"`
 }
 
 // send POSTs one event; nil only for a 2xx answer.

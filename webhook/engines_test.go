@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"database/sql"
+	"net/netip"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,25 +44,42 @@ type backend struct {
 
 func newBackend(t *testing.T, engine string, maxConns int) backend {
 	t.Helper()
+	return newBackendConfig(t, engine, maxConns, holdfast.Config{})
+}
+
+// newBackendConfig is newBackend with the engine configured by cfg.
+func newBackendConfig(t *testing.T, engine string, maxConns int, cfg holdfast.Config) backend {
+	t.Helper()
 	if engine == engineMariaDB {
 		d := mysqltest.DB(t, maxConns)
-		mc, err := mysql.New(d.DB, holdfast.Config{})
+		mc, err := mysql.New(d.DB, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB), db: d.DB}
+		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB).With(testOptions), db: d.DB}
 	}
 	d := pgtest.DB(t, maxConns)
-	hc, err := postgres.New(d.Pool, holdfast.Config{})
+	hc, err := postgres.New(d.Pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return backend{eng: hc, reg: webhook.NewRegistry(d.Pool), pool: d.Pool}
+	return backend{eng: hc, reg: webhook.NewRegistry(d.Pool).With(testOptions), pool: d.Pool}
 }
 
-// config is c on this backend's database and feed.
+// testOptions allow the tests' local receivers (loopback) and encrypt
+// secrets with a test key.
+var testOptions = webhook.Options{
+	AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+	SecretKey:     []byte("0123456789abcdef0123456789abcdef"),
+}
+
+// config is c on this backend's database and feed, with testOptions
+// unless c has options of its own.
 func (b backend) config(c webhook.Config) webhook.Config {
 	c.Pool, c.DB, c.Events = b.pool, b.db, b.eng
+	if c.AllowNetworks == nil && c.SecretKey == nil {
+		c.Options = testOptions
+	}
 	return c
 }
 
@@ -88,4 +106,34 @@ func (b backend) change(t *testing.T, ch holdfast.StockChange) {
 	if _, err := b.eng.ChangeStock(context.Background(), ch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// purge runs the engine's event purge until a batch comes back empty.
+func (b backend) purge(t *testing.T) {
+	t.Helper()
+	type pgPurge interface {
+		PurgeOnce(ctx context.Context) (int, error)
+	}
+	type myPurge interface {
+		PurgeEventsOnce(ctx context.Context) (int, error)
+	}
+	for range 100 {
+		var n int
+		var err error
+		switch e := b.eng.(type) {
+		case myPurge:
+			n, err = e.PurgeEventsOnce(context.Background())
+		case pgPurge:
+			n, err = e.PurgeOnce(context.Background())
+		default:
+			t.Fatalf("%T purges no events", b.eng)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatal("the purge never came back empty")
 }

@@ -36,11 +36,22 @@ type store interface {
 type pgStore struct{ pool *pgxpool.Pool }
 
 func (s pgStore) insertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*Endpoint, error) {
-	ep, err := scanEndpoint(s.pool.QueryRow(ctx, stmt("endpoint_insert"), shop, url, secret, after, max), false)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrTooMany
+	var ep *Endpoint
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, stmt("endpoint_lock"), shop); err != nil {
+			return err
+		}
+		var err error
+		ep, err = scanEndpoint(tx.QueryRow(ctx, stmt("endpoint_insert"), shop, url, secret, after, max), false)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrTooMany
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return ep, err
+	return ep, nil
 }
 
 func (s pgStore) listEndpoints(ctx context.Context, shop int64) ([]Endpoint, error) {

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"time"
@@ -21,6 +22,9 @@ func mysqlStmt(name string) string { return mysqlStatements.Tagged("webhooks", n
 
 var (
 	myEndpointCount  = mysqlStmt("endpoint_count")
+	myEndpointLock   = mysqlStmt("endpoint_lock")
+	myEndpointHead   = mysqlStmt("endpoint_head")
+	myEndpointUnlock = mysqlStmt("endpoint_unlock")
 	myEndpointInsert = mysqlStmt("endpoint_insert")
 	myEndpointGet    = mysqlStmt("endpoint_get")
 	myEndpointDelete = mysqlStmt("endpoint_delete")
@@ -40,8 +44,18 @@ var (
 // statement (RETURNING, writable CTEs), it runs a short transaction.
 type myStore struct{ db *sql.DB }
 
+// inTx runs fn in a transaction at READ COMMITTED, set explicitly: the
+// server's default (REPEATABLE READ in InnoDB) takes gap locks on the
+// endpoints' index that would serialize leasing and registering.
 func (s myStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	return inTxOn(ctx, s.db, fn)
+}
+
+// inTxOn is inTx on a pool or one connection.
+func inTxOn(ctx context.Context, db interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return err
 	}
@@ -68,16 +82,45 @@ func scanMyEndpoint(row scanner, withDead bool) (*Endpoint, error) {
 	}
 	ep.LastError = lastErr.String
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	if next.Valid {
+	if next.Valid && ep.Attempts > 0 { // due time of a retry; an idle endpoint's is its turn
 		t := next.Time.UTC()
 		ep.NextAt = &t
 	}
 	return &ep, nil
 }
 
+// endpointLockWait bounds the wait for a shop's registration lock.
+const endpointLockWait = 5 // seconds
+
+// errEndpointLock: the shop's registration lock was not free in
+// endpointLockWait.
+var errEndpointLock = errors.New("webhook: another registration for the shop holds its lock")
+
 func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*Endpoint, error) {
+	// The lock is the session's: taken and released on one connection,
+	// released after the commit, so the next registration counts this one.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, myEndpointLock, shop, endpointLockWait).Scan(&got); err != nil {
+		return nil, err
+	}
+	if got.Int64 != 1 {
+		return nil, errEndpointLock
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.ExecContext(c, myEndpointUnlock, shop); err != nil {
+			// Never hand a session holding the lock back to the pool.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 	var ep *Endpoint
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = inTxOn(ctx, conn, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, myEndpointCount, shop).Scan(&n); err != nil {
 			return err
@@ -85,7 +128,13 @@ func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret str
 		if n >= max {
 			return ErrTooMany
 		}
-		res, err := tx.ExecContext(ctx, myEndpointInsert, shop, url, secret, after, shop)
+		var cursor int64
+		if after != nil {
+			cursor = *after
+		} else if err := tx.QueryRowContext(ctx, myEndpointHead, shop).Scan(&cursor); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, myEndpointInsert, shop, url, secret, cursor)
 		if err != nil {
 			return err
 		}

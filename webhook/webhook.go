@@ -9,8 +9,18 @@
 // with exponential backoff (BackoffMin doubling up to BackoffMax) until the
 // retry horizon (Horizon) after its first failure; then the event becomes a
 // dead letter (listed by the API and counted by the doctor) and delivery
-// moves on. While an event is retried, the endpoint's later events wait:
-// that is what keeps each checkout's events in order.
+// moves on; the horizon counts from each event's own first failure. While
+// an event is retried, the endpoint's later events wait: that is what
+// keeps each checkout's events in order. The feed keeps events an
+// endpoint has not received past the engine's EventRetention, up to its
+// EventRetentionMax; events purged before delivery become one dead letter.
+//
+// Every endpoint with events is served in turn, oldest due first, however
+// many there are (Config.Slice bounds a turn, and so the wait for a
+// worker). Destinations must be public addresses unless
+// Options.AllowNetworks lists their network, checked at registration and
+// again at every connect; secrets are sealed at rest with
+// Options.SecretKey (docs/DESIGN.md).
 //
 // Each request carries the header
 //
@@ -92,7 +102,11 @@ type Endpoint struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-// DeadLetter is an event an endpoint did not accept within the horizon.
+// DeadLetter is an event an endpoint did not accept within the horizon,
+// or events purged from the feed before it received them (kept for it up
+// to holdfast.Config.EventRetentionMax): then Cursor is the last of them
+// and Event is {"shop_id", "purged_from", "purged_to"} (cursors,
+// inclusive).
 type DeadLetter struct {
 	ID         int64           `json:"id"`
 	EndpointID int64           `json:"endpoint_id"`
@@ -113,7 +127,16 @@ var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
 // Registry is the endpoints of every shop, in PostgreSQL or MySQL/MariaDB.
 // Safe for concurrent use.
 type Registry struct {
-	st store
+	st   store
+	opts Options
+}
+
+// With returns the registry with o: the destinations it accepts and the
+// key it encrypts secrets with.
+func (r *Registry) With(o Options) *Registry {
+	c := *r
+	c.opts = o
+	return &c
 }
 
 // NewRegistry returns the registry in pool's database (migrated to 008).
@@ -161,9 +184,11 @@ func validShop(shop int64) error {
 }
 
 // Add registers rawURL for shop and returns the endpoint with its secret
-// (shown only now). Delivery starts after cursor after, or after the
-// shop's current feed head when after is nil. Bad input is an
-// *holdfast.ArgumentError and writes nothing.
+// (shown only now; stored encrypted with Options.SecretKey). Delivery
+// starts after cursor after, or after the shop's current feed head when
+// after is nil. Bad input, and a host that is or resolves to an address
+// that is not public and not allowed (ErrDestinationRefused), is an
+// *holdfast.ArgumentError on its field and writes nothing.
 func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *int64) (*Endpoint, error) {
 	if err := validShop(shop); err != nil {
 		return nil, err
@@ -174,12 +199,20 @@ func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *in
 	if after != nil && *after < 0 {
 		return nil, argError("after", "must not be negative")
 	}
+	u, _ := url.Parse(rawURL)
+	if err := checkHost(ctx, u.Hostname(), r.opts.AllowNetworks); err != nil {
+		return nil, argError("url", "%v", err)
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
 	secret := "whsec_" + hex.EncodeToString(b)
-	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, secret, after, EndpointsPerShopMax)
+	stored, err := sealSecret(r.opts.SecretKey, shop, b, secret)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, stored, after, EndpointsPerShopMax)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +275,7 @@ func scanEndpoint(row pgx.Row, withDead bool) (*Endpoint, error) {
 		ep.LastError = *lastErr
 	}
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	if ep.NextAt != nil {
+	if ep.NextAt != nil && ep.Attempts > 0 { // due time of a retry; an idle endpoint's is its turn
 		t := ep.NextAt.UTC()
 		ep.NextAt = &t
 	}

@@ -428,3 +428,92 @@ func testDeadLetter(t *testing.T, engine string) {
 		t.Fatalf("tries %v: each event should be retried before it is dead", tries)
 	}
 }
+
+// TestEndpointLimitUnderConcurrency (#24 item 7): registrations racing for
+// a shop's last places never take it past EndpointsPerShopMax: the count
+// is taken under a lock on the shop's registrations, on both engines.
+func TestEndpointLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	engines(t, testEndpointLimitUnderConcurrency)
+}
+
+func testEndpointLimitUnderConcurrency(t *testing.T, engine string) {
+	const tries = 3 * webhook.EndpointsPerShopMax
+	b := newBackend(t, engine, tries)
+	ctx := context.Background()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	added, refused := 0, 0
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := b.reg.Add(ctx, 1, "https://example.com/hook/"+strconv.Itoa(i), nil)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				added++
+			case errors.Is(err, webhook.ErrTooMany):
+				refused++
+			default:
+				t.Errorf("add %d: %v", i, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	n := b.count(t, "webhook_endpoints")
+	if added != webhook.EndpointsPerShopMax || refused != tries-added || n != webhook.EndpointsPerShopMax {
+		t.Fatalf("%d concurrent registrations: %d added, %d refused, %d stored; want %d stored", tries, added, refused, n, webhook.EndpointsPerShopMax)
+	}
+}
+
+// TestMySQLRegistrationNoSequencerWait (#24 item 7): a MySQL registration
+// reads the shop's feed head with a plain read, so it does not wait for a
+// transaction that holds the shop's feed row (the sequencer's); as a
+// subquery of the INSERT, the read took a shared lock and waited.
+func TestMySQLRegistrationNoSequencerWait(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, engineMariaDB, 4)
+	ctx := context.Background()
+	n := 1
+	b.change(t, holdfast.StockChange{Key: holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}, Set: &n, Reason: "stock"})
+	if _, err := b.eng.Events(ctx, 1, 0, 0); err != nil { // sequenced: the shop's row exists
+		t.Fatal(err)
+	}
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	var last int64
+	if err := tx.QueryRowContext(ctx, "SELECT last_seq FROM holdfast_event_shops WHERE shop_id = 1 FOR UPDATE").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ep, err := b.reg.Add(c, 1, "http://127.0.0.1:9/hook", nil)
+	if err != nil || ep.Cursor != last {
+		t.Fatalf("registration while the shop's feed row is locked: %+v, %v; want it registered at cursor %d without waiting", ep, err, last)
+	}
+}
+
+// TestMySQLStoreReadCommitted (#24 item 7): every transaction of the MySQL
+// webhook store runs at READ COMMITTED, set explicitly, whatever the
+// server's default (REPEATABLE READ in InnoDB, which takes gap locks):
+// InnoDB's own view of the transaction says so.
+func TestMySQLStoreReadCommitted(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, engineMariaDB, 4)
+	var global string
+	if err := b.db.QueryRowContext(context.Background(), "SELECT @@GLOBAL.tx_isolation").Scan(&global); err != nil {
+		t.Fatal(err)
+	}
+	level, err := webhook.MySQLTxIsolation(context.Background(), b.db)
+	if err != nil || level != "READ COMMITTED" {
+		t.Fatalf("the store's transactions run at %q (%v), want READ COMMITTED (server default %s)", level, err, global)
+	}
+}

@@ -21,6 +21,9 @@ type Error struct {
 	RequestID string      `json:"request_id,omitempty"`
 	// CurrentRevision is the hold's revision, on revision_conflict.
 	CurrentRevision int64 `json:"current_revision,omitempty"`
+	// OldestCursor is the oldest feed cursor still available, on
+	// cursor_expired (0 is a cursor: hence a pointer).
+	OldestCursor *int64 `json:"oldest_cursor,omitempty"`
 }
 
 // Shortfall is a short line on the wire (insufficient_stock, a claim's

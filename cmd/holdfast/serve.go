@@ -64,6 +64,7 @@ func newServeCmd() *cobra.Command {
 	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
 	fs.DurationVar(&f.reqTimeout, "request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per request and per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
+	webhookFlagsVar(fs, &f.hooks)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), f) }
 	return cmd
 }
@@ -76,6 +77,8 @@ type serveFlags struct {
 	doMigrate, pprof, logErrorsOnly                       bool
 	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
 	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
+
+	hooks webhookFlags // --webhook-allow-networks, --webhook-key, --webhook-key-file
 }
 
 func runServe(ctx context.Context, f *serveFlags) error {
@@ -214,7 +217,11 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	})
 	// Webhook delivery (docs/API.md): its own bounded pool of workers and
 	// connections, so a slow endpoint never slows checkout.
-	hooks, closeHooks, err := startWebhooks(ctx, db, hc, log)
+	hookOpts, err := f.hooks.options(f.dataDir)
+	if err != nil {
+		return err
+	}
+	hooks, closeHooks, err := startWebhooks(ctx, db, hc, hookOpts, log)
 	if err != nil {
 		return err
 	}
@@ -226,7 +233,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		Workers:      []httpapi.Worker{hc, mon, hooks},
 		MaxInFlight:  f.maxInFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
-		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
+		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly, Webhooks: hookOpts,
 	}
 	if redisOpts != nil {
 		sh, closeRedis, err := startShadow(ctx, redisOpts, &f.legacy, pool, hc, log)

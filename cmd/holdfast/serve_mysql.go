@@ -87,7 +87,11 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		return err
 	}
 	defer hooksDB.Close()
-	hooks, err := webhook.NewDeliverer(webhook.Config{DB: hooksDB, Events: mc, Logger: log})
+	hookOpts, err := f.hooks.options(f.dataDir)
+	if err != nil {
+		return err
+	}
+	hooks, err := webhook.NewDeliverer(webhook.Config{DB: hooksDB, Events: mc, Logger: log, Options: hookOpts})
 	if err != nil {
 		return err
 	}
@@ -97,7 +101,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		Workers:      []httpapi.Worker{mc, hooks},
 		MaxInFlight:  f.maxInFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
-		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
+		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly, Webhooks: hookOpts,
 	})
 	if err != nil {
 		return err
@@ -136,8 +140,8 @@ func writeMySQLURL(dataDir, url string) (string, error) {
 // withRegistry runs f on the webhook registry of the keys' database
 // (withKeyStore's: PostgreSQL, or MariaDB with --engine mariadb or a
 // mysql:// DATABASE_URL).
-func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, f func(context.Context, *webhook.Registry) error) error {
+func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, opts webhook.Options, f func(context.Context, *webhook.Registry) error) error {
 	return withServiceDB(ctx, engineFlag, mode, dataDir, schema,
-		func(db *sql.DB) error { return f(ctx, webhook.NewMySQLRegistry(db)) },
-		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pool)) })
+		func(db *sql.DB) error { return f(ctx, webhook.NewMySQLRegistry(db).With(opts)) },
+		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pool).With(opts)) })
 }

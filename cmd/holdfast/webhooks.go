@@ -53,6 +53,8 @@ without it they say to run holdfast migrate.`,
 
 	add := &cobra.Command{Use: "add --shop N --url URL [--after CURSOR]", Short: "register an http(s) endpoint; prints its secret once", Args: noArgs}
 	u := add.Flags().String("url", "", "the endpoint's http:// or https:// URL")
+	var hookFlags webhookFlags
+	webhookFlagsVar(add.Flags(), &hookFlags)
 	after := add.Flags().Int64("after", -1, "deliver the events after this cursor (default: only events from now on)")
 	add.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := needShop(); err != nil {
@@ -68,7 +70,11 @@ without it they say to run holdfast migrate.`,
 			}
 			from = after
 		}
-		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, func(ctx context.Context, reg *webhook.Registry) error {
+		opts, err := hookFlags.options(*dataDir)
+		if err != nil {
+			return err
+		}
+		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, opts, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
@@ -87,7 +93,7 @@ without it they say to run holdfast migrate.`,
 		if err := needShop(); err != nil {
 			return err
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, webhook.Options{}, func(ctx context.Context, reg *webhook.Registry) error {
 			eps, err := reg.List(ctx, *shop)
 			if err != nil {
 				return err
@@ -118,7 +124,7 @@ without it they say to run holdfast migrate.`,
 		if err != nil || id <= 0 {
 			return usageError("the endpoint id must be a positive integer")
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, webhook.Options{}, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Remove(ctx, *shop, id)
 			if errors.Is(err, webhook.ErrNotFound) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has no webhook %d", *shop, id)}
@@ -140,7 +146,7 @@ without it they say to run holdfast migrate.`,
 		if *limit < 1 || *limit > webhook.DeadLettersLimitMax {
 			return usageError("--limit must be between 1 and %d", webhook.DeadLettersLimitMax)
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, readsSchema, webhook.Options{}, func(ctx context.Context, reg *webhook.Registry) error {
 			dls, err := reg.DeadLetters(ctx, *shop, *limit)
 			if err != nil {
 				return err
@@ -237,12 +243,12 @@ func argReason(err error) string {
 // startWebhooks makes serve's webhook delivery pool: its own small
 // database pool for the registry, the engine's feed. Serve starts and
 // stops it with its other workers.
-func startWebhooks(ctx context.Context, db *database, engine webhook.Events, log *slog.Logger) (*webhook.Deliverer, func(), error) {
+func startWebhooks(ctx context.Context, db *database, engine webhook.Events, opts webhook.Options, log *slog.Logger) (*webhook.Deliverer, func(), error) {
 	pool, err := db.pool(ctx, 2, "holdfast-webhooks")
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := webhook.NewDeliverer(webhook.Config{Pool: pool, Events: engine, Logger: log})
+	d, err := webhook.NewDeliverer(webhook.Config{Pool: pool, Events: engine, Logger: log, Options: opts})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

@@ -1,6 +1,12 @@
--- One batch of sequenced events past the event retention.
--- ? now, ? retention µs, ? batch.
+-- One batch of sequenced events past the event retention that every
+-- webhook endpoint of their shop has received (its cursor is at or past
+-- the event), or past the hard cap (EventRetentionMax): then the endpoint
+-- records the gap as a dead letter (package webhook).
+-- ? now, ? retention µs, ? now, ? cap µs, ? batch.
 DELETE FROM holdfast_events
 WHERE seq IS NOT NULL AND created_at < COALESCE(?, UTC_TIMESTAMP(6)) - INTERVAL ? MICROSECOND
+  AND (created_at < COALESCE(?, UTC_TIMESTAMP(6)) - INTERVAL ? MICROSECOND
+       OR NOT EXISTS (SELECT 1 FROM webhook_endpoints w
+                      WHERE w.shop_id = holdfast_events.shop_id AND w.`cursor` < holdfast_events.seq))
 ORDER BY created_at
 LIMIT ?

@@ -7,5 +7,5 @@ WITH d AS (
     ON CONFLICT (endpoint_id, cursor) DO NOTHING
 )
 UPDATE webhook_endpoints
-SET cursor = greatest(cursor, $3::bigint), attempts = 0, first_failed_at = NULL, next_at = NULL
+SET cursor = greatest(cursor, $3::bigint), attempts = 0, first_failed_at = NULL, next_at = clock_timestamp()
 WHERE id = $1::bigint

@@ -1,13 +1,20 @@
--- Lease up to $2 endpoints that are due (not leased by a live deliverer,
--- not waiting for a backoff), so one deliverer at a time works on each,
--- across processes. $1 lease µs, $2 how many.
+-- Lease up to $2 endpoints that are due, oldest due first, so one
+-- deliverer at a time works on each, across processes. Due: behind its
+-- shop's last sequenced cursor (it has events to deliver), not leased by a
+-- live deliverer, not waiting for a backoff. next_at is when the endpoint
+-- became due (unlease.sql puts a served endpoint at the back of the line;
+-- failed.sql puts it after its backoff), so every endpoint with events is
+-- served in turn, whatever their number: round robin over the due ones.
+-- The subquery on holdfast_event_shops is not locked (FOR UPDATE applies
+-- to the FROM list). $1 lease µs, $2 how many.
 UPDATE webhook_endpoints e
 SET leased_until = clock_timestamp() + $1::bigint * interval '1 microsecond'
 FROM (
-    SELECT id FROM webhook_endpoints
-    WHERE (leased_until IS NULL OR leased_until < clock_timestamp())
-      AND (next_at IS NULL OR next_at <= clock_timestamp())
-    ORDER BY coalesce(next_at, created_at), id
+    SELECT w.id FROM webhook_endpoints w
+    WHERE w.cursor < (SELECT s.last_seq FROM holdfast_event_shops s WHERE s.shop_id = w.shop_id)
+      AND (w.leased_until IS NULL OR w.leased_until < clock_timestamp())
+      AND coalesce(w.next_at, w.created_at) <= clock_timestamp()
+    ORDER BY coalesce(w.next_at, w.created_at), w.id
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED
 ) due

@@ -1,5 +1,5 @@
 -- An event was accepted: move the endpoint's cursor past it and clear its
--- failure state. ? cursor, id.
+-- failure state (next_at stays: unlease.sql sets it). ? cursor, id.
 UPDATE webhook_endpoints
-SET `cursor` = GREATEST(`cursor`, ?), attempts = 0, first_failed_at = NULL, last_error = NULL, next_at = NULL
+SET `cursor` = GREATEST(`cursor`, ?), attempts = 0, first_failed_at = NULL, last_error = NULL
 WHERE id = ?

@@ -1,0 +1,3 @@
+-- A shop's last assigned cursor (0: none yet), read before its events so
+-- that an empty page can tell purged events from none. $1 shop.
+SELECT coalesce((SELECT last_seq FROM holdfast_event_shops WHERE shop_id = $1::bigint), 0)
