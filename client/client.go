@@ -61,7 +61,8 @@ func New(baseURL, key string, opts ...Option) *Client {
 
 // Error is an error response of the API. Its Is method matches the holdfast
 // sentinel error of its code (insufficient_stock matches
-// holdfast.ErrInsufficientStock, unavailable and overloaded match
+// holdfast.ErrInsufficientStock, not_stocked matches holdfast.ErrNotStocked
+// and holdfast.ErrInsufficientStock, unavailable and overloaded match
 // holdfast.ErrUnavailable, the input codes match
 // holdfast.ErrInvalidArgument, ...).
 type Error struct {
@@ -98,6 +99,7 @@ func (e *Error) Error() string {
 // sentinels maps codes to the holdfast errors they match.
 var sentinels = map[string]error{
 	"insufficient_stock":   holdfast.ErrInsufficientStock,
+	"not_stocked":          holdfast.ErrNotStocked,
 	"idempotency_conflict": holdfast.ErrIdempotencyConflict,
 	"not_found":            holdfast.ErrNotFound,
 	"hold_claimed":         holdfast.ErrHoldClaimed,
@@ -120,6 +122,9 @@ var sentinels = map[string]error{
 
 // Is reports whether target is the holdfast sentinel error of e's code.
 func (e *Error) Is(target error) bool {
+	if e.Code == "not_stocked" && target == holdfast.ErrInsufficientStock {
+		return true // as the library's: a key never stocked is also short
+	}
 	s, ok := sentinels[e.Code]
 	return ok && s == target
 }

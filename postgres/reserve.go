@@ -23,7 +23,8 @@ import (
 // Out of stock is an *InsufficientStockError naming every short line.
 func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	h, err := c.reserve(ctx, c.pool, true, p)
-	return c.waitIfShort(ctx, p, h, err) // waitlist.go
+	h, err = c.waitIfShort(ctx, p, h, err) // waitlist.go
+	return h, c.markNotStocked(ctx, p.ShopID, err)
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
