@@ -24,7 +24,9 @@ const (
 	CodeMissingField        = "missing_field"          // 400
 	CodeWrongType           = "wrong_type"             // 400: a member or path segment of the wrong JSON type
 	CodeInvalidArgument     = "invalid_argument"       // 422: well-formed, but out of bounds
-	CodeUnauthorized        = "unauthorized"           // 401
+	CodeUnauthorized        = "unauthorized"           // 401: no, a malformed or an unknown key
+	CodeKeyExpired          = "key_expired"            // 401: the key's expiry (or a rotation's grace) has passed
+	CodeKeyRevoked          = "key_revoked"            // 401
 	CodeForbidden           = "forbidden"              // 403
 	CodeNotFound            = "not_found"              // 404: no such checkout
 	CodeRouteNotFound       = "route_not_found"        // 404: no such route
