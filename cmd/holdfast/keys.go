@@ -72,7 +72,10 @@ printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail
 		if *expiresIn > 0 {
 			spec.ExpiresAt = time.Now().Add(*expiresIn)
 		}
-		return withKeyStore(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, st httpapi.Store) error {
+		// existing: a key for a database that serve does not use is
+		// useless, so a directory without one is an error, not a new
+		// cluster (database.go).
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.CreateKeyIn(ctx, st, spec)
 			if err != nil {
 				return err

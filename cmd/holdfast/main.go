@@ -62,8 +62,11 @@ func newRoot() *cobra.Command {
 
 DATABASE_URL selects the database. Unset, holdfast runs on an embedded private
 PostgreSQL cluster from the local server binaries, kept in --data-dir
-(default ./.holdfast): every command with the same --data-dir uses the same
-database, the running server's when one runs. demo and bench also run on
+(default ./.holdfast, relative to the working directory): every command with
+the same --data-dir uses the same database, the running server's when one
+runs. Only serve and migrate create it; any other command run where there is
+none (another directory) refuses, naming the directory, rather than make a
+second, empty database. demo and bench also run on
 MySQL/MariaDB: --engine mariadb (a private throwaway MariaDB) or
 DATABASE_URL=mysql://… . Every flag can also be set
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).`,

@@ -157,3 +157,27 @@ func TestCommandsShareEmbeddedCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysCreateElsewhereRefuses: keys create and webhooks add run from a
+// directory where no server ran (the default --data-dir is relative) refuse
+// in one line naming the absolute directory and how to reach the server's
+// database, and create no second cluster there.
+func TestKeysCreateElsewhereRefuses(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("HOLDFAST_DATA_DIR", "")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"keys", "create", "--shop", "1"},
+		{"webhooks", "add", "--shop", "1", "--url", "https://example.com/hook"},
+	} {
+		code, out, errOut := run(t, args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "no embedded database in .holdfast ("+dir+"/.holdfast)") ||
+			!strings.Contains(errOut, "relative to the working directory") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%q in a directory without a database: exit %d, stdout %q, stderr %q; want 1 and one line naming %s", args, code, out, errOut, dir)
+		}
+		if _, err := os.Stat(defaultDataDir); err == nil {
+			t.Fatalf("%q created %s", args, defaultDataDir)
+		}
+	}
+}

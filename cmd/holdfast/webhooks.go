@@ -63,7 +63,7 @@ the running server's when serve runs.`,
 			}
 			from = after
 		}
-		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
