@@ -54,7 +54,7 @@ is critical, so it can run from cron or CI.`,
 		defer pool.Close()
 		client, err := postgres.New(pool, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 		if err != nil {
-			return usageError("%v", err)
+			return configError(err)
 		}
 		rep, err := ops.Doctor(ctx, pool, ops.DoctorConfig{
 			Client:                    client,

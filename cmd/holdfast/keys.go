@@ -96,7 +96,7 @@ once, alone on the last line.`,
 			if len(args) != 1 {
 				return usageError("keys rotate needs one key id or key")
 			}
-			return nil
+			return keyRef("rotate", args[0])
 		},
 	}
 	grace := rotate.Flags().Duration("grace", 24*time.Hour, "how long the old key keeps working")
@@ -125,7 +125,7 @@ once, alone on the last line.`,
 			if len(args) != 1 {
 				return usageError("keys revoke needs one key id or key")
 			}
-			return nil
+			return keyRef("revoke", args[0])
 		},
 	}
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
@@ -273,6 +273,18 @@ func withKeysDB(ctx context.Context, mode dbMode, dataDir string, f func(context
 		return err
 	}
 	return f(ctx, pool)
+}
+
+// keyRef checks that arg names a key: an id (keys list's first column) or
+// the key itself (hf_…), before any database is opened.
+func keyRef(verb, arg string) error {
+	if strings.HasPrefix(arg, "hf_") {
+		return nil
+	}
+	if n, err := strconv.ParseInt(arg, 10, 64); err == nil && n > 0 {
+		return nil
+	}
+	return usageError("keys %s takes a key id (a number from keys list) or the key itself (hf_…), not %q", verb, redact(arg))
 }
 
 // redact keeps a key out of error output: only its first characters.

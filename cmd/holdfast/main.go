@@ -36,6 +36,10 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
+// exitInterrupted is the exit status of a command stopped by Ctrl-C
+// (SIGINT) or SIGTERM, as shells report a process killed by SIGINT.
+const exitInterrupted = 130
+
 // exitError carries a chosen exit status (doctor: critical findings).
 type exitError struct {
 	code int
@@ -79,7 +83,7 @@ from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, flagValueError(c, err)) })
 	annotateEnv(root)
 	return root
 }
@@ -110,7 +114,7 @@ func flagsFromEnv(cmd *cobra.Command) error {
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" {
 			if serr := cmd.Flags().Set(f.Name, v); serr != nil {
-				err = usageError("%s=%q: %v", envName(f.Name), v, serr)
+				err = usageError("%s=%q (--%s) %s", envName(f.Name), v, f.Name, wants(f))
 			}
 		}
 	})
@@ -143,6 +147,10 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	switch {
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) && !errors.As(err, &ee):
+		// Ctrl-C while starting or stopping: not a failure to explain.
+		fmt.Fprintln(stderr, name+": interrupted")
+		return exitInterrupted
 	case errors.As(err, &ee):
 		if ee.msg != "" {
 			fmt.Fprintln(stderr, name+":", ee.msg)
@@ -153,7 +161,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", name, msg, name)
 		return 2
 	default:
-		fmt.Fprintln(stderr, name+":", err)
+		fmt.Fprintln(stderr, name+":", failureLine(err))
 		return 1
 	}
 }

@@ -25,7 +25,8 @@ func newTopCmd() *cobra.Command {
 		Use:   "top",
 		Short: "live view: holds/s, connection time by caller, dead tuples, hottest keys",
 		Long: `A refreshing view of the database behind DATABASE_URL (or the embedded cluster in
---data-dir, the running server's when serve runs). Quit with q or Ctrl-C.`,
+--data-dir, the running server's when serve runs). Quit with q or Ctrl-C.
+When stdout is not a terminal, top prints one frame and exits, as --once.`,
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -41,6 +42,12 @@ func newTopCmd() *cobra.Command {
 		}
 		if *interval < 100*time.Millisecond {
 			return usageError("--interval must be at least 100ms")
+		}
+		if f, ok := cmd.OutOrStdout().(*os.File); !*once && (!ok || !term.IsTerminal(int(f.Fd()))) {
+			// Not a terminal (a pipe, a file, a CI log): screen control
+			// codes forever would help no one.
+			fmt.Fprintln(cmd.ErrOrStderr(), "holdfast top: stdout is not a terminal: printing one frame, as with --once")
+			*once = true
 		}
 		return runTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 	}
@@ -65,7 +72,7 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 	// keys without an override show the strategy they really run.
 	hc, err := postgres.New(pool, cfg)
 	if err != nil {
-		return usageError("%v", err)
+		return configError(err)
 	}
 	top := ops.NewTop(pool, hc.Config(), interval)
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -171,7 +170,7 @@ verify, or is older than 5 minutes, gets 401; before there is a secret, 503
 			b, _ := os.ReadFile(*secretFile)
 			return strings.TrimSpace(string(b))
 		}
-		ln, err := net.Listen("tcp", *addr)
+		ln, err := listen(*addr, "--addr")
 		if err != nil {
 			return err
 		}
