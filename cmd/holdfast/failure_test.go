@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"net"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/pgcluster"
 )
@@ -123,4 +129,72 @@ func TestFailuresAreOneLine(t *testing.T) {
 	t.Setenv("HOLDFAST_MAX_CONNS", "many")
 	code, _, errOut = run(t, "serve")
 	oneLineFailure(t, "HOLDFAST_MAX_CONNS=many serve", code, errOut, 2, `HOLDFAST_MAX_CONNS="many" (--max-conns) must be a whole number`)
+}
+
+// TestDemoInterruptAndTopWithoutTerminal runs the real binary: Ctrl-C
+// (SIGINT) in the middle of the demo's sale prints the partial summary
+// with the invariant, exits 130 and says "interrupted", never "context
+// canceled"; top with stdout not a terminal prints one frame without
+// screen control codes and exits.
+func TestDemoInterruptAndTopWithoutTerminal(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("HOLDFAST_ENGINE", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := httpbench.Build(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	demo := exec.CommandContext(ctx, bin, "demo", "--buyers", "1000000", "--concurrency", "4")
+	stdout, err := demo.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	demo.Stderr = &errb
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() { // the sale has started: its first line
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "flash sale:") {
+			break
+		}
+	}
+	if err := demo.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+	}
+	err = demo.Wait()
+	code := demo.ProcessState.ExitCode()
+	if code != exitInterrupted || !strings.Contains(out.String(), "summary, interrupted after") || !strings.Contains(out.String(), "invariant      OK") ||
+		!strings.Contains(errb.String(), "holdfast demo: interrupted after") || strings.Contains(out.String()+errb.String(), "context canceled") {
+		t.Fatalf("demo interrupted: exit %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out.String(), errb.String())
+	}
+
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	env := append(os.Environ(), "DATABASE_URL="+pg.URL("postgres"))
+	mig := exec.CommandContext(ctx, bin, "migrate")
+	mig.Env = env
+	if b, err := mig.CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, b)
+	}
+	top := exec.CommandContext(ctx, bin, "top", "--interval", "100ms")
+	top.Env = env
+	var topOut, topErr bytes.Buffer
+	top.Stdout, top.Stderr = &topOut, &topErr
+	err = top.Run() // stdout is a pipe; ctx bounds a top that never ends
+	if err != nil || strings.Contains(topOut.String(), "\x1b[") || !strings.Contains(topOut.String(), "HOTTEST KEYS") ||
+		!strings.Contains(topErr.String(), "stdout is not a terminal: printing one frame") {
+		t.Fatalf("top without a terminal: %v\nstdout %q\nstderr %q", err, topOut.String(), topErr.String())
+	}
 }
