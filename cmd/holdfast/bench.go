@@ -42,7 +42,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.DurationVar(&f.soakTTL, "soak-ttl", httpbench.SoakTTLDefault, "with --http --soak: each hold's TTL (short, so that expiries run at the reservation rate from the second minute on)")
 	f.engine = engineFlag(fs)
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
-	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, `holdfast serve` in its own process, and the HTTP ceiling")
+	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, holdfast serve in its own process, and the HTTP ceiling")
 	fs.BoolVar(&f.fairness, "fairness", false, "with --http: also a steady shop's p99 alone and during another shop's flash sale")
 	fs.BoolVar(&f.redis, "redis", false, "add a Redis row: the legacy Redis design's reserve (docs/MIGRATION.md) on one hot key at the same clients, on REDIS_URL or a private redis-server")
 	fs.IntVar(&f.redisAttempts, "redis-attempts", 20_000, "reservations per --redis run")

@@ -25,7 +25,7 @@ func TestDeployFiles(t *testing.T) {
 		}
 	}
 	envs := map[string]bool{}
-	serve.Flags().VisitAll(func(f *pflag.Flag) { envs[envName(f.Name)] = true })
+	serve.Flags().VisitAll(func(f *pflag.Flag) { envs[flagEnv(serve, f.Name)] = true })
 	for _, name := range []string{"holdfast.service", "Dockerfile"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", name))
 		if err != nil {

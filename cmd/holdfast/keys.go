@@ -39,9 +39,10 @@ running server's when serve runs.`,
 		Short: "create a key that reaches shop N only, or (--admin) every shop",
 		Long: `Create a key that reaches shop N only, or (--admin) every shop.
 
---scopes limits what it may do in the shop: storefront (reserve, claim,
-release, extend, read holds and stock), inventory (set and adjust stock,
-read stock), or all; without --scopes the key keeps every scope. The key is
+--scopes limits what it may do in the shop: storefront (reserve, edit,
+claim, release, extend, read holds and stock), inventory (set and adjust
+stock, set safety stock, per-buyer limits and the location order, read
+stock), or all; without --scopes the key keeps every scope. The key is
 printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail -n1`" + `).`,
 		Args: noArgs,
 	}

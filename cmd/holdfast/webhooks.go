@@ -37,7 +37,7 @@ the running server's when serve runs.`,
 	}
 	dataDir := dataDirFlag(cmd.PersistentFlags())
 	engine := engineFlag(cmd.PersistentFlags())
-	shop := cmd.PersistentFlags().Int64("shop", 0, "the shop (required)")
+	shop := cmd.PersistentFlags().Int64("shop", 0, "the shop; required by add, list, remove and dead-letters (receive takes none)")
 	needShop := func() error {
 		if *shop <= 0 {
 			return usageError("--shop N (N > 0) is required")
