@@ -54,6 +54,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 		}
 		f.line = strings.Join(args, " ")
 		f.clientsSet, f.durationSet, f.soakDurationSet = fs.Changed("clients"), fs.Changed("duration"), fs.Changed("soak-duration")
+		f.stderr = cmd.ErrOrStderr()
 		return runBench(cmd.Context(), cmd.OutOrStdout(), f)
 	}
 	return cmd
@@ -68,6 +69,7 @@ type benchFlags struct {
 	redisAttempts                                                   int
 	clientsSet, durationSet, soakDurationSet                        bool
 	engine                                                          *string
+	stderr                                                          io.Writer // notes before a long run
 }
 
 func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
@@ -114,6 +116,13 @@ func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
 	}
 	if err := known("strategy", opts.Strategies, bench.Strategies()); err != nil {
 		return err
+	}
+	if !f.soak {
+		// The full table is long (10 minutes with the defaults): say so
+		// before it starts, and how to make it shorter.
+		runs := len(opts.Scenarios) * len(opts.Strategies) * len(cl)
+		fmt.Fprintf(f.stderr, "bench: %d runs of %v (%d scenarios × %d strategies × %d client counts): at least %v; narrow it with --scenarios, --strategies, --clients or --duration\n",
+			runs, f.duration, len(opts.Scenarios), len(opts.Strategies), len(cl), time.Duration(runs)*f.duration)
 	}
 	db, err := openDatabase(ctx, throwaway, "", stderrf)
 	if err != nil {
