@@ -304,16 +304,19 @@ func newServer(cfg Config) (*Server, error) {
 // Registry is the server's metrics registry: register more collectors on it.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
-// MetricsHandler serves the registry in Prometheus text format, without a
-// key: serve it on its own address, not the API's. With Config.Pprof it
-// also serves /debug/pprof/.
+// MetricsHandler serves the registry in Prometheus text format at /metrics,
+// without a key: serve it on its own address, not the API's. With
+// Config.Pprof it also serves /debug/pprof/. Every other path is 404 (a
+// console or API path tried on this address must not look like it works).
 func (s *Server) MetricsHandler() http.Handler {
-	m := s.metricsOnly()
-	if !s.cfg.Pprof {
-		return m
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/", m)
+	mux.Handle("/metrics", s.metricsOnly())
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "404 not found: this address serves /metrics only (and /debug/pprof/ with --pprof); the API and the console are on --addr", http.StatusNotFound)
+	})
+	if !s.cfg.Pprof {
+		return mux
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
