@@ -62,6 +62,7 @@ is critical, so it can run from cron or CI.`,
 			IdleInTransactionCritical: 12 * *idleWarn,
 			TransactionWarn:           *xactWarn,
 			TransactionCritical:       10 * *xactWarn,
+			Embedded:                  db.Cluster != nil,
 		})
 		if err != nil {
 			return err

@@ -280,3 +280,23 @@ func TestHelpSaysWhatFlagsTake(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorFreshEmbeddedClean: doctor on a fresh embedded cluster finds
+// nothing to warn about in the cluster's own settings (it warned about
+// three session timeouts nobody chose).
+func TestDoctorFreshEmbeddedClean(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("HOLDFAST_ENGINE", "")
+	dir, err := os.MkdirTemp("", "holdfast-cli-") // reachable by the server's user under root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if code, out, errOut := run(t, "migrate", "--data-dir", dir); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := run(t, "doctor", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "0 critical, 0 warn") || !strings.Contains(out, "statement_timeout = 0: the embedded cluster") {
+		t.Fatalf("doctor on a fresh embedded cluster: exit %d\n%s%s", code, out, errOut)
+	}
+}
