@@ -15,7 +15,7 @@ var (
 	// ErrInsufficientStock: Reserve could not hold every line; nothing was
 	// held. The error is an *InsufficientStockError naming every short line.
 	ErrInsufficientStock = errors.New("holdfast: insufficient stock")
-	// ErrNotStocked: Reserve could not hold a line because no stock has
+	// ErrNotStocked: Reserve (and ReserveTx) could not hold a line because no stock has
 	// ever been set for its key — often a mistyped item or location id,
 	// which would otherwise look like a sell-out. The error is an
 	// *InsufficientStockError whose every line is NotStocked; it also

@@ -162,6 +162,6 @@ type Shortfall struct {
 	Sellable   int   `json:"sellable"`
 	// NotStocked: the key has never had stock set (its Sellable is 0):
 	// likely a mistyped item or location id rather than a sell-out.
-	// Reserve sets it on both engines.
+	// Reserve and ReserveTx set it on both engines.
 	NotStocked bool `json:"not_stocked,omitempty"`
 }

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 
@@ -13,7 +14,13 @@ import (
 // sell-out (holdfast.ErrNotStocked). It reads after the attempt, on the
 // failure path only and only for lines with nothing sellable; when the read
 // fails the answer stays the plain shortfall.
-func (c *Client) markNotStocked(ctx context.Context, shop int64, err error) error {
+//
+// q is the pool, or the caller's transaction for ReserveTx (left as it
+// was by then, so usable, and a read there needs no second connection
+// from a pool the caller may be holding).
+func (c *Client) markNotStocked(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, shop int64, err error) error {
 	var ise *holdfast.InsufficientStockError
 	if !errors.As(err, &ise) {
 		return err
@@ -36,7 +43,7 @@ func (c *Client) markNotStocked(ctx context.Context, shop int64, err error) erro
 	if jerr != nil {
 		return err
 	}
-	rows, qerr := c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteReserve, "not_stocked"), shop, string(raw))
+	rows, qerr := q.QueryContext(ctx, c.q(ctx, holdfast.RouteReserve, "not_stocked"), shop, string(raw))
 	if qerr != nil {
 		return err
 	}

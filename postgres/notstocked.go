@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/holdfast/holdfast"
 )
 
@@ -12,7 +14,13 @@ import (
 // sell-out (holdfast.ErrNotStocked). It reads after the attempt, on the
 // failure path only and only for lines with nothing sellable; when the read
 // fails the answer stays the plain shortfall.
-func (c *Client) markNotStocked(ctx context.Context, shop int64, err error) error {
+//
+// q is the pool, or the caller's transaction for ReserveTx (its savepoint
+// is rolled back by then, so the transaction is usable, and a read there
+// needs no second connection from a pool the caller may be holding).
+func (c *Client) markNotStocked(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, shop int64, err error) error {
 	var ise *holdfast.InsufficientStockError
 	if !errors.As(err, &ise) {
 		return err
@@ -27,7 +35,7 @@ func (c *Client) markNotStocked(ctx context.Context, shop int64, err error) erro
 	if len(idx) == 0 {
 		return err
 	}
-	rows, qerr := c.pool.Query(ctx, c.q(ctx, holdfast.RouteReserve, "not_stocked"), shop, items, locs)
+	rows, qerr := q.Query(ctx, c.q(ctx, holdfast.RouteReserve, "not_stocked"), shop, items, locs)
 	if qerr != nil {
 		return err
 	}
