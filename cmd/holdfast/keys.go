@@ -108,7 +108,7 @@ once, alone on the last line.`,
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.RotateKeyIn(ctx, st, args[0], *grace)
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
-				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
+				return &exitError{code: 1, msg: "no live key matches " + redact(args[0]) + ": holdfast keys list shows the live keys of this database (the server's --data-dir or DATABASE_URL?)"}
 			}
 			if err != nil {
 				return err
@@ -133,7 +133,7 @@ once, alone on the last line.`,
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, func(ctx context.Context, st httpapi.Store) error {
 			id, err := httpapi.RevokeKeyIn(ctx, st, args[0])
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
-				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
+				return &exitError{code: 1, msg: "no live key matches " + redact(args[0]) + ": holdfast keys list shows the live keys of this database (the server's --data-dir or DATABASE_URL?)"}
 			}
 			if err != nil {
 				return err
