@@ -144,6 +144,7 @@ func testRefusedKeySaysWhy(t *testing.T, engine string) {
 		{expired, "key_expired", fmt.Sprintf("key %d has expired", ek.ID), "expired", ek.ID},
 		{other, "unauthorized", "unknown key: this server's database has no such key", "unknown", 0},
 		{"hf_short", "unauthorized", "is not a holdfast key", "malformed", 0},
+		{"", "unauthorized", "an Authorization: Bearer <key> header is required", "missing", 0},
 	} {
 		r := e.do(req{method: "GET", path: path, header: map[string]string{"Authorization": "Bearer " + c.key}})
 		if r.status != 401 || r.errCode() != c.code || !strings.Contains(r.errMember("message"), c.msg) {

@@ -693,6 +693,9 @@ func (s *Server) bearer(ctx context.Context, r *http.Request) (principal, error)
 	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		s.refuse.hold(ctx)
+		if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+			info.auth = "missing"
+		}
 		return principal{}, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "an Authorization: Bearer <key> header is required"}
 	}
 	p, err := s.auth.authenticate(ctx, strings.TrimSpace(key))
