@@ -15,6 +15,13 @@ var (
 	// ErrInsufficientStock: Reserve could not hold every line; nothing was
 	// held. The error is an *InsufficientStockError naming every short line.
 	ErrInsufficientStock = errors.New("holdfast: insufficient stock")
+	// ErrNotStocked: Reserve (and ReserveTx) could not hold a line because no stock has
+	// ever been set for its key — often a mistyped item or location id,
+	// which would otherwise look like a sell-out. The error is an
+	// *InsufficientStockError whose every line is NotStocked; it also
+	// matches ErrInsufficientStock. Set the key's stock (ChangeStock) or
+	// fix the ids.
+	ErrNotStocked = errors.New("holdfast: no stock has been set")
 	// ErrIdempotencyConflict: the shop's checkout id is already used with
 	// other lines (checkout ids are scoped per shop: another shop's use of
 	// the same id is a different checkout), or a stock change id is already
@@ -98,12 +105,31 @@ type InsufficientStockError struct {
 func (e *InsufficientStockError) Error() string {
 	parts := make([]string, len(e.Lines))
 	for i, l := range e.Lines {
+		if l.NotStocked {
+			parts[i] = fmt.Sprintf("item %d at location %d: requested %d, no stock has been set", l.ItemID, l.LocationID, l.Requested)
+			continue
+		}
 		parts[i] = fmt.Sprintf("item %d at location %d: requested %d, sellable %d", l.ItemID, l.LocationID, l.Requested, l.Sellable)
 	}
 	return "holdfast: insufficient stock: " + strings.Join(parts, "; ")
 }
 
-func (e *InsufficientStockError) Is(target error) bool { return target == ErrInsufficientStock }
+// Is matches ErrInsufficientStock, and ErrNotStocked when no short line's
+// key has ever had stock set.
+func (e *InsufficientStockError) Is(target error) bool {
+	return target == ErrInsufficientStock || (target == ErrNotStocked && e.NotStocked())
+}
+
+// NotStocked reports whether every short line's key has never had stock
+// set (Shortfall.NotStocked).
+func (e *InsufficientStockError) NotStocked() bool {
+	for _, l := range e.Lines {
+		if !l.NotStocked {
+			return false
+		}
+	}
+	return len(e.Lines) > 0
+}
 
 // ExpiredError is a late claim that could not be served: the hold expired,
 // its units went back, and these lines could not be taken afresh. It matches

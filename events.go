@@ -1,6 +1,8 @@
 package holdfast
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -82,6 +84,38 @@ type Event struct {
 	Reference  string     `json:"reference,omitempty"`
 	// At is when the change happened (the database clock, or Config.Now).
 	At time.Time `json:"at"`
+}
+
+// MarshalJSON writes e as the API and webhooks send it: its members in
+// declaration order, its times in UTC with exactly six fractional digits
+// (microseconds, the databases' precision; trailing zeros kept), as every
+// time on the wire is written (package wire).
+func (e Event) MarshalJSON() ([]byte, error) {
+	const layout = "2006-01-02T15:04:05.000000Z07:00"
+	var exp *string
+	if e.ExpiresAt != nil {
+		s := e.ExpiresAt.UTC().Format(layout)
+		exp = &s
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the caller's encoder escapes, if it does
+	err := enc.Encode(struct {
+		Cursor     int64      `json:"cursor"`
+		ShopID     int64      `json:"shop_id"`
+		Type       EventType  `json:"type"`
+		CheckoutID *uuid.UUID `json:"checkout_id,omitempty"`
+		Lines      []Line     `json:"lines,omitempty"`
+		ExpiresAt  *string    `json:"expires_at,omitempty"`
+		ItemID     int64      `json:"item_id,omitempty"`
+		LocationID int64      `json:"location_id,omitempty"`
+		Delta      *int       `json:"delta,omitempty"`
+		Available  *int       `json:"available,omitempty"`
+		Reason     string     `json:"reason,omitempty"`
+		Reference  string     `json:"reference,omitempty"`
+		At         string     `json:"at"`
+	}{e.Cursor, e.ShopID, e.Type, e.CheckoutID, e.Lines, exp, e.ItemID, e.LocationID, e.Delta, e.Available, e.Reason, e.Reference, e.At.UTC().Format(layout)})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 // ValidateEventsArgs checks the arguments of Events for every engine and

@@ -161,4 +161,8 @@ type Shortfall struct {
 	LocationID int64 `json:"location_id"`
 	Requested  int   `json:"requested"`
 	Sellable   int   `json:"sellable"`
+	// NotStocked: the key has never had stock set (its Sellable is 0):
+	// likely a mistyped item or location id rather than a sell-out.
+	// Reserve and ReserveTx set it on both engines.
+	NotStocked bool `json:"not_stocked,omitempty"`
 }

@@ -61,7 +61,8 @@ func New(baseURL, key string, opts ...Option) *Client {
 
 // Error is an error response of the API. Its Is method matches the holdfast
 // sentinel error of its code (insufficient_stock matches
-// holdfast.ErrInsufficientStock, unavailable and overloaded match
+// holdfast.ErrInsufficientStock, not_stocked matches holdfast.ErrNotStocked
+// and holdfast.ErrInsufficientStock, unavailable and overloaded match
 // holdfast.ErrUnavailable, the input codes match
 // holdfast.ErrInvalidArgument, ...).
 type Error struct {
@@ -101,6 +102,7 @@ func (e *Error) Error() string {
 // sentinels maps codes to the holdfast errors they match.
 var sentinels = map[string]error{
 	"insufficient_stock":   holdfast.ErrInsufficientStock,
+	"not_stocked":          holdfast.ErrNotStocked,
 	"idempotency_conflict": holdfast.ErrIdempotencyConflict,
 	"not_found":            holdfast.ErrNotFound,
 	"hold_claimed":         holdfast.ErrHoldClaimed,
@@ -129,6 +131,9 @@ var sentinels = map[string]error{
 // (invalid_cursor matches holdfast.ErrInvalidArgument too, as the engine's
 // *holdfast.CursorError does).
 func (e *Error) Is(target error) bool {
+	if e.Code == "not_stocked" && target == holdfast.ErrInsufficientStock {
+		return true // as the library's: a key never stocked is also short
+	}
 	s, ok := sentinels[e.Code]
 	return ok && s == target || e.Code == "invalid_cursor" && target == holdfast.ErrInvalidArgument
 }

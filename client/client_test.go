@@ -148,6 +148,28 @@ func TestClient(t *testing.T) {
 }
 
 // TestErrorIs covers the code-to-sentinel mapping, both ways.
+// TestNotStocked: the client answers a key never stocked with an *Error
+// matching holdfast.ErrNotStocked (and ErrInsufficientStock), a sold-out
+// key with one matching ErrInsufficientStock only.
+func TestNotStocked(t *testing.T) {
+	t.Parallel()
+	_, url, key, _ := server(t)
+	c := client.New(url, key)
+	ctx := context.Background()
+	if _, err := c.SetAvailable(ctx, holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}, 0, "stocktake", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Reserve(ctx, 1, client.ReserveRequest{CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 70, LocationID: 1, Quantity: 1}}})
+	var ce *client.Error
+	if !errors.Is(err, holdfast.ErrNotStocked) || !errors.Is(err, holdfast.ErrInsufficientStock) || !errors.As(err, &ce) || ce.Code != "not_stocked" || len(ce.Lines) != 1 || !ce.Lines[0].NotStocked {
+		t.Fatalf("reserve of a key never stocked: %v", err)
+	}
+	_, err = c.Reserve(ctx, 1, client.ReserveRequest{CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 7, LocationID: 1, Quantity: 1}}})
+	if !errors.Is(err, holdfast.ErrInsufficientStock) || errors.Is(err, holdfast.ErrNotStocked) {
+		t.Fatalf("reserve of a sold-out key: %v", err)
+	}
+}
+
 func TestErrorIs(t *testing.T) {
 	t.Parallel()
 	all := []error{holdfast.ErrInvalidArgument, holdfast.ErrInsufficientStock, holdfast.ErrIdempotencyConflict,

@@ -107,6 +107,7 @@ var tests = []struct {
 	{"BadArgumentsWriteNothing", testBadArgumentsWriteNothing},
 	{"ConfiguredBounds", testConfiguredBounds},
 	{"StockChanges", testStockChanges},
+	{"NotStocked", testNotStocked},
 	{"OverCommitted", testOverCommitted},
 	{"IdempotentStockChanges", testIdempotentStockChanges},
 	{"CheckoutIDsPerShop", testCheckoutIDsPerShop},

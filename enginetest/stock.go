@@ -192,6 +192,37 @@ func testStockChanges(t *testing.T, h *Harness) {
 // applies — it is a fact about the warehouse — but the key is over-committed:
 // nothing more is reserved on it, a claim beyond the stock is
 // ErrOverCommitted and leaves the hold, and releasing makes it whole.
+// testNotStocked: a key that never had stock set answers ErrNotStocked
+// (also ErrInsufficientStock) with its line marked NotStocked; a sold-out
+// key answers the plain shortfall, and a cart mixing both marks only the
+// unstocked line.
+func testNotStocked(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		e.stock(key(2, 5), 0) // stocked, sold out
+		_, err := e.reserve(2, uuid.New(), []holdfast.Line{{ItemID: 6, LocationID: 1, Quantity: 1}})
+		var ise *holdfast.InsufficientStockError
+		if !errors.Is(err, holdfast.ErrNotStocked) || !errors.Is(err, holdfast.ErrInsufficientStock) || !errors.As(err, &ise) ||
+			len(ise.Lines) != 1 || !ise.Lines[0].NotStocked || !strings.Contains(err.Error(), "no stock has been set") {
+			t.Fatalf("reserve of a key never stocked: %v, want ErrNotStocked with the line marked", err)
+		}
+		_, err = e.reserve(2, uuid.New(), []holdfast.Line{{ItemID: 5, LocationID: 1, Quantity: 1}})
+		if !errors.Is(err, holdfast.ErrInsufficientStock) || errors.Is(err, holdfast.ErrNotStocked) {
+			t.Fatalf("reserve of a sold-out key: %v, want ErrInsufficientStock and not ErrNotStocked", err)
+		}
+		_, err = e.reserve(2, uuid.New(), []holdfast.Line{{ItemID: 5, LocationID: 1, Quantity: 1}, {ItemID: 6, LocationID: 1, Quantity: 1}})
+		ise = nil
+		if !errors.As(err, &ise) || errors.Is(err, holdfast.ErrNotStocked) || len(ise.Lines) != 2 || ise.Lines[0].NotStocked || !ise.Lines[1].NotStocked {
+			t.Fatalf("a cart of a sold-out and a never-stocked key: %v, want both short, only item 6 marked", err)
+		}
+		// The other shop's stock does not count: the key is per shop.
+		e.stock(key(3, 6), 5)
+		if _, err := e.reserve(2, uuid.New(), []holdfast.Line{{ItemID: 6, LocationID: 1, Quantity: 1}}); !errors.Is(err, holdfast.ErrNotStocked) {
+			t.Fatalf("reserve of a key stocked only in another shop: %v, want ErrNotStocked", err)
+		}
+	})
+}
+
 func testOverCommitted(t *testing.T, h *Harness) {
 	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
 		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4}, Options{})

@@ -124,5 +124,19 @@ func TestMetricsHandlerPprof(t *testing.T) {
 		if w.Code != 404 {
 			t.Fatalf("pprof on the API handler: %d", w.Code)
 		}
+		// The metrics address serves /metrics only: every other path
+		// (the console's, the API's, /) is 404, not the metrics.
+		w = httptest.NewRecorder()
+		s.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "# TYPE") {
+			t.Fatalf("Pprof %v: /metrics answered %d", on, w.Code)
+		}
+		for _, path := range []string{"/", "/console/", "/v1/shops/1/reservations", "/metricsx"} {
+			w = httptest.NewRecorder()
+			s.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+			if w.Code != 404 || strings.Contains(w.Body.String(), "# TYPE") {
+				t.Fatalf("Pprof %v: %s on the metrics address answered %d %.200s", on, path, w.Code, w.Body.String())
+			}
+		}
 	}
 }

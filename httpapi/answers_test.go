@@ -81,3 +81,24 @@ func testStockIdempotencyKey(t *testing.T, engine string) {
 		t.Fatalf("level: %s", r.body)
 	}
 }
+
+// TestNotStockedAnswer: a reservation of a key that never had stock set
+// answers 409 not_stocked naming the key, not a sell-out; a sold-out key
+// still answers insufficient_stock.
+func TestNotStockedAnswer(t *testing.T) { t.Parallel(); engines(t, testNotStockedAnswer) }
+
+func testNotStockedAnswer(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
+	e.stock(1, 7, 0)
+	r := e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(77, 1), "")}, 409, "not_stocked")
+	if msg := r.errMember("message"); !strings.Contains(msg, "no stock has been set for item 77 at location 1") {
+		t.Fatalf("not_stocked message: %q", msg)
+	}
+	if l := r.json["error"].(map[string]any)["lines"].([]any)[0].(map[string]any); l["not_stocked"] != true || l["sellable"] != 0.0 {
+		t.Fatalf("not_stocked line: %s", r.body)
+	}
+	r = e.expect(req{method: "POST", path: res1, key: "shop1", body: reserveBody(uuid.New(), line(7, 1), "")}, 409, "insufficient_stock")
+	if strings.Contains(string(r.body), "not_stocked") {
+		t.Fatalf("a sold-out key answered as never stocked: %s", r.body)
+	}
+}

@@ -59,7 +59,7 @@ func testRoutes(t *testing.T, engine string) {
 	r = e.expect(req{method: "POST", path: res1, key: k, body: reserveBody(uuid.New(), line(7, 4)+","+line(8, 1), "")}, 409, "insufficient_stock")
 	lines := r.json["error"].(map[string]any)["lines"].([]any)
 	if len(lines) != 2 || fmt.Sprint(lines[0]) != "map[item_id:7 location_id:1 requested:4 sellable:3]" ||
-		fmt.Sprint(lines[1]) != "map[item_id:8 location_id:1 requested:1 sellable:0]" {
+		fmt.Sprint(lines[1]) != "map[item_id:8 location_id:1 not_stocked:true requested:1 sellable:0]" {
 		t.Fatalf("shortfall lines: %s", r.body)
 	}
 

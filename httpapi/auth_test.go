@@ -2,9 +2,12 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -84,7 +87,7 @@ func testAuth(t *testing.T, engine string) {
 	if _, err := httpapi.RevokeKeyIn(ctx, e.store, e.keys["shop2"]); err != nil {
 		t.Fatal(err)
 	}
-	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 401, "unauthorized")
+	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 401, "key_revoked")
 	if _, err := httpapi.RevokeKeyIn(ctx, e.store, e.keys["shop2"]); err != httpapi.ErrKeyNotFound {
 		t.Fatalf("second revoke: %v", err)
 	}
@@ -104,6 +107,61 @@ func testAuth(t *testing.T, engine string) {
 	// Revoke by id.
 	if _, err := httpapi.RevokeKeyIn(ctx, e.store, strconv.FormatInt(keys[0].ID, 10)); err != nil && err != httpapi.ErrKeyNotFound {
 		t.Fatal(err)
+	}
+}
+
+// TestRefusedKeySaysWhy: a revoked and an expired key each answer their own
+// code naming the key id, an unknown well-formed key (one from another
+// database) and a malformed one say so; the server's log line of every
+// refusal names the reason, and the key id when the database knows it.
+func TestRefusedKeySaysWhy(t *testing.T) { t.Parallel(); engines(t, testRefusedKeySaysWhy) }
+
+func testRefusedKeySaysWhy(t *testing.T, engine string) {
+	e := newEnvOn(t, engine, envOpts{})
+	ctx := context.Background()
+	path := "/v1/shops/1/inventory/7/1"
+	revoked, rk, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpapi.RevokeKeyIn(ctx, e.store, revoked); err != nil {
+		t.Fatal(err)
+	}
+	expired, ek, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sqlOn("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1",
+		"UPDATE api_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", ek.ID)
+	// A key of the right shape that this database never made: another
+	// data directory's cluster made it.
+	other := "hf_" + strings.Repeat("A", 43)
+	for _, c := range []struct {
+		key, code, msg, reason string
+		id                     int64
+	}{
+		{revoked, "key_revoked", fmt.Sprintf("key %d was revoked", rk.ID), "revoked", rk.ID},
+		{expired, "key_expired", fmt.Sprintf("key %d has expired", ek.ID), "expired", ek.ID},
+		{other, "unauthorized", "unknown key: this server's database has no such key", "unknown", 0},
+		{"hf_short", "unauthorized", "is not a holdfast key", "malformed", 0},
+		{"", "unauthorized", "an Authorization: Bearer <key> header is required", "missing", 0},
+	} {
+		r := e.do(req{method: "GET", path: path, header: map[string]string{"Authorization": "Bearer " + c.key}})
+		if r.status != 401 || r.errCode() != c.code || !strings.Contains(r.errMember("message"), c.msg) {
+			t.Fatalf("%s key: %d %s, want 401 %s saying %q", c.reason, r.status, r.body, c.code, c.msg)
+		}
+		rid := r.header.Get("X-Request-Id")
+		var line map[string]any
+		for _, l := range strings.Split(e.logs.String(), "\n") {
+			if strings.Contains(l, `"request_id":"`+rid+`"`) {
+				if err := json.Unmarshal([]byte(l), &line); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if line == nil || line["key_refused"] != c.reason || (c.id != 0 && line["key_id"] != float64(c.id)) || (c.id == 0 && line["key_id"] != nil) {
+			t.Fatalf("%s key: log line %v, want key_refused %q and key_id %d", c.reason, line, c.reason, c.id)
+		}
 	}
 }
 

@@ -25,7 +25,9 @@ const (
 	CodeWrongType           = "wrong_type"             // 400: a member or path segment of the wrong JSON type
 	CodeInvalidCursor       = "invalid_cursor"         // 400: a listing's cursor of another shop, key or filters
 	CodeInvalidArgument     = "invalid_argument"       // 422: well-formed, but out of bounds
-	CodeUnauthorized        = "unauthorized"           // 401
+	CodeUnauthorized        = "unauthorized"           // 401: no, a malformed or an unknown key
+	CodeKeyExpired          = "key_expired"            // 401: the key's expiry (or a rotation's grace) has passed
+	CodeKeyRevoked          = "key_revoked"            // 401
 	CodeForbidden           = "forbidden"              // 403
 	CodeNotFound            = "not_found"              // 404: no such checkout
 	CodeRouteNotFound       = "route_not_found"        // 404: no such route
@@ -33,6 +35,7 @@ const (
 	CodeBodyTooLarge        = "body_too_large"         // 413
 	CodeUnsupportedMedia    = "unsupported_media_type" // 415
 	CodeInsufficientStock   = "insufficient_stock"     // 409 (with lines)
+	CodeNotStocked          = "not_stocked"            // 409 (with lines): no stock was ever set for any short line's key
 	CodeIdempotencyConflict = "idempotency_conflict"   // 409
 	CodeHoldClaimed         = "hold_claimed"           // 409
 	CodeHoldReleased        = "hold_released"          // 409
@@ -130,6 +133,15 @@ func toAPIError(route string, err error) *apiError {
 		e.Code, e.Message, e.Lines = CodeInsufficientStock, "not enough sellable stock for every line; nothing was held", short.Lines
 		if route == routeEdit {
 			e.Message = "not enough sellable stock for every new line; the hold is unchanged"
+		}
+		if short.NotStocked() {
+			// A mistyped item or location id must not read as a sell-out.
+			l := short.Lines[0]
+			e.Code = CodeNotStocked
+			e.Message = fmt.Sprintf("no stock has been set for item %d at location %d in this shop (a mistyped id?); set it with PUT /v1/shops/{shop_id}/inventory/%d/%d first; nothing was held", l.ItemID, l.LocationID, l.ItemID, l.LocationID)
+			if len(short.Lines) > 1 {
+				e.Message = fmt.Sprintf("no stock has been set for any of the %d short lines' keys in this shop (see lines; a mistyped id?); set their stock first; nothing was held", len(short.Lines))
+			}
 		}
 	case errors.As(err, &rev):
 		e.Code, e.CurrentRevision = CodeRevisionConflict, rev.Current

@@ -348,9 +348,15 @@ type authenticator struct {
 
 	mu      sync.Mutex
 	cache   map[[32]byte]cachedKey
-	misses  map[[32]byte]time.Time
+	misses  map[[32]byte]miss
 	flights map[[32]byte]*flight
 	touched map[int64]time.Time
+}
+
+// miss is a refused key remembered until exp, with its refusal.
+type miss struct {
+	exp time.Time
+	err *badKeyError
 }
 
 type cachedKey struct {
@@ -372,13 +378,34 @@ func newAuthenticator(store Store, ttl time.Duration) *authenticator {
 		lookups:  make(chan struct{}, KeyLookupsMax),
 		touching: make(chan struct{}, 2),
 		cache:    map[[32]byte]cachedKey{},
-		misses:   map[[32]byte]time.Time{},
+		misses:   map[[32]byte]miss{},
 		flights:  map[[32]byte]*flight{},
 		touched:  map[int64]time.Time{},
 	}
 }
 
 var errBadKey = errors.New("unknown, expired or revoked key")
+
+// Why a key was refused (badKeyError.reason), in the answer's code and the
+// request's log line.
+const (
+	keyMalformed = "malformed" // not the shape of a key CreateKey makes
+	keyUnknown   = "unknown"   // no key with this value in this database
+	keyExpired   = "expired"   // past its expiry (a rotated key's grace ended)
+	keyRevoked   = "revoked"
+)
+
+// badKeyError is a refused key: why, and the key's id when the database
+// knows the key (expired, revoked). Saying which is safe: only a caller
+// holding the key itself learns that it was revoked or expired. It matches
+// errBadKey.
+type badKeyError struct {
+	reason string
+	keyID  int64
+}
+
+func (e *badKeyError) Error() string   { return e.reason + " key" }
+func (e *badKeyError) Is(t error) bool { return t == errBadKey }
 
 // wellFormed reports whether key has the shape of a key CreateKey makes.
 func wellFormed(key string) bool {
@@ -398,7 +425,7 @@ func wellFormed(key string) bool {
 // (lookups overloaded) or a database error.
 func (a *authenticator) authenticate(ctx context.Context, key string) (principal, error) {
 	if !wellFormed(key) {
-		return principal{}, errBadKey
+		return principal{}, &badKeyError{reason: keyMalformed}
 	}
 	hash := sha256.Sum256([]byte(key))
 	now := time.Now()
@@ -409,9 +436,9 @@ func (a *authenticator) authenticate(ctx context.Context, key string) (principal
 		a.touch(c.p.keyID, now)
 		return c.p, nil
 	}
-	if exp, ok := a.misses[hash]; ok && now.Before(exp) {
+	if m, ok := a.misses[hash]; ok && now.Before(m.exp) {
 		a.mu.Unlock()
-		return principal{}, errBadKey
+		return principal{}, m.err
 	}
 	f, joined := a.flights[hash]
 	inline := false
@@ -460,7 +487,7 @@ func (a *authenticator) authenticate(ctx context.Context, key string) (principal
 
 func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (principal, error) {
 	if a.store == nil { // the ceiling: only its own key
-		return principal{}, errBadKey
+		return principal{}, &badKeyError{reason: keyUnknown}
 	}
 	if !known {
 		if a.lookupsQueue.Add(1) > KeyLookupQueueMax {
@@ -478,17 +505,25 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 	}
 	k, found, err := a.store.lookupKey(ctx, hash[:])
 	now := time.Now()
-	if err == nil && (!found || subtle.ConstantTimeCompare(k.hash, hash[:]) != 1) {
+	if err == nil && (!found || subtle.ConstantTimeCompare(k.hash, hash[:]) != 1 || k.revoked || k.expired) {
+		bad := &badKeyError{reason: keyUnknown}
+		switch {
+		case !found || subtle.ConstantTimeCompare(k.hash, hash[:]) != 1:
+		case k.revoked:
+			bad.reason, bad.keyID = keyRevoked, k.id
+		default:
+			bad.reason, bad.keyID = keyExpired, k.id
+		}
 		a.mu.Lock()
 		delete(a.cache, hash)
 		if a.ttl > 0 {
 			if len(a.misses) >= keyCacheMax {
 				clear(a.misses)
 			}
-			a.misses[hash] = now.Add(KeyMissTTL)
+			a.misses[hash] = miss{exp: now.Add(KeyMissTTL), err: bad}
 		}
 		a.mu.Unlock()
-		return principal{}, errBadKey
+		return principal{}, bad
 	}
 	if err != nil {
 		return principal{}, err

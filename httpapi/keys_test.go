@@ -123,7 +123,7 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 	// An hour passes (by the database's clock, which decides expiry).
 	e.sqlOn("UPDATE api_keys SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1",
 		"UPDATE api_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", rec.ID)
-	e.expect(get("temp"), 401, "unauthorized")
+	e.expect(get("temp"), 401, "key_expired")
 	if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(-time.Minute)}); err == nil {
 		t.Fatal("a key expiring in the past was created")
 	}
@@ -145,7 +145,7 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 		t.Fatal(err)
 	}
 	e.keys["shop1-newer"] = newer
-	e.expect(get("shop1-new"), 401, "unauthorized")
+	e.expect(get("shop1-new"), 401, "key_expired")
 	e.expect(get("shop1-newer"), 200, "")
 	e.expect(get("shop1"), 200, "") // still within its hour
 	if _, _, err := httpapi.RotateKeyIn(ctx, e.store, newKey, 0); !errors.Is(err, httpapi.ErrKeyNotFound) {

@@ -314,16 +314,19 @@ func newServer(cfg Config) (*Server, error) {
 // Registry is the server's metrics registry: register more collectors on it.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
-// MetricsHandler serves the registry in Prometheus text format, without a
-// key: serve it on its own address, not the API's. With Config.Pprof it
-// also serves /debug/pprof/.
+// MetricsHandler serves the registry in Prometheus text format at /metrics,
+// without a key: serve it on its own address, not the API's. With
+// Config.Pprof it also serves /debug/pprof/. Every other path is 404 (a
+// console or API path tried on this address must not look like it works).
 func (s *Server) MetricsHandler() http.Handler {
-	m := s.metricsOnly()
-	if !s.cfg.Pprof {
-		return m
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/", m)
+	mux.Handle("/metrics", s.metricsOnly())
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "404 not found: this address serves /metrics only (and /debug/pprof/ with --pprof); the API and the console are on --addr", http.StatusNotFound)
+	})
+	if !s.cfg.Pprof {
+		return mux
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -384,6 +387,7 @@ type reqInfo struct {
 	route string
 	shop  int64
 	keyID int64
+	auth  string // why the key was refused (badKeyError.reason), if it was
 }
 
 type infoKey struct{}
@@ -480,6 +484,9 @@ func (s *Server) finish(r *http.Request, rec *recorder, info *reqInfo, rid strin
 	}
 	if info.keyID != 0 {
 		attrs = append(attrs, slog.Int64("key_id", info.keyID))
+	}
+	if info.auth != "" {
+		attrs = append(attrs, slog.String("key_refused", info.auth))
 	}
 	if rec.code != "" {
 		attrs = append(attrs, slog.String("code", rec.code))
@@ -698,17 +705,44 @@ func (s *Server) bearer(ctx context.Context, r *http.Request) (principal, error)
 	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		s.refuse.hold(ctx)
+		if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+			info.auth = "missing"
+		}
 		return principal{}, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "an Authorization: Bearer <key> header is required"}
 	}
 	p, err := s.auth.authenticate(ctx, strings.TrimSpace(key))
-	if errors.Is(err, errBadKey) {
+	if bad := (*badKeyError)(nil); errors.As(err, &bad) {
 		s.refuse.hold(ctx)
-		return p, &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked key"}
+		// The log line always says why, with the key's id when known.
+		if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+			info.keyID, info.auth = bad.keyID, bad.reason
+		}
+		return p, refusedKey(bad)
 	}
 	if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == CodeOverloaded {
 		s.refuse.hold(ctx) // lookups past their bound: a flood's answer too
 	}
 	return p, err
+}
+
+// refusedKey is the answer to a refused key: expired and revoked keys have
+// their own codes (only the key's holder can learn it), a malformed or
+// unknown key says where to look.
+func refusedKey(bad *badKeyError) *apiError {
+	e := &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized}
+	switch bad.reason {
+	case keyMalformed:
+		e.Message = "the bearer is not a holdfast key (" + strconv.Itoa(keyLen) + " characters starting with " + keyPrefix + "); check the Authorization header"
+	case keyExpired:
+		e.Code = CodeKeyExpired
+		e.Message = "key " + strconv.FormatInt(bad.keyID, 10) + " has expired (a rotated key's grace period ended, or its expiry passed); use its replacement or create a new key with holdfast keys create"
+	case keyRevoked:
+		e.Code = CodeKeyRevoked
+		e.Message = "key " + strconv.FormatInt(bad.keyID, 10) + " was revoked; create a new key with holdfast keys create"
+	default:
+		e.Message = "unknown key: this server's database has no such key (made against another --data-dir or DATABASE_URL?); create one with holdfast keys create against the database serve uses"
+	}
+	return e
 }
 
 // prepare authenticates the request, checks its shop and scope and reads

@@ -17,8 +17,8 @@ type Store interface {
 	// insertKey stores a new key's record under the SHA-256 of the key and
 	// fills in rec's ID and CreatedAt (the database's clock).
 	insertKey(ctx context.Context, hash []byte, rec *APIKey) error
-	// lookupKey returns the live, unexpired key with this hash, found
-	// false when there is none.
+	// lookupKey returns the key with this hash, live or not (see
+	// storedKey.revoked and expired), found false when there is none.
 	lookupKey(ctx context.Context, hash []byte) (k storedKey, found bool, err error)
 	// touchKey records a key's use.
 	touchKey(ctx context.Context, id int64) error
@@ -42,7 +42,7 @@ type Store interface {
 	ready(ctx context.Context) (version int, err error)
 }
 
-// storedKey is a live key's record, as authentication needs it.
+// storedKey is a key's record, as authentication needs it.
 type storedKey struct {
 	id     int64
 	hash   []byte
@@ -50,6 +50,8 @@ type storedKey struct {
 	admin  bool
 	scopes []Scope
 	left   *time.Duration // until it expires, by the database's clock; nil: never
+	// revoked and expired: the key is not live (a refusal says which).
+	revoked, expired bool
 }
 
 // errSchemaNotCurrent marks a ready error of a schema behind or ahead of

@@ -115,7 +115,7 @@ func (s myStore) lookupKey(ctx context.Context, hash []byte) (storedKey, bool, e
 	var k storedKey
 	var shop, leftUS sql.NullInt64
 	var scopes string
-	err := s.db.QueryRowContext(ctx, myKeyLookup, hash).Scan(&k.id, &k.hash, &shop, &k.admin, &scopes, &leftUS)
+	err := s.db.QueryRowContext(ctx, myKeyLookup, hash).Scan(&k.id, &k.hash, &shop, &k.admin, &scopes, &leftUS, &k.revoked, &k.expired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storedKey{}, false, nil
 	}

@@ -37,7 +37,7 @@ func (s pgStore) lookupKey(ctx context.Context, hash []byte) (storedKey, bool, e
 	var shop *int64
 	var scopes []string
 	var left *float64
-	err := s.pool.QueryRow(ctx, sqlKeyLookup, hash).Scan(&k.id, &k.hash, &shop, &k.admin, &scopes, &left)
+	err := s.pool.QueryRow(ctx, sqlKeyLookup, hash).Scan(&k.id, &k.hash, &shop, &k.admin, &scopes, &left, &k.revoked, &k.expired)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storedKey{}, false, nil
 	}

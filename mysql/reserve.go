@@ -23,7 +23,8 @@ import (
 // Out of stock is an *InsufficientStockError naming every short line.
 func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	h, err := c.reserve(ctx, nil, p)
-	return c.waitIfShort(ctx, p, h, err) // waitlist.go
+	h, err = c.waitIfShort(ctx, p, h, err) // waitlist.go
+	return h, c.markNotStocked(ctx, c.db, p.ShopID, err)
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
@@ -37,7 +38,8 @@ func (c *Client) ReserveTx(ctx context.Context, tx *sql.Tx, p holdfast.ReservePa
 	if p.Wait != 0 {
 		return nil, argError("wait", "waiting is not offered inside a caller's transaction")
 	}
-	return c.reserve(ctx, tx, p)
+	h, err := c.reserve(ctx, tx, p)
+	return h, c.markNotStocked(ctx, tx, p.ShopID, err) // in the caller's transaction: no second connection
 }
 
 // reservation is a validated ReserveParams.

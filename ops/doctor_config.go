@@ -31,6 +31,13 @@ type DoctorConfig struct {
 	MinDeadTuples       int64
 	// CheckTimeout bounds each check's queries. Defaults to 20 seconds.
 	CheckTimeout time.Duration
+	// Embedded: the database is holdfast's own private cluster (the CLI's
+	// --data-dir), where only holdfast connects and every transaction it
+	// runs is bounded with SET LOCAL. The role-level timeout advice, which
+	// is for other clients of a shared server, is then reported ok rather
+	// than as a warning about settings nobody chose. False (the zero
+	// value) for any other server.
+	Embedded bool
 }
 
 func (c DoctorConfig) withDefaults() DoctorConfig {

@@ -105,6 +105,10 @@ func (d *doctor) settings(ctx context.Context) error {
 			continue
 		}
 		v, _ := s.ms()
+		if v == 0 && d.cfg.Embedded {
+			d.add("setting."+t.name, SeverityOK, fmt.Sprintf("%s = %s: the embedded cluster, where only holdfast connects and bounds its own transactions (on a server your application shares, set %s for its role)", t.name, s.show, t.want), "", "")
+			continue
+		}
 		if v == 0 {
 			d.add("setting."+t.name, SeverityWarn, fmt.Sprintf("%s = %s (disabled) for this role and database (source: %s); recommended %s", t.name, s.show, s.source, t.want),
 				"holdfast bounds its own transactions with SET LOCAL, so this is advice for everything else on the database, including the application's transactions around ReserveTx/ClaimTx: "+t.why,

@@ -23,7 +23,8 @@ import (
 // Out of stock is an *InsufficientStockError naming every short line.
 func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	h, err := c.reserve(ctx, c.pool, true, p)
-	return c.waitIfShort(ctx, p, h, err) // waitlist.go
+	h, err = c.waitIfShort(ctx, p, h, err) // waitlist.go
+	return h, c.markNotStocked(ctx, c.pool, p.ShopID, err)
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
@@ -33,7 +34,8 @@ func (c *Client) ReserveTx(ctx context.Context, tx pgx.Tx, p holdfast.ReservePar
 	if p.Wait != 0 {
 		return nil, holdfast.NewArgumentError("wait", "waiting is not offered inside a caller's transaction")
 	}
-	return c.reserve(ctx, tx, false, p)
+	h, err := c.reserve(ctx, tx, false, p)
+	return h, c.markNotStocked(ctx, tx, p.ShopID, err) // in the caller's transaction: no second connection
 }
 
 // reservation is a validated ReserveParams.

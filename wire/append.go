@@ -34,14 +34,14 @@ func (h *Hold) AppendJSON(b []byte) []byte {
 		b = append(b, '}')
 	}
 	b = append(b, `],"created_at":`...)
-	b = appendTime(b, h.CreatedAt)
+	b = appendTime(b, h.CreatedAt.Time)
 	b = append(b, `,"expires_at":`...)
-	b = appendTime(b, h.ExpiresAt)
+	b = appendTime(b, h.ExpiresAt.Time)
 	b = append(b, `,"deadline":`...)
-	b = appendTime(b, h.Deadline)
+	b = appendTime(b, h.Deadline.Time)
 	if h.EndedAt != nil {
 		b = append(b, `,"ended_at":`...)
-		b = appendTime(b, *h.EndedAt)
+		b = appendTime(b, h.EndedAt.Time)
 	}
 	if h.Claimable {
 		b = append(b, `,"claimable":true`...)
@@ -70,9 +70,22 @@ func appendUUID(b []byte, id uuid.UUID) []byte {
 
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = t.UTC().AppendFormat(b, TimeFormat)
 	return append(b, '"')
 }
+
+// TimeFormat is the layout of every time on the wire: RFC 3339 in UTC with
+// exactly six fractional digits — microseconds, both databases' precision
+// — so a time never drops its trailing zeros (…12:00:00.000000Z, as the
+// docs show them).
+const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// Time is a time on the wire, written in TimeFormat; it reads any RFC 3339
+// time (the embedded time.Time's UnmarshalJSON).
+type Time struct{ time.Time }
+
+// MarshalJSON writes t in TimeFormat.
+func (t Time) MarshalJSON() ([]byte, error) { return appendTime(nil, t.Time), nil }
 
 // appendLines appends lines as a JSON array, as encoding/json writes it.
 func appendLines(b []byte, lines []Line) []byte {

@@ -33,6 +33,8 @@ type Shortfall struct {
 	LocationID int64 `json:"location_id"`
 	Requested  int   `json:"requested"`
 	Sellable   int   `json:"sellable"`
+	// NotStocked: the key never had stock set (not_stocked).
+	NotStocked bool `json:"not_stocked,omitempty"`
 }
 
 // FromShortfalls is ls on the wire; nil stays nil.

@@ -12,14 +12,14 @@ import (
 // reservation, claim, release, extension, edit and of reading a checkout,
 // and each entry of a page of holds.
 type Hold struct {
-	CheckoutID uuid.UUID  `json:"checkout_id"`
-	ShopID     int64      `json:"shop_id"`
-	Status     string     `json:"status"`
-	Lines      []Line     `json:"lines"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	Deadline   time.Time  `json:"deadline"`
-	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	CheckoutID uuid.UUID `json:"checkout_id"`
+	ShopID     int64     `json:"shop_id"`
+	Status     string    `json:"status"`
+	Lines      []Line    `json:"lines"`
+	CreatedAt  Time      `json:"created_at"`
+	ExpiresAt  Time      `json:"expires_at"`
+	Deadline   Time      `json:"deadline"`
+	EndedAt    *Time     `json:"ended_at,omitempty"`
 	// Claimable is present (true) only on a hold past its expiry that the
 	// sweeper has not processed yet (status expired): a claim still
 	// succeeds. A held hold is claimable by its status alone.
@@ -43,7 +43,7 @@ type Line struct {
 func FromHold(h *holdfast.Hold) Hold {
 	out := Hold{
 		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: string(h.Status), Lines: make([]Line, len(h.Lines)),
-		CreatedAt: h.CreatedAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), Deadline: h.Deadline.UTC(),
+		CreatedAt: Time{h.CreatedAt.UTC()}, ExpiresAt: Time{h.ExpiresAt.UTC()}, Deadline: Time{h.Deadline.UTC()},
 		Claimable: h.Claimable && h.Status == holdfast.StatusExpired,
 	}
 	for i, l := range h.Lines {
@@ -54,8 +54,7 @@ func FromHold(h *holdfast.Hold) Hold {
 		out.Released = append(out.Released, Line{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity})
 	}
 	if h.EndedAt != nil {
-		t := h.EndedAt.UTC()
-		out.EndedAt = &t
+		out.EndedAt = &Time{h.EndedAt.UTC()}
 	}
 	return out
 }
@@ -64,9 +63,14 @@ func FromHold(h *holdfast.Hold) Hold {
 // means it: a held hold, or a lapsed one the wire marks claimable.
 // Replayed is not on the wire (the status code says it).
 func (h *Hold) Hold() *holdfast.Hold {
+	var ended *time.Time
+	if h.EndedAt != nil {
+		t := h.EndedAt.Time
+		ended = &t
+	}
 	return &holdfast.Hold{
 		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: holdfast.Status(h.Status), Lines: toLines(h.Lines),
-		CreatedAt: h.CreatedAt, ExpiresAt: h.ExpiresAt, Deadline: h.Deadline, EndedAt: h.EndedAt,
+		CreatedAt: h.CreatedAt.Time, ExpiresAt: h.ExpiresAt.Time, Deadline: h.Deadline.Time, EndedAt: ended,
 		Claimable: holdfast.Status(h.Status) == holdfast.StatusHeld || h.Claimable,
 		Revision:  h.Revision, Released: toLines(h.Released),
 	}

@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"time"
-
 	"github.com/holdfast/holdfast"
 )
 
@@ -32,12 +30,12 @@ func (p *HoldPage) HoldPage() *holdfast.HoldPage {
 
 // LedgerEntry is one ledger entry on the wire.
 type LedgerEntry struct {
-	ID             int64     `json:"id"`
-	Delta          int       `json:"delta"`
-	AvailableAfter int       `json:"available_after"`
-	Reason         string    `json:"reason"`
-	Reference      string    `json:"reference,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
+	ID             int64  `json:"id"`
+	Delta          int    `json:"delta"`
+	AvailableAfter int    `json:"available_after"`
+	Reason         string `json:"reason"`
+	Reference      string `json:"reference,omitempty"`
+	CreatedAt      Time   `json:"created_at"`
 }
 
 // LedgerPage is a page of a key's ledger on the wire (GET …/ledger).
@@ -53,7 +51,7 @@ type LedgerPage struct {
 func FromLedgerPage(p *holdfast.LedgerPage) LedgerPage {
 	out := LedgerPage{ShopID: p.ShopID, ItemID: p.ItemID, LocationID: p.LocationID, Entries: make([]LedgerEntry, len(p.Entries)), Next: p.Next}
 	for i, e := range p.Entries {
-		out.Entries[i] = LedgerEntry{ID: e.ID, Delta: e.Delta, AvailableAfter: e.AvailableAfter, Reason: e.Reason, Reference: e.Reference, CreatedAt: e.CreatedAt.UTC()}
+		out.Entries[i] = LedgerEntry{ID: e.ID, Delta: e.Delta, AvailableAfter: e.AvailableAfter, Reason: e.Reason, Reference: e.Reference, CreatedAt: Time{e.CreatedAt.UTC()}}
 	}
 	return out
 }
@@ -63,7 +61,7 @@ func (p *LedgerPage) LedgerPage() *holdfast.LedgerPage {
 	out := &holdfast.LedgerPage{Key: holdfast.Key{ShopID: p.ShopID, ItemID: p.ItemID, LocationID: p.LocationID},
 		Entries: make([]holdfast.LedgerEntry, len(p.Entries)), Next: p.Next}
 	for i, e := range p.Entries {
-		out.Entries[i] = holdfast.LedgerEntry(e)
+		out.Entries[i] = holdfast.LedgerEntry{ID: e.ID, Delta: e.Delta, AvailableAfter: e.AvailableAfter, Reason: e.Reason, Reference: e.Reference, CreatedAt: e.CreatedAt.Time}
 	}
 	return out
 }

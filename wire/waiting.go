@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"time"
-
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
@@ -16,14 +14,14 @@ type Waiting struct {
 	ShopID     int64       `json:"shop_id"`
 	Status     string      `json:"status"` // always "waiting"
 	Position   int         `json:"position"`
-	WaitUntil  time.Time   `json:"wait_until"`
+	WaitUntil  Time        `json:"wait_until"`
 	Lines      []Shortfall `json:"lines"`
 }
 
 // FromWaitlisted is the shop's checkout id waiting as e says, on the wire
 // (Lines never null).
 func FromWaitlisted(shop int64, id uuid.UUID, e *holdfast.WaitlistedError) Waiting {
-	out := Waiting{CheckoutID: id, ShopID: shop, Status: "waiting", Position: e.Position, WaitUntil: e.WaitUntil.UTC(), Lines: []Shortfall{}}
+	out := Waiting{CheckoutID: id, ShopID: shop, Status: "waiting", Position: e.Position, WaitUntil: Time{e.WaitUntil.UTC()}, Lines: []Shortfall{}}
 	for _, l := range e.Lines {
 		out.Lines = append(out.Lines, Shortfall(l))
 	}
@@ -32,5 +30,5 @@ func FromWaitlisted(shop int64, id uuid.UUID, e *holdfast.WaitlistedError) Waiti
 
 // Waitlisted is the *holdfast.WaitlistedError w carries.
 func (w *Waiting) Waitlisted() *holdfast.WaitlistedError {
-	return &holdfast.WaitlistedError{Position: w.Position, WaitUntil: w.WaitUntil, Lines: Shortfalls(w.Lines)}
+	return &holdfast.WaitlistedError{Position: w.Position, WaitUntil: w.WaitUntil.Time, Lines: Shortfalls(w.Lines)}
 }

@@ -42,7 +42,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	fs.DurationVar(&f.soakTTL, "soak-ttl", httpbench.SoakTTLDefault, "with --http --soak: each hold's TTL (short, so that expiries run at the reservation rate from the second minute on)")
 	f.engine = engineFlag(fs)
 	fs.StringVar(&f.replot, "replot", "", "instead: read a --json `FILE` of an earlier run and print its table (and --svg) again, without running")
-	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, `holdfast serve` in its own process, and the HTTP ceiling")
+	fs.BoolVar(&f.http, "http", false, "instead: the HTTP service on hot at one --clients count (default 64, --duration default 10s): the library in-process, holdfast serve in its own process, and the HTTP ceiling")
 	fs.BoolVar(&f.fairness, "fairness", false, "with --http: also a steady shop's p99 alone and during another shop's flash sale")
 	fs.BoolVar(&f.redis, "redis", false, "add a Redis row: the legacy Redis design's reserve (docs/MIGRATION.md) on one hot key at the same clients, on REDIS_URL or a private redis-server")
 	fs.IntVar(&f.redisAttempts, "redis-attempts", 20_000, "reservations per --redis run")
@@ -54,6 +54,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 		}
 		f.line = strings.Join(args, " ")
 		f.clientsSet, f.durationSet, f.soakDurationSet = fs.Changed("clients"), fs.Changed("duration"), fs.Changed("soak-duration")
+		f.stderr = cmd.ErrOrStderr()
 		return runBench(cmd.Context(), cmd.OutOrStdout(), f)
 	}
 	return cmd
@@ -68,6 +69,7 @@ type benchFlags struct {
 	redisAttempts                                                   int
 	clientsSet, durationSet, soakDurationSet                        bool
 	engine                                                          *string
+	stderr                                                          io.Writer // notes before a long run
 }
 
 func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
@@ -114,6 +116,13 @@ func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
 	}
 	if err := known("strategy", opts.Strategies, bench.Strategies()); err != nil {
 		return err
+	}
+	if !f.soak {
+		// The full table is long (10 minutes with the defaults): say so
+		// before it starts, and how to make it shorter.
+		runs := len(opts.Scenarios) * len(opts.Strategies) * len(cl)
+		fmt.Fprintf(f.stderr, "bench: %d runs of %v (%d scenarios × %d strategies × %d client counts): at least %v; narrow it with --scenarios, --strategies, --clients or --duration\n",
+			runs, f.duration, len(opts.Scenarios), len(opts.Strategies), len(cl), time.Duration(runs)*f.duration)
 	}
 	db, err := openDatabase(ctx, throwaway, "", stderrf)
 	if err != nil {

@@ -115,3 +115,14 @@ func serveFromBuild(t *testing.T) {
 	benchBinary = func() (string, error) { return bin, nil }
 	t.Cleanup(func() { benchBinary = old })
 }
+
+// TestBenchSaysHowLong: bench's table states its runs and the least time
+// they take before it starts (the defaults take 10 minutes).
+func TestBenchSaysHowLong(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://holdfast:pw@"+freeAddr(t)+"/postgres") // fails right after the estimate
+	t.Setenv("HOLDFAST_ENGINE", "")
+	_, _, errOut := run(t, "bench")
+	if !strings.Contains(errOut, "bench: 120 runs of 5s (5 scenarios × 6 strategies × 4 client counts): at least 10m0s; narrow it with --scenarios") {
+		t.Errorf("bench with the defaults does not say how long it takes:\n%s", errOut)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,7 +26,7 @@ func dataDirFlag(fs *pflag.FlagSet) *string {
 }
 
 func dataDirVar(fs *pflag.FlagSet, p *string) {
-	fs.StringVar(p, "data-dir", defaultDataDir, "embedded cluster directory, when DATABASE_URL is unset; shared by every command and kept across restarts")
+	fs.StringVar(p, "data-dir", defaultDataDir, "embedded cluster directory, when DATABASE_URL is unset, relative to the working directory; shared by every command and kept across restarts; only serve and migrate create it")
 }
 
 // database is the database a command runs on: DATABASE_URL when set, else
@@ -42,11 +43,14 @@ const (
 	// throwaway: a temporary cluster, removed when the command ends (demo,
 	// bench).
 	throwaway dbMode = iota
-	// persistent: the cluster in dataDir, created when missing (serve,
-	// migrate, keys create). The server already running on it is used.
+	// persistent: the cluster in dataDir, created when missing (serve and
+	// migrate only: the commands that set a database up). The server
+	// already running on it is used.
 	persistent
-	// existing: the cluster in dataDir, which must exist (doctor, top,
-	// keys list and revoke): they never create a second, empty database.
+	// existing: the cluster in dataDir, which must exist (every other
+	// command, keys create and webhooks add included): run from another
+	// directory with the default --data-dir they refuse, naming the
+	// directory, rather than make a second, empty database there.
 	existing
 )
 
@@ -62,7 +66,11 @@ func openDatabase(ctx context.Context, mode dbMode, dataDir string, logf func(st
 	}
 	c, err := pgcluster.Start(ctx, opts)
 	if errors.Is(err, pgcluster.ErrNoCluster) {
-		return nil, fmt.Errorf("no embedded database in %s: start `holdfast serve` (or `holdfast migrate`) with this --data-dir first, pass the --data-dir serve uses, or set DATABASE_URL", dataDir)
+		where := dataDir
+		if abs, aerr := filepath.Abs(dataDir); aerr == nil && abs != dataDir {
+			where = dataDir + " (" + abs + ")"
+		}
+		return nil, fmt.Errorf("no embedded database in %s: run where `holdfast serve` runs or pass the --data-dir it uses (the default %s is relative to the working directory), set DATABASE_URL, or create one here with `holdfast migrate`", where, defaultDataDir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded PostgreSQL: %w", err)

@@ -280,24 +280,20 @@ feed:
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopProgress()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 
 	// Abandoned holds expire after their TTL; the sweeper gives their
 	// units back.
 	var expired int
-	if len(abandoned) > 0 {
+	if len(abandoned) > 0 && ctx.Err() == nil {
 		wait := f.ttl + 100*time.Millisecond
 		fmt.Fprintf(os.Stderr, "waiting %v for %d abandoned holds to expire...\n", wait.Round(100*time.Millisecond), len(abandoned))
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return ctx.Err()
 		}
-		for {
+		for ctx.Err() == nil {
 			n, err := eng.SweepOnce(ctx)
-			if err != nil {
+			if err != nil && ctx.Err() == nil {
 				return err
 			}
 			expired += n
@@ -305,6 +301,14 @@ feed:
 				break
 			}
 		}
+	}
+	// Interrupted (Ctrl-C): the summary so far, and the invariant, which
+	// holds at every moment, checked on a context of its own.
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
 	}
 
 	lvl, err := eng.Level(ctx, key)
@@ -325,7 +329,11 @@ feed:
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	fmt.Fprintf(w, "\nsummary (%v)\n", elapsed.Round(time.Millisecond))
+	if interrupted {
+		fmt.Fprintf(w, "\nsummary, interrupted after %d of %d buyers (%v; unpaid holds expire after --ttl)\n", done.Load(), f.buyers, elapsed.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "\nsummary (%v)\n", elapsed.Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "  held           %6d  (reservations granted)\n", st.held.Load())
 	fmt.Fprintf(w, "  claimed        %6d  (paid: permanently deducted)\n", claimed)
 	fmt.Fprintf(w, "  released       %6d  (payment failed: units back)\n", st.released.Load())
@@ -338,6 +346,9 @@ feed:
 	fmt.Fprintf(w, "  stock now      available %d, held %d, pooled %d, sellable %d\n", lvl.Available, lvl.Held, lvl.Pooled, lvl.Sellable)
 	if rep.OK() && oversold == 0 && lvl.Available == f.units-int(claimed) {
 		fmt.Fprintf(w, "  invariant      OK: pooled + held <= available on all %d keys; available = %d - %d claimed\n", rep.Keys, f.units, claimed)
+		if interrupted {
+			return &exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted after %d of %d buyers: the summary above is partial", done.Load(), f.buyers)}
+		}
 		return nil
 	}
 	fmt.Fprintf(w, "  invariant      BROKEN: %s\n", rep)

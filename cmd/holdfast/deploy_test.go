@@ -25,7 +25,7 @@ func TestDeployFiles(t *testing.T) {
 		}
 	}
 	envs := map[string]bool{}
-	serve.Flags().VisitAll(func(f *pflag.Flag) { envs[envName(f.Name)] = true })
+	serve.Flags().VisitAll(func(f *pflag.Flag) { envs[flagEnv(serve, f.Name)] = true })
 	for _, name := range []string{"holdfast.service", "Dockerfile"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", name))
 		if err != nil {
@@ -40,6 +40,18 @@ func TestDeployFiles(t *testing.T) {
 				t.Errorf("%s sets %s, which is no flag of serve", name, v)
 			}
 		}
+	}
+	// The Dockerfile copies the repository root: the embedded cluster's
+	// directory (database files, password) must stay out of the context.
+	di, err := os.ReadFile(filepath.Join("..", "..", ".dockerignore"))
+	if err != nil || !regexp.MustCompile(`(?m)^\.holdfast/?$`).Match(di) || !regexp.MustCompile(`(?m)^\*\*/\.holdfast/?$`).Match(di) {
+		t.Errorf(".dockerignore does not keep .holdfast/ out of the build context: %v\n%s", err, di)
+	}
+	// scripts/demo says it is building before the silent first compile,
+	// and runs the built binary with exec (Ctrl-C reaches holdfast).
+	demo, err := os.ReadFile(filepath.Join("..", "..", "scripts", "demo"))
+	if err != nil || !strings.Contains(string(demo), `echo "demo: building holdfast`) || !strings.Contains(string(demo), `exec "$bin/holdfast" demo "$@"`) || strings.Contains(string(demo), "go run") {
+		t.Errorf("scripts/demo does not announce its build or does not exec the binary: %v\n%s", err, demo)
 	}
 	sa, err := exec.LookPath("systemd-analyze")
 	if err != nil {

@@ -59,7 +59,7 @@ holdfast's schema it says to run holdfast migrate.`,
 		}
 		client, err := postgres.New(pool, holdfast.Config{Strategy: st, PoolCap: *poolCap})
 		if err != nil {
-			return usageError("%v", err)
+			return configError(err)
 		}
 		rep, err := ops.Doctor(ctx, pool, ops.DoctorConfig{
 			Client:                    client,
@@ -67,6 +67,7 @@ holdfast's schema it says to run holdfast migrate.`,
 			IdleInTransactionCritical: 12 * *idleWarn,
 			TransactionWarn:           *xactWarn,
 			TransactionCritical:       10 * *xactWarn,
+			Embedded:                  db.Cluster != nil,
 		})
 		if err != nil {
 			return err

@@ -233,7 +233,7 @@ func (d *mysqlDatabase) client(maxConns int, cfg holdfast.Config) (*mysql.Client
 	c, err := mysql.New(db, cfg)
 	if err != nil {
 		db.Close()
-		return nil, usageError("%v", err)
+		return nil, configError(err)
 	}
 	return c, nil
 }

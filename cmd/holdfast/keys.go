@@ -44,9 +44,10 @@ it they say to run holdfast migrate.`,
 		Short: "create a key that reaches shop N only, or (--admin) every shop",
 		Long: `Create a key that reaches shop N only, or (--admin) every shop.
 
---scopes limits what it may do in the shop: storefront (reserve, claim,
-release, extend, read holds and stock), inventory (set and adjust stock,
-read stock), or all; without --scopes the key keeps every scope. The key is
+--scopes limits what it may do in the shop: storefront (reserve, edit,
+claim, release, extend, read holds and stock), inventory (set and adjust
+stock, set safety stock, per-buyer limits and the location order, read
+stock), or all; without --scopes the key keeps every scope. The key is
 printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail -n1`" + `).`,
 		Args: noArgs,
 	}
@@ -77,7 +78,10 @@ printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail
 		if *expiresIn > 0 {
 			spec.ExpiresAt = time.Now().Add(*expiresIn)
 		}
-		return withKeyStore(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, func(ctx context.Context, st httpapi.Store) error {
+		// existing: a key for a database that serve does not use is
+		// useless, so a directory without one is an error, not a new
+		// cluster (database.go).
+		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, setsUpSchema, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.CreateKeyIn(ctx, st, spec)
 			if err != nil {
 				return err
@@ -98,7 +102,7 @@ once, alone on the last line.`,
 			if len(args) != 1 {
 				return usageError("keys rotate needs one key id or key")
 			}
-			return nil
+			return keyRef("rotate", args[0])
 		},
 	}
 	grace := rotate.Flags().Duration("grace", 24*time.Hour, "how long the old key keeps working")
@@ -109,7 +113,7 @@ once, alone on the last line.`,
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.RotateKeyIn(ctx, st, args[0], *grace)
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
-				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
+				return &exitError{code: 1, msg: "no live key matches " + redact(args[0]) + ": holdfast keys list shows the live keys of this database (the server's --data-dir or DATABASE_URL?)"}
 			}
 			if err != nil {
 				return err
@@ -127,14 +131,14 @@ once, alone on the last line.`,
 			if len(args) != 1 {
 				return usageError("keys revoke needs one key id or key")
 			}
-			return nil
+			return keyRef("revoke", args[0])
 		},
 	}
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			id, err := httpapi.RevokeKeyIn(ctx, st, args[0])
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
-				return &exitError{code: 1, msg: "no live key matches " + redact(args[0])}
+				return &exitError{code: 1, msg: "no live key matches " + redact(args[0]) + ": holdfast keys list shows the live keys of this database (the server's --data-dir or DATABASE_URL?)"}
 			}
 			if err != nil {
 				return err
@@ -303,6 +307,18 @@ func withKeysDB(ctx context.Context, mode dbMode, dataDir string, schema schemaU
 		return err
 	}
 	return f(ctx, pool)
+}
+
+// keyRef checks that arg names a key: an id (keys list's first column) or
+// the key itself (hf_…), before any database is opened.
+func keyRef(verb, arg string) error {
+	if strings.HasPrefix(arg, "hf_") {
+		return nil
+	}
+	if n, err := strconv.ParseInt(arg, 10, 64); err == nil && n > 0 {
+		return nil
+	}
+	return usageError("keys %s takes a key id (a number from keys list) or the key itself (hf_…), not %q", verb, redact(arg))
 }
 
 // redact keeps a key out of error output: only its first characters.

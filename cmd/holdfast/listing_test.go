@@ -28,7 +28,7 @@ func TestListingUsageErrors(t *testing.T) {
 		{[]string{"holds", "--shop", "1", "--limit", "0"}, "--limit: must be between 1 and 500"},
 		{[]string{"holds", "--shop", "1", "--limit", "501"}, "--limit: must be between 1 and 500"},
 		{[]string{"holds", "--shop", "1", "--cursor", "nope"}, "--cursor: not a cursor of this listing"},
-		{[]string{"holds", "--shop", "x"}, `invalid argument "x" for "--shop"`},
+		{[]string{"holds", "--shop", "x"}, `--shop "x": must be a whole number`},
 		{[]string{"ledger", "--shop", "1", "--item", "1"}, "--location: must be a positive integer"},
 		{[]string{"ledger", "--item", "1", "--location", "1"}, "--shop: must be a positive integer"},
 		{[]string{"ledger", "--shop", "1", "--item", "1", "--location", "1", "--cursor", "h1.AAAA"}, "--cursor: not a cursor of this listing"},

@@ -36,6 +36,10 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
+// exitInterrupted is the exit status of a command stopped by Ctrl-C
+// (SIGINT) or SIGTERM, as shells report a process killed by SIGINT.
+const exitInterrupted = 130
+
 // exitError carries a chosen exit status (doctor: critical findings).
 type exitError struct {
 	code int
@@ -48,9 +52,37 @@ func (e *exitError) Error() string { return e.msg }
 // also HOLDFAST_DATA_DIR. A flag given on the command line wins.
 const envPrefix = "HOLDFAST_"
 
-// envName is the environment variable of a flag.
+// envName is the environment variable of a flag whose name means one
+// thing in every command: HOLDFAST_<FLAG>.
 func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// perCommandEnv are the flag names that mean different things in different
+// commands (--json is a file for bench and true/false elsewhere; --addr is
+// where serve listens and where webhooks receive listens; --limit and
+// --strategy differ likewise). Their variables name the command:
+// HOLDFAST_<COMMAND>_<FLAG> (HOLDFAST_BENCH_JSON, HOLDFAST_DOCTOR_JSON,
+// HOLDFAST_WEBHOOKS_RECEIVE_ADDR), except for the command named here, which
+// keeps HOLDFAST_<FLAG> (serve's HOLDFAST_ADDR, which deployments set).
+var perCommandEnv = map[string]string{
+	"json":     "",
+	"addr":     "holdfast serve",
+	"limit":    "",
+	"strategy": "",
+	"pool-cap": "",
+	"all":      "",
+	"shop":     "", // a list for shadow enroll; and a shop from the environment must not scope every command
+}
+
+// flagEnv is the environment variable of cmd's flag: one meaning each.
+func flagEnv(cmd *cobra.Command, flag string) string {
+	owner, scoped := perCommandEnv[flag]
+	if !scoped || owner == cmd.CommandPath() {
+		return envName(flag)
+	}
+	path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+	return envPrefix + strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(path)) + "_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // newRoot builds the command tree.
@@ -62,11 +94,18 @@ func newRoot() *cobra.Command {
 
 DATABASE_URL selects the database. Unset, holdfast runs on an embedded private
 PostgreSQL cluster from the local server binaries, kept in --data-dir
-(default ./.holdfast): every command with the same --data-dir uses the same
-database, the running server's when one runs. demo and bench also run on
+(default ./.holdfast, relative to the working directory): every command with
+the same --data-dir uses the same database, the running server's when one
+runs. Only serve and migrate create it; any other command run where there is
+none (another directory) refuses, naming the directory, rather than make a
+second, empty database. demo and bench also run on
 MySQL/MariaDB: --engine mariadb (a private throwaway MariaDB) or
 DATABASE_URL=mysql://… . Every flag can also be set
-from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).`,
+from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR),
+the command line winning; each variable has one meaning. Flags whose meaning
+differs by command (--json, --limit, --strategy, --pool-cap, --all, --shop,
+and --addr outside serve) are HOLDFAST_<COMMAND>_<FLAG> (HOLDFAST_BENCH_JSON,
+HOLDFAST_DOCTOR_JSON, HOLDFAST_WEBHOOKS_RECEIVE_ADDR); each --help names them.`,
 		Version:           versionString(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,
@@ -76,38 +115,59 @@ from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR).
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, flagValueError(c, err)) })
 	annotateEnv(root)
 	return root
 }
 
 // annotateEnv names each flag's environment variable in its help.
 func annotateEnv(c *cobra.Command) {
-	c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) { addEnvUsage(f) })
-	c.PersistentFlags().VisitAll(func(f *pflag.Flag) { addEnvUsage(f) })
+	c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) { addEnvUsage(c, f) })
+	c.PersistentFlags().VisitAll(func(f *pflag.Flag) { addEnvUsage(c, f) })
 	for _, sub := range c.Commands() {
 		annotateEnv(sub)
 	}
 }
 
-func addEnvUsage(f *pflag.Flag) {
+func addEnvUsage(c *cobra.Command, f *pflag.Flag) {
 	if f.Name == "help" || f.Name == "version" || strings.Contains(f.Usage, "(env ") {
 		return
 	}
-	f.Usage += " (env " + envName(f.Name) + ")"
+	f.Usage += " (env " + flagEnv(c, f.Name) + ")"
+}
+
+// flagOwner is the command that defines f: an ancestor for an inherited
+// persistent flag (webhooks' --shop), else cmd.
+func flagOwner(cmd *cobra.Command, f *pflag.Flag) *cobra.Command {
+	owner := cmd
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.PersistentFlags().Lookup(f.Name) == f {
+			owner = c
+		}
+	}
+	return owner
 }
 
 // flagsFromEnv sets every flag not given on the command line from its
-// environment variable.
+// environment variable (flagEnv). A set HOLDFAST_<FLAG> that this command
+// does not read because its flag is per command is named on stderr, so it
+// is not silently ignored.
 func flagsFromEnv(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" || f.Name == "version" {
+		if err != nil || f.Name == "help" || f.Name == "version" {
 			return
 		}
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" {
+		name := flagEnv(flagOwner(cmd, f), f.Name)
+		if name != envName(f.Name) && os.Getenv(envName(f.Name)) != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s is not read (--%s means different things in different commands); set %s\n", cmd.CommandPath(), envName(f.Name), f.Name, name)
+		}
+		if f.Changed {
+			return
+		}
+		if v, ok := os.LookupEnv(name); ok && v != "" {
 			if serr := cmd.Flags().Set(f.Name, v); serr != nil {
-				err = usageError("%s=%q: %v", envName(f.Name), v, serr)
+				err = usageError("%s=%q (--%s) %s", name, v, f.Name, wants(f))
 			}
 		}
 	})
@@ -140,6 +200,10 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	switch {
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) && !errors.As(err, &ee):
+		// Ctrl-C while starting or stopping: not a failure to explain.
+		fmt.Fprintln(stderr, name+": interrupted")
+		return exitInterrupted
 	case errors.As(err, &ee):
 		if ee.msg != "" {
 			fmt.Fprintln(stderr, name+":", ee.msg)
@@ -150,7 +214,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", name, msg, name)
 		return 2
 	default:
-		fmt.Fprintln(stderr, name+":", err)
+		fmt.Fprintln(stderr, name+":", failureLine(err))
 		return 1
 	}
 }

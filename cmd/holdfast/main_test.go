@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast/pgcluster"
 )
@@ -155,5 +157,146 @@ func TestCommandsShareEmbeddedCluster(t *testing.T) {
 		if strings.Contains(s, password) {
 			t.Fatalf("a command's output carries the database password:\n%s", s)
 		}
+	}
+}
+
+// TestKeysCreateElsewhereRefuses: keys create and webhooks add run from a
+// directory where no server ran (the default --data-dir is relative) refuse
+// in one line naming the absolute directory and how to reach the server's
+// database, and create no second cluster there.
+func TestKeysCreateElsewhereRefuses(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("HOLDFAST_DATA_DIR", "")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"keys", "create", "--shop", "1"},
+		{"webhooks", "add", "--shop", "1", "--url", "https://example.com/hook"},
+	} {
+		code, out, errOut := run(t, args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "no embedded database in .holdfast ("+dir+"/.holdfast)") ||
+			!strings.Contains(errOut, "relative to the working directory") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%q in a directory without a database: exit %d, stdout %q, stderr %q; want 1 and one line naming %s", args, code, out, errOut, dir)
+		}
+		if _, err := os.Stat(defaultDataDir); err == nil {
+			t.Fatalf("%q created %s", args, defaultDataDir)
+		}
+	}
+}
+
+// TestEnvOneMeaning: every HOLDFAST_* variable sets flags of one type
+// only, the flags whose meaning differs by command are per command (and
+// --help says so), and a HOLDFAST_<FLAG> that a command no longer reads is
+// named instead of misread (HOLDFAST_JSON=out.json was a ParseBool error
+// for doctor, holds and ledger).
+func TestEnvOneMeaning(t *testing.T) {
+	types := map[string]map[string][]string{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() {
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if f.Name == "help" || f.Name == "version" {
+					return
+				}
+				env := flagEnv(flagOwner(c, f), f.Name)
+				if types[env] == nil {
+					types[env] = map[string][]string{}
+				}
+				types[env][f.Value.Type()] = append(types[env][f.Value.Type()], c.CommandPath())
+			})
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot())
+	for env, ts := range types {
+		if len(ts) > 1 {
+			t.Errorf("%s sets flags of types %v", env, ts)
+		}
+	}
+	for env, want := range map[string]string{
+		"HOLDFAST_ADDR": "holdfast serve", "HOLDFAST_WEBHOOKS_RECEIVE_ADDR": "holdfast webhooks receive",
+		"HOLDFAST_BENCH_JSON": "holdfast bench", "HOLDFAST_DOCTOR_JSON": "holdfast doctor", "HOLDFAST_HOLDS_LIMIT": "holdfast holds",
+		"HOLDFAST_DEMO_STRATEGY": "holdfast demo", "HOLDFAST_TOP_STRATEGY": "holdfast top",
+	} {
+		var got []string
+		for _, cmds := range types[env] {
+			got = append(got, cmds...)
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s is read by %q, want %s only", env, got, want)
+		}
+	}
+	for _, env := range []string{"HOLDFAST_JSON", "HOLDFAST_LIMIT", "HOLDFAST_STRATEGY"} {
+		if types[env] != nil {
+			t.Errorf("%s still read by %v", env, types[env])
+		}
+	}
+	for args, want := range map[string]string{"bench": "(env HOLDFAST_BENCH_JSON)", "doctor": "(env HOLDFAST_DOCTOR_JSON)",
+		"webhooks receive": "(env HOLDFAST_WEBHOOKS_RECEIVE_ADDR)", "serve": "(env HOLDFAST_ADDR)", "holds": "(env HOLDFAST_HOLDS_LIMIT)"} {
+		if _, out, _ := run(t, append(strings.Fields(args), "--help")...); !strings.Contains(out, want) {
+			t.Errorf("%s --help lacks %s", args, want)
+		}
+	}
+
+	t.Setenv("DATABASE_URL", "")
+	dir := t.TempDir() + "/none"
+	t.Setenv("HOLDFAST_JSON", "out.json")
+	code, _, errOut := run(t, "holds", "--shop", "1", "--data-dir", dir)
+	if code != 1 || !strings.Contains(errOut, "HOLDFAST_JSON is not read") || !strings.Contains(errOut, "set HOLDFAST_HOLDS_JSON") || strings.Contains(errOut, "true or false") {
+		t.Errorf("HOLDFAST_JSON=out.json holds: exit %d %q; want the variable named, then the missing database", code, errOut)
+	}
+	t.Setenv("HOLDFAST_JSON", "")
+	t.Setenv("HOLDFAST_DOCTOR_JSON", "maybe")
+	if code, _, errOut := run(t, "doctor", "--data-dir", dir); code != 2 || !strings.Contains(errOut, `HOLDFAST_DOCTOR_JSON="maybe" (--json) must be true or false`) {
+		t.Errorf("HOLDFAST_DOCTOR_JSON=maybe doctor: exit %d %q", code, errOut)
+	}
+}
+
+// TestHelpSaysWhatFlagsTake: --help renders what each flag takes, not Go
+// type names or a bool as if it took an argument, and does not call an
+// optional flag required.
+func TestHelpSaysWhatFlagsTake(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"bench", "--help"}, []string{"      --http    "}, []string{"--http holdfast serve"}},
+		{[]string{"shadow", "enroll", "--help"}, []string{"--shop ids"}, []string{"int64Slice"}},
+		{[]string{"webhooks", "receive", "--help"}, []string{"receive takes none"}, []string{"the shop (required)"}},
+		{[]string{"keys", "create", "--help"}, []string{"safety stock, per-buyer limits and the location order"}, nil},
+	} {
+		_, out, _ := run(t, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q lacks %q:\n%s", c.args, w, out)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%q has %q:\n%s", c.args, n, out)
+			}
+		}
+	}
+}
+
+// TestDoctorFreshEmbeddedClean: doctor on a fresh embedded cluster finds
+// nothing to warn about in the cluster's own settings (it warned about
+// three session timeouts nobody chose).
+func TestDoctorFreshEmbeddedClean(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("HOLDFAST_ENGINE", "")
+	dir, err := os.MkdirTemp("", "holdfast-cli-") // reachable by the server's user under root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if code, out, errOut := run(t, "migrate", "--data-dir", dir); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := run(t, "doctor", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "0 critical, 0 warn") || !strings.Contains(out, "statement_timeout = 0: the embedded cluster") {
+		t.Fatalf("doctor on a fresh embedded cluster: exit %d\n%s%s", code, out, errOut)
 	}
 }

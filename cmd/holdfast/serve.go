@@ -130,14 +130,14 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 
 	// Listen first: a taken port fails before the cluster starts.
-	ln, err := net.Listen("tcp", f.addr)
+	ln, err := listen(f.addr, "--addr")
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
 	var mln net.Listener
 	if f.metricsAddr != "" {
-		if mln, err = net.Listen("tcp", f.metricsAddr); err != nil {
+		if mln, err = listen(f.metricsAddr, "--metrics-addr"); err != nil {
 			return err
 		}
 		defer mln.Close()

@@ -126,7 +126,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
 		}
 	}
-	if code, _, errOut := run(t, "keys", "rotate", "999999"); code != 1 || !strings.Contains(errOut, "no live key matches") {
+	if code, _, errOut := run(t, "keys", "rotate", "999999"); code != 1 || !strings.Contains(errOut, "no live key matches") || !strings.Contains(errOut, "holdfast keys list shows the live keys") {
 		t.Errorf("rotate of no key: exit %d %q", code, errOut)
 	}
 	if keysAfter, _ := httpapi.ListKeys(ctx, pool, 100); len(keysAfter) != len(keysBefore) {

@@ -84,7 +84,7 @@ func newShadowEnrollCmd(f *shadowFlags) *cobra.Command {
 		Short: "enroll shops in the layer, in mode legacy (enrolled shops keep their mode)",
 		Args:  noArgs,
 	}
-	shops := cmd.Flags().Int64Slice("shop", nil, "the shops to enroll")
+	shops := cmd.Flags().Int64Slice("shop", nil, "the shops to enroll: comma-separated shop `ids` (--shop 1,2 or --shop 1 --shop 2)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if len(*shops) == 0 {
 			return usageError("shadow enroll needs --shop N[,N…]")

@@ -29,7 +29,8 @@ func newTopCmd() *cobra.Command {
 On MariaDB (a mysql:// DATABASE_URL, or --engine mariadb with the data
 directory of serve --engine mariadb) it shows holds, purge lag, open
 transactions and connection-seconds by caller. It only reads: on a database
-without the current schema it says to run holdfast migrate.`,
+without the current schema it says to run holdfast migrate.
+When stdout is not a terminal, top prints one frame and exits, as --once.`,
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -46,6 +47,12 @@ without the current schema it says to run holdfast migrate.`,
 		}
 		if *interval < 100*time.Millisecond {
 			return usageError("--interval must be at least 100ms")
+		}
+		if f, ok := cmd.OutOrStdout().(*os.File); !*once && (!ok || !term.IsTerminal(int(f.Fd()))) {
+			// Not a terminal (a pipe, a file, a CI log): screen control
+			// codes forever would help no one.
+			fmt.Fprintln(cmd.ErrOrStderr(), "holdfast top: stdout is not a terminal: printing one frame, as with --once")
+			*once = true
 		}
 		eng, err := resolveEngine(*engine)
 		if err != nil {
@@ -77,7 +84,7 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 	// keys without an override show the strategy they really run.
 	hc, err := postgres.New(pool, cfg)
 	if err != nil {
-		return usageError("%v", err)
+		return configError(err)
 	}
 	top := ops.NewTop(pool, hc.Config(), interval)
 	return showTop(ctx, out, interval, once, func(ctx context.Context) (string, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -43,7 +42,7 @@ without it they say to run holdfast migrate.`,
 	}
 	dataDir := dataDirFlag(cmd.PersistentFlags())
 	engine := engineFlag(cmd.PersistentFlags())
-	shop := cmd.PersistentFlags().Int64("shop", 0, "the shop (required)")
+	shop := cmd.PersistentFlags().Int64("shop", 0, "the shop; required by add, list, remove and dead-letters (receive takes none)")
 	needShop := func() error {
 		if *shop <= 0 {
 			return usageError("--shop N (N > 0) is required")
@@ -74,7 +73,7 @@ without it they say to run holdfast migrate.`,
 		if err != nil {
 			return err
 		}
-		return withRegistry(cmd.Context(), *engine, persistent, *dataDir, setsUpSchema, opts, func(ctx context.Context, reg *webhook.Registry) error {
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, setsUpSchema, opts, func(ctx context.Context, reg *webhook.Registry) error {
 			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
@@ -182,7 +181,7 @@ verify, or is older than 5 minutes, gets 401; before there is a secret, 503
 			b, _ := os.ReadFile(*secretFile)
 			return strings.TrimSpace(string(b))
 		}
-		ln, err := net.Listen("tcp", *addr)
+		ln, err := listen(*addr, "--addr")
 		if err != nil {
 			return err
 		}

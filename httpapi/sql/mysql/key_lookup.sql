@@ -1,8 +1,10 @@
--- The live, unexpired key with this hash, and the microseconds it has
--- left by the database's clock (NULL: no expiry).
+-- The key with this hash: live or not (a refused key's answer says whether
+-- it is revoked or expired), and the microseconds it has left by the
+-- database's clock (NULL: no expiry).
 -- ? sha256 of the key
 SELECT id, key_hash, shop_id, admin, scopes,
-       TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
+       TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),
+       revoked_at IS NOT NULL,
+       expires_at IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6)
 FROM api_keys
-WHERE key_hash = ? AND revoked_at IS NULL
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
+WHERE key_hash = ?
