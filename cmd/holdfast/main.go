@@ -98,9 +98,11 @@ PostgreSQL cluster from the local server binaries, kept in --data-dir
 the same --data-dir uses the same database, the running server's when one
 runs. Only serve and migrate create it; any other command run where there is
 none (another directory) refuses, naming the directory, rather than make a
-second, empty database. demo and bench also run on
-MySQL/MariaDB: --engine mariadb (a private throwaway MariaDB) or
-DATABASE_URL=mysql://… . Every flag can also be set
+second, empty database. Only migrate, serve, keys create and webhooks add
+create or change the schema; every other command only reads. Every command
+also runs on MySQL/MariaDB: DATABASE_URL=mysql://…, or --engine mariadb
+(demo and bench: a private throwaway MariaDB; the others: the one of the
+serve --engine mariadb running with the same --data-dir). Every flag can also be set
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR),
 the command line winning; each variable has one meaning. Flags whose meaning
 differs by command (--json, --limit, --strategy, --pool-cap, --all, --shop,
