@@ -84,7 +84,26 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{db: db, cfg: cfg, sql: statements.Map()}
+	c.loadBuyerSecret()
 	return c, nil
+}
+
+// secretLoadTimeout bounds New's read of the buyer secret.
+const secretLoadTimeout = 5 * time.Second
+
+// loadBuyerSecret reads the buyer secret at start-up, so that a …Tx call,
+// which runs on its caller's connection, never needs a second one for it
+// (buyer.go). Best effort: a database that cannot be asked now is asked
+// again by the first reservation with a buyer id, before its transaction.
+func (c *Client) loadBuyerSecret() {
+	if len(c.cfg.BuyerSecret) > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), secretLoadTimeout)
+	defer cancel()
+	if _, err := c.buyerSecret(ctx); err != nil {
+		c.cfg.Logger.Warn("holdfast: the buyer secret could not be read at start-up; the first reservation with a buyer id reads it", "err", err)
+	}
 }
 
 // Open opens a pool on a mysql:// URL (mysql://user:password@host:port/db)

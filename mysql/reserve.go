@@ -48,6 +48,9 @@ type reservation struct {
 	linesRaw []byte          // canonical JSON of lines
 	ttl      time.Duration
 	buyer    string // ReserveParams.BuyerID (buyer.go)
+	// buyerHash is buyer's keyed hash, computed before the transaction
+	// begins (buyer.go); nil without a buyer.
+	buyerHash []byte
 }
 
 func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
@@ -117,6 +120,10 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		return nil, err
 	}
 	req.buyer = p.BuyerID
+	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
+		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
 	if holdfast.HasAllocation(req.lines) {
 		return c.reserveAllocated(ctx, outer, req, p.Lines, start)
 	}
