@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -67,6 +70,57 @@ func TestBuyerLimitReserveTx(t *testing.T) {
 	}
 	if _, err := mysql.New(e.db.DB, holdfast.Config{BuyerSecret: []byte("short")}); !errors.As(err, &ae) || ae.Field != "Config.BuyerSecret" {
 		t.Fatalf("short secret: %v", err)
+	}
+	e.checkInvariant()
+}
+
+// TestReserveTxPoolExact: the …Tx calls run on their caller's connection
+// and take no second one, with as many concurrent callers' transactions as
+// the pool has connections, on a fresh client (issue 24 item 3): buyer
+// limits (the isolation check, new buyer lock rows) and the slow path's
+// refill under the lock.
+func TestReserveTxPoolExact(t *testing.T) {
+	t.Parallel()
+	t.Skip("issue 24 item 3, not finished: requireReadCommitted (mysql/stock.go) still bumps its isolation probe on a second connection " +
+		"inside the caller's transaction; MariaDB 10.11 offers no in-connection read of a transaction's isolation " +
+		"(@@tx_isolation and INNODB_TRX.trx_isolation_level both report the session's level, not SET TRANSACTION's)")
+	const n = 4
+	e := newEnv(t, n, holdfast.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for item := int64(1); item <= 2; item++ {
+		e.stock(holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1}, 100)
+		if err := e.c.SetBuyerLimit(ctx, holdfast.BuyerLimit{ShopID: 1, ItemID: item, Limit: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := mysql.New(e.db.DB, holdfast.Config{}) // after a restart: nothing cached
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = func() error {
+				tx, err := e.db.DB.BeginTx(ctx, mysql.TxOptions())
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if _, err := c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), BuyerID: fmt.Sprintf("tx-buyer-%d", i),
+					Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}, {ItemID: 2, LocationID: 1, Quantity: 1}}}); err != nil {
+					return err
+				}
+				return tx.Commit()
+			}()
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d of %d on a pool of %d: %v", i, n, n, err)
+		}
 	}
 	e.checkInvariant()
 }
