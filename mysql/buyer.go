@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -92,6 +93,22 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 		return nil, nil, over
 	}
 	return nil, h, err
+}
+
+// sameBuyer refuses a retry of a checkout whose hold was made for another
+// buyer (or for one when the retry names none, or none when it names one):
+// the same checkout id and lines under another buyer id is another request,
+// ErrIdempotencyConflict, not a replay of someone else's hold (issue 24
+// item 6). Only a replay pays its round trip.
+func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) error {
+	var hash []byte
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout[:]).Scan(&hash); err != nil {
+		return err
+	}
+	if !bytes.Equal(hash, req.buyerHash) {
+		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
+	}
+	return nil
 }
 
 // checkBuyerLate enforces the buyer limits on a late claim, which takes a

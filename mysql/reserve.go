@@ -339,6 +339,9 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
+	if err := c.sameBuyer(ctx, tx, req); err != nil {
+		return nil, err
+	}
 	h.Replayed = true
 	return h, errRollback
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -82,6 +83,22 @@ func (c *Client) loadBuyerSecret() {
 	if _, err := c.buyerSecret(ctx); err != nil {
 		c.cfg.Logger.Warn("holdfast: the buyer secret could not be read at start-up; the first reservation with a buyer id reads it", "err", err)
 	}
+}
+
+// sameBuyer refuses a retry of a checkout whose hold was made for another
+// buyer (or for one when the retry names none, or none when it names one):
+// the same checkout id and lines under another buyer id is another request,
+// ErrIdempotencyConflict, not a replay of someone else's hold (issue 24
+// item 6). Only a replay pays its round trip.
+func (c *Client) sameBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
+	var hash []byte
+	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout).Scan(&hash); err != nil {
+		return err
+	}
+	if !bytes.Equal(hash, req.buyerHash) {
+		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
+	}
+	return nil
 }
 
 // buyerLockKey is the advisory lock of one buyer's reservations of one item,

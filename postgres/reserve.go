@@ -295,6 +295,9 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*ho
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
+	if err := c.sameBuyer(ctx, tx, req); err != nil {
+		return nil, err
+	}
 	h.Replayed = true
 	return h, errRollback
 }
