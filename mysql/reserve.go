@@ -27,9 +27,10 @@ func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfa
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
-// an error the caller's transaction is left as it was (but for a deadlock,
-// after which InnoDB has rolled the whole transaction back; the error says
-// so). The hold exists once the caller commits. Begin tx with TxOptions.
+// an error the caller's transaction is left as it was (but when InnoDB
+// rolled the whole transaction back — a deadlock, or a lock wait timeout
+// under innodb_rollback_on_timeout — the answer is holdfast.ErrTxRolledBack
+// and nothing is retried). The hold exists once the caller commits. Begin tx with TxOptions.
 func (c *Client) ReserveTx(ctx context.Context, tx *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	if tx == nil {
 		return nil, argError("tx", "must not be nil")
