@@ -56,7 +56,8 @@
 //     key's lock row. It logs the deadlocks InnoDB detects (none in 14
 //     runs at 20 workers × 150 operations after the fixes). A reservation
 //     with a buyer id on a limited item takes its buyer_locks rows (item
-//     order) before all of this; nothing else locks them (buyer.go).
+//     order) before all of this; nothing else locks them but the purge,
+//     which skips locked rows (buyer.go).
 //     First of all, every reservation attempt writes its checkout's
 //     in-flight mark (a reserve_inflight row inserted and deleted at once,
 //     whose lock lasts to COMMIT or ROLLBACK), and a combined batch writes
