@@ -65,6 +65,15 @@ var (
 	// without an ID: read the level and the ledger before sending it again.
 	// Never the same as ErrUnavailable, which means nothing changed.
 	ErrOutcomeUnknown = errors.New("holdfast: outcome unknown")
+	// ErrTxRolledBack: a …Tx call (MySQL/MariaDB engine) found the
+	// caller's transaction rolled back by the database — InnoDB rolls the
+	// whole transaction back after a deadlock (1213, or 1467 on an AUTO-INC
+	// lock) and after a lock wait timeout (1205) under
+	// innodb_rollback_on_timeout. Nothing the caller did in it was kept,
+	// and statements sent on it would now run outside any transaction, so
+	// the call was not retried. Roll the caller's transaction back and run
+	// all of it again. The error also matches ErrUnavailable.
+	ErrTxRolledBack = errors.New("holdfast: the caller's transaction was rolled back")
 )
 
 // Errors of postgres.New about the database schema.

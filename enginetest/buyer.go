@@ -28,6 +28,7 @@ func testBuyerLimitsAndSafety(t *testing.T, h *Harness) {
 		{"Concurrent", testBuyerLimitConcurrent},
 		{"Window", testBuyerLimitWindow},
 		{"LateClaim", testBuyerLateClaim},
+		{"OtherBuyerRetry", testBuyerOtherRetry},
 		{"IDNotStored", testBuyerIDNotStored},
 		{"Arguments", testBuyerArguments},
 		{"SafetyStock", testSafetyStock},
@@ -647,4 +648,53 @@ func testBuyerLateClaim(t *testing.T, h *Harness) {
 	}
 	_, _, err = e.buyerReserve(1, "ann", one(10, 1), 0)
 	wantBuyerLimit(t, err, 10, 2, 2, 1)
+}
+
+// testBuyerOtherRetry: a retry of a checkout (same id, same lines) under
+// another buyer id, or without the buyer id it was made with, or with one
+// when it was made without, is ErrIdempotencyConflict, not a replay of the
+// first buyer's hold (issue 24 item 6); the same buyer's retry replays.
+// Plain and allocated lines, limited and unlimited items.
+func testBuyerOtherRetry(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	ctx := ctxb()
+	e.stock(key(1, 10), 10)
+	e.stock(key(1, 11), 10)
+	e.setBuyerLimit(1, 10, 5, 0)
+	e.stock(holdfast.Key{ShopID: 1, ItemID: 12, LocationID: 2}, 10)
+	if err := e.e.SetLocationOrder(ctx, 1, []int64{2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []holdfast.Line
+		first string
+	}{
+		{"limited", one(10, 1), "ann"},
+		{"unlimited", one(11, 1), "ann"},
+		{"no buyer first", one(11, 1), ""},
+		{"allocated", []holdfast.Line{{ItemID: 12, Quantity: 1}}, "ann"},
+	} {
+		id := uuid.New()
+		p := holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: tc.lines, BuyerID: tc.first}
+		if _, err := e.e.Reserve(ctx, p); err != nil {
+			t.Fatalf("%s: first reservation: %v", tc.name, err)
+		}
+		for _, other := range []string{"bob", ""} {
+			if other == tc.first {
+				other = "carl"
+			}
+			q := p
+			q.BuyerID = other
+			got, err := e.e.Reserve(ctx, q)
+			if !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+				t.Errorf("%s: retry made for buyer %q under buyer %q: %+v, %v; want ErrIdempotencyConflict", tc.name, tc.first, other, got, err)
+			}
+		}
+		got, err := e.e.Reserve(ctx, p)
+		if err != nil || !got.Replayed {
+			t.Errorf("%s: the same buyer's retry: %+v, %v; want a replay", tc.name, got, err)
+		}
+	}
 }

@@ -41,6 +41,9 @@ type Options struct {
 	// Conns is how many concurrent database connections the test needs (0:
 	// the engine's test default, at least 20).
 	Conns int
+	// ExactConns asks for a pool of exactly Conns connections, not more
+	// (testPoolExact: every call holds one; none may need a second).
+	ExactConns bool
 	// RealClock asks for Config.Now = Now instead of the injected clock:
 	// the randomized schedules run on the database's own clock (Now nil)
 	// and on an application clock stepped against it.
@@ -128,6 +131,7 @@ var tests = []struct {
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
 	{"Cross", testCross}, // cross.go: features meeting
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
+	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -65,9 +65,12 @@ type execQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// inTx runs fn in a transaction, committed when fn returns nil.
+// inTx runs fn in a transaction, committed when fn returns nil. Its
+// isolation is explicit, READ COMMITTED like the engine's (mysql.TxOptions):
+// the server's default, REPEATABLE READ, would take next-key locks on a
+// rotation's locking read and block key inserts meanwhile.
 func (s myStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, mysql.TxOptions())
 	if err != nil {
 		return err
 	}

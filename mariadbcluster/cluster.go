@@ -59,6 +59,9 @@ type Options struct {
 	BufferPool int64
 	// Log receives one line per lifecycle step. Nil is silent.
 	Log func(format string, args ...any)
+	// Args are further server options, after the defaults (a test's
+	// --innodb-rollback-on-timeout, say).
+	Args []string
 }
 
 // Cluster is a running private MariaDB server. It is safe for concurrent
@@ -172,6 +175,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if !opts.Durable {
 		c.args = append(c.args, "--innodb-flush-log-at-trx-commit=2", "--innodb-doublewrite=0", "--sync-binlog=0")
 	}
+	c.args = append(c.args, opts.Args...)
 	if err := c.start(); err != nil {
 		c.cleanup()
 		return nil, err

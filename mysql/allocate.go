@@ -82,11 +82,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 	if req.buyer != "" {
 		// The buyer's lock rows first (the lock order, buyer.go); limits
 		// are per item, whatever location allocation picks.
-		secret, err := c.buyerSecret(ctx)
-		if err != nil {
-			return nil, keys, err
-		}
-		buyerHash = holdfast.BuyerHash(secret, req.shop, req.buyer)
+		buyerHash = req.buyerHash
 		over, err := c.enforceBuyer(ctx, tx, own, route, req.shop, req.checkout, req.lines, buyerHash)
 		if err != nil {
 			return nil, keys, err
@@ -220,6 +216,9 @@ func (c *Client) existingAllocated(ctx context.Context, tx *sql.Tx, req *reserva
 	}
 	if !holdfast.AllocationSatisfied(h.Lines, req.lines) {
 		return nil, holdfast.ErrIdempotencyConflict
+	}
+	if err := c.sameBuyer(ctx, tx, req); err != nil {
+		return nil, err
 	}
 	h.Replayed = true
 	return h, errRollback

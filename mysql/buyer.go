@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -16,14 +17,16 @@ import (
 // Per-buyer limits (holdfast.BuyerLimit) on MySQL/MariaDB. A reservation
 // with a buyer id locks one buyer_locks row per limited item of its cart,
 // in item order, before anything else it locks (the lock order: nothing
-// else ever locks these rows, so no cycle can go through them), then counts
-// in the next statement — under READ COMMITTED a fresh read view, which
-// sees every hold of the buyer that committed before the lock — what the
-// buyer has: units in held holds (expired but unswept included) plus units
-// claimed within the limit's window. A missing lock row is created outside
-// the transaction (INSERT IGNORE, autocommit) and then locked: a
-// duplicate-key check inside it would hold a shared lock, and two such
-// waiters upgrading to exclusive deadlock.
+// else ever locks these rows but the purge, which skips locked ones, so no
+// cycle can go through them), then counts in the next statement — under
+// READ COMMITTED a fresh read view, which sees every hold of the buyer that
+// committed before the lock — what the buyer has: units in held holds
+// (expired but unswept included) plus units claimed within the limit's
+// window. A missing lock row is created by the locking statement itself,
+// in the transaction and on its connection (buyer_lock.sql): a transaction
+// never waits for a second connection from the pool, which a pool of
+// exactly the callers' concurrency would never give (issue 24 item 3).
+// Rows of buyers with no hold left on record are purged (purgeBuyerLocks).
 
 // buyerKey caches the deployment's buyer secret once read.
 type buyerKey struct {
@@ -33,6 +36,10 @@ type buyerKey struct {
 
 // buyerSecret returns Config.BuyerSecret, else the secret stored in the
 // database (holdfast_secrets, created by the first engine that needs it).
+// It reads the database once per client, on the pool: New loads it at
+// start-up, and an operation that needs it calls this before it begins its
+// transaction, never inside one (the pool may have no second connection to
+// give). Safe for concurrent use.
 func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 	if len(c.cfg.BuyerSecret) > 0 {
 		return c.cfg.BuyerSecret, nil
@@ -43,15 +50,32 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 		return c.buyer.secret, nil
 	}
 	const route = holdfast.RouteReserve
-	if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "secret_create"), "buyer", holdfast.NewBuyerSecret(), c.now()); err != nil {
-		return nil, fmt.Errorf("%w: creating the buyer secret: %w", holdfast.ErrUnavailable, err)
-	}
 	var got []byte
-	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got); err != nil {
+	err := c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "secret_create"), "buyer", holdfast.NewBuyerSecret(), c.now()); err != nil {
+			return nil, fmt.Errorf("%w: creating the buyer secret: %w", holdfast.ErrUnavailable, err)
+		}
+		err = c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: reading the buyer secret: %w", holdfast.ErrUnavailable, err)
 	}
 	c.buyer.secret = got
 	return got, nil
+}
+
+// buyerHash is the hash of req's buyer, read before req's transaction
+// begins (buyerSecret); nil without a buyer.
+func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
+	if req.buyer == "" {
+		return nil, nil
+	}
+	secret, err := c.buyerSecret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return holdfast.BuyerHash(secret, req.shop, req.buyer), nil
 }
 
 // checkBuyer enforces the buyer limits of a reservation's items and
@@ -59,11 +83,7 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // already has a hold or outcome is answered with it (a retry), else it is a
 // *holdfast.BuyerLimitError.
 func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *reservation) ([]byte, *holdfast.Hold, error) {
-	secret, err := c.buyerSecret(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	hash := holdfast.BuyerHash(secret, req.shop, req.buyer)
+	hash := req.buyerHash
 	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.shop, req.checkout, req.lines, hash)
 	if err != nil || over == nil {
 		return hash, nil, err
@@ -73,6 +93,22 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 		return nil, nil, over
 	}
 	return nil, h, err
+}
+
+// sameBuyer refuses a retry of a checkout whose hold was made for another
+// buyer (or for one when the retry names none, or none when it names one):
+// the same checkout id and lines under another buyer id is another request,
+// ErrIdempotencyConflict, not a replay of someone else's hold (issue 24
+// item 6). Only a replay pays its round trip.
+func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) error {
+	var hash []byte
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout[:]).Scan(&hash); err != nil {
+		return err
+	}
+	if !bytes.Equal(hash, req.buyerHash) {
+		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
+	}
+	return nil
 }
 
 // checkBuyerLate enforces the buyer limits on a late claim, which takes a
@@ -126,26 +162,9 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 	}
 	for _, l := range lims {
 		// Item order: lims follows items, which follow the sorted lines.
-		locked, err := c.exists(ctx, tx, route, "buyer_lock", shop, l.item, hash)
-		if err != nil {
+		// Created when missing, locked either way, on tx's connection.
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_lock"), shop, l.item, hash); err != nil {
 			return nil, err
-		}
-		if locked {
-			continue
-		}
-		// A new (shop, item, buyer): create its row outside this
-		// transaction (committed at once, so no one waits on it), then
-		// lock it. Only for a missing row: an existing one may be locked
-		// by this very transaction (a caller's second ReserveTx), which an
-		// outside insert would wait for forever.
-		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "buyer_lock_create"), shop, l.item, hash); err != nil {
-			return nil, err
-		}
-		if locked, err = c.exists(ctx, tx, route, "buyer_lock", shop, l.item, hash); err != nil {
-			return nil, err
-		}
-		if !locked {
-			return nil, errRetry // removed meanwhile: run again
 		}
 	}
 	for _, l := range lims {

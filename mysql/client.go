@@ -84,7 +84,26 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{db: db, cfg: cfg, sql: statements.Map()}
+	c.loadBuyerSecret()
 	return c, nil
+}
+
+// secretLoadTimeout bounds New's read of the buyer secret.
+const secretLoadTimeout = 5 * time.Second
+
+// loadBuyerSecret reads the buyer secret at start-up, so that a …Tx call,
+// which runs on its caller's connection, never needs a second one for it
+// (buyer.go). Best effort: a database that cannot be asked now is asked
+// again by the first reservation with a buyer id, before its transaction.
+func (c *Client) loadBuyerSecret() {
+	if len(c.cfg.BuyerSecret) > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), secretLoadTimeout)
+	defer cancel()
+	if _, err := c.buyerSecret(ctx); err != nil {
+		c.cfg.Logger.Warn("holdfast: the buyer secret could not be read at start-up; the first reservation with a buyer id reads it", "err", err)
+	}
 }
 
 // Open opens a pool on a mysql:// URL (mysql://user:password@host:port/db)
@@ -279,8 +298,9 @@ const slowLevelMax = 2
 // rolled back for a transient reason (deadlock, lock wait timeout, lost
 // connection before or — for idempotent operations — during COMMIT) run
 // again, at most Config.RetryMax times with jittered exponential backoff.
-// In a caller's transaction a deadlock is not retried: InnoDB rolled the
-// whole transaction back, the caller's work included.
+// In a caller's transaction a deadlock, or any error after which the
+// savepoint is gone (InnoDB rolled the whole transaction back, the caller's
+// work included), is never retried: it answers holdfast.ErrTxRolledBack.
 func (c *Client) run(ctx context.Context, outer *sql.Tx, route string, idempotent bool, fn func(tx *sql.Tx, level int) error) error {
 	return c.runSlow(ctx, outer, route, idempotent, nil, fn)
 }
@@ -313,6 +333,9 @@ func (c *Client) runSlow(ctx context.Context, outer *sql.Tx, route string, idemp
 		canRetry := errors.Is(err, errRetry) ||
 			(retryable(err) && (own || errNumber(err) != erLockDeadlock)) ||
 			(own && lost && (idempotent || !errors.As(err, &ce)))
+		if errors.Is(err, holdfast.ErrTxRolledBack) {
+			canRetry = false // the caller's transaction is gone: never in place
+		}
 		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
 			return c.doubtErr(route, c.mapErr(route, err, own, idempotent), doubt)
 		}
@@ -368,10 +391,20 @@ func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(
 			return err
 		}
 		if err := fn(outer); err != nil {
-			if errNumber(err) != erLockDeadlock && !connectionLost(err) {
-				if _, rerr := outer.ExecContext(context.WithoutCancel(ctx), tag+"ROLLBACK TO SAVEPOINT holdfast"); rerr != nil {
-					return errors.Join(err, rerr)
+			if connectionLost(err) {
+				return err
+			}
+			if errNumber(err) == erLockDeadlock {
+				return txRolledBack(route, err)
+			}
+			if _, rerr := outer.ExecContext(context.WithoutCancel(ctx), tag+"ROLLBACK TO SAVEPOINT holdfast"); rerr != nil {
+				if errNumber(rerr) == erSavepointMissing {
+					// InnoDB rolled the whole transaction back (1467, or
+					// 1205 under innodb_rollback_on_timeout), savepoints
+					// with it: the session is in autocommit now.
+					return txRolledBack(route, err)
 				}
+				return errors.Join(err, rerr)
 			}
 			return err
 		}
@@ -397,13 +430,21 @@ func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(
 	return nil
 }
 
+// txRolledBack is the answer of a …Tx call whose caller's transaction the
+// database rolled back: never retried in place, where its statements would
+// run in autocommit, outside the caller's transaction.
+func txRolledBack(route string, err error) error {
+	return fmt.Errorf("%w (%w): %s: InnoDB rolled the caller's whole transaction back; roll it back and run all of it again: %w", holdfast.ErrTxRolledBack, holdfast.ErrUnavailable, route, err)
+}
+
 // mapErr turns what is left after retries into holdfast's typed errors.
 func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 	var ae *holdfast.ArgumentError
 	var ie *holdfast.InsufficientStockError
 	var ee *holdfast.ExpiredError
 	switch {
-	case errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &ee),
+	case errors.Is(err, holdfast.ErrTxRolledBack),
+		errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &ee),
 		errors.Is(err, holdfast.ErrIdempotencyConflict), errors.Is(err, holdfast.ErrNotFound),
 		errors.Is(err, holdfast.ErrHoldClaimed), errors.Is(err, holdfast.ErrHoldReleased),
 		errors.Is(err, holdfast.ErrHoldExpired), errors.Is(err, holdfast.ErrLifetimeExceeded),
@@ -426,7 +467,7 @@ func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
 		return fmt.Errorf("holdfast: %s: %w", route, err)
 	}
 	if !own && errNumber(err) == erLockDeadlock {
-		return fmt.Errorf("%w: %s: InnoDB rolled the caller's whole transaction back after a deadlock; run it again: %w", holdfast.ErrUnavailable, route, err)
+		return txRolledBack(route, err)
 	}
 	if connectionLost(err) || retryable(err) || errors.Is(err, errRetry) || timedOut(err) {
 		return fmt.Errorf("%w: %s: %w", holdfast.ErrUnavailable, route, err)
@@ -463,6 +504,9 @@ const (
 	erServerGone        = 2006 // client: server has gone away
 	erServerLost        = 2013 // client: lost connection during query
 	erOptionPreventsRun = 1290 // --read-only and friends, e.g. during failover
+	// erSavepointMissing: ROLLBACK TO SAVEPOINT after the transaction
+	// ended (InnoDB rolled it back).
+	erSavepointMissing = 1305
 )
 
 func errNumber(err error) uint16 {

@@ -28,7 +28,11 @@ func TestConformance(t *testing.T) {
 // suite's "rejected calls write nothing" checks.
 func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Options) *enginetest.Instance {
 	t.Helper()
-	db := mysqltest.DB(t, max(opts.Conns, 20))
+	conns := max(opts.Conns, 20)
+	if opts.ExactConns {
+		conns = opts.Conns
+	}
+	db := mysqltest.DB(t, conns)
 	clock := pgtest.NewClock(time.Time{})
 	cfg.Now = clock.Now
 	if opts.RealClock {

@@ -56,7 +56,8 @@
 //     key's lock row. It logs the deadlocks InnoDB detects (none in 14
 //     runs at 20 workers × 150 operations after the fixes). A reservation
 //     with a buyer id on a limited item takes its buyer_locks rows (item
-//     order) before all of this; nothing else locks them (buyer.go).
+//     order) before all of this; nothing else locks them but the purge,
+//     which skips locked rows (buyer.go).
 //     First of all, every reservation attempt writes its checkout's
 //     in-flight mark (a reserve_inflight row inserted and deleted at once,
 //     whose lock lasts to COMMIT or ROLLBACK), and a combined batch writes
@@ -158,7 +159,10 @@
 // round trip per statement instead of prepare, execute, close) and bound
 // lock waits (innodb_lock_wait_timeout); Configure sets all three and Open
 // applies it. Deadlocks (1213) and lock wait timeouts (1205) re-run the
-// client's own transactions with backoff; in a caller's transaction a
-// deadlock is returned (InnoDB rolled the whole transaction back), a lock
-// wait timeout is retried inside the savepoint.
+// client's own transactions with backoff. In a caller's transaction a
+// lock wait timeout is retried inside the savepoint while the transaction
+// lives; when InnoDB rolled the whole transaction back (a deadlock, 1467,
+// or 1205 under innodb_rollback_on_timeout: the savepoint is gone) nothing
+// is retried — it would run in autocommit — and the answer is
+// holdfast.ErrTxRolledBack: roll the transaction back and run it again.
 package mysql

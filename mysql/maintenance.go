@@ -144,7 +144,8 @@ func (c *Client) SweepOnce(ctx context.Context) (int, error) {
 }
 
 // PurgeOnce deletes one batch of outcome records (holds and stock changes)
-// older than Config.OutcomeRetention and returns how many.
+// older than Config.OutcomeRetention, and of buyer lock rows of buyers with
+// no hold left on record (purgeBuyerLocks), and returns the largest batch.
 func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 	const route = holdfast.RoutePurge
 	var n int
@@ -158,9 +159,48 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 			m, _ := res.RowsAffected()
 			n = max(n, int(m))
 		}
-		return nil
+		m, err := c.purgeBuyerLocks(ctx, tx)
+		n = max(n, m)
+		return err
 	})
 	return n, err
+}
+
+// purgeBuyerLocks deletes one batch (at most Config.SweepBatch) of the
+// buyer_locks rows (buyer.go) of buyers with no hold of the shop left on
+// record, after the outcome purge in tx. A row a transaction holds is
+// skipped, never waited for, so it cannot vanish under the transaction
+// that relies on it; one deleted while nobody holds it is created again by
+// the buyer's next reservation.
+func (c *Client) purgeBuyerLocks(ctx context.Context, tx *sql.Tx) (int, error) {
+	const route = holdfast.RoutePurge
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "buyer_locks_pick"), c.cfg.SweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	var picked [][3]any
+	for rows.Next() {
+		var shop, item int64
+		var hash string
+		if err := rows.Scan(&shop, &item, &hash); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		picked = append(picked, [3]any{shop, item, hash})
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if err := rows.Err(); err != nil || len(picked) == 0 {
+		return 0, err
+	}
+	raw, _ := json.Marshal(picked)
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_locks_delete"), string(raw))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // ReplenishBatch bounds the keys one replenisher transaction examines.

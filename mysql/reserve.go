@@ -28,9 +28,10 @@ func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfa
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
-// an error the caller's transaction is left as it was (but for a deadlock,
-// after which InnoDB has rolled the whole transaction back; the error says
-// so). The hold exists once the caller commits. Begin tx with TxOptions.
+// an error the caller's transaction is left as it was (but when InnoDB
+// rolled the whole transaction back — a deadlock, or a lock wait timeout
+// under innodb_rollback_on_timeout — the answer is holdfast.ErrTxRolledBack
+// and nothing is retried). The hold exists once the caller commits. Begin tx with TxOptions.
 func (c *Client) ReserveTx(ctx context.Context, tx *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	if tx == nil {
 		return nil, argError("tx", "must not be nil")
@@ -50,6 +51,9 @@ type reservation struct {
 	linesRaw []byte          // canonical JSON of lines
 	ttl      time.Duration
 	buyer    string // ReserveParams.BuyerID (buyer.go)
+	// buyerHash is buyer's keyed hash, computed before the transaction
+	// begins (buyer.go); nil without a buyer.
+	buyerHash []byte
 }
 
 func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
@@ -119,6 +123,10 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 		return nil, err
 	}
 	req.buyer = p.BuyerID
+	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
+		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
 	if holdfast.HasAllocation(req.lines) {
 		return c.reserveAllocated(ctx, outer, req, p.Lines, start)
 	}
@@ -339,6 +347,9 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 	}
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, holdfast.ErrIdempotencyConflict
+	}
+	if err := c.sameBuyer(ctx, tx, req); err != nil {
+		return nil, err
 	}
 	h.Replayed = true
 	return h, errRollback

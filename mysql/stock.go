@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"time"
@@ -384,14 +385,30 @@ func (c *Client) refillKey(ctx context.Context, tx *sql.Tx, own bool, route stri
 	return add, nil
 }
 
+// ProbeConnWait bounds how long the isolation check of a …Tx call waits for
+// its one connection besides the caller's transaction (requireReadCommitted).
+const ProbeConnWait = 2 * time.Second
+
 // requireReadCommitted refuses to refill inside a caller's transaction that
 // reads from a snapshot (REPEATABLE READ, MySQL's default): the refill's read
 // would come from the transaction's old snapshot, not the state after the
 // lock, and could over-fill the buffer. It bumps a probe row outside the
 // transaction and reads it inside: READ COMMITTED sees the bump.
+//
+// The bump is the one statement holdfast runs on a second connection while
+// a transaction is open: MariaDB offers no in-connection read of a running
+// transaction's isolation (@@tx_isolation is the session's level, not SET
+// TRANSACTION's). So that a pool exactly as large as its callers'
+// transactions cannot wedge on it, the bump waits at most ProbeConnWait for
+// a connection and then answers ErrUnavailable saying so, never a hang.
 func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route string) error {
-	res, err := c.db.ExecContext(ctx, c.q(ctx, route, "probe_bump"))
+	pctx, cancel := context.WithTimeout(ctx, ProbeConnWait)
+	defer cancel()
+	res, err := c.db.ExecContext(pctx, c.q(ctx, route, "probe_bump"))
 	if err != nil {
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return fmt.Errorf("%w: the isolation check of a …Tx call needs one pool connection besides the caller's transaction and none was free for %s: give the pool more connections than concurrent caller transactions", holdfast.ErrUnavailable, ProbeConnWait)
+		}
 		return err
 	}
 	bumped, err := res.LastInsertId()

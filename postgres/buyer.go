@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -21,6 +22,10 @@ type buyerKey struct {
 
 // buyerSecret returns Config.BuyerSecret, else the secret stored in the
 // database (holdfast_secrets, created by the first engine that needs it).
+// It reads the database once per client, on the pool: New loads it at
+// start-up, and an operation that needs it calls this before it begins its
+// transaction, never inside one (the pool may have no second connection to
+// give: issue 24 item 3). Safe for concurrent use.
 func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 	if len(c.cfg.BuyerSecret) > 0 {
 		return c.cfg.BuyerSecret, nil
@@ -48,6 +53,54 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 	return nil, fmt.Errorf("%w: the buyer secret could not be read", holdfast.ErrUnavailable)
 }
 
+// buyerHash is the hash of req's buyer, read before req's transaction
+// begins (buyerSecret); nil without a buyer.
+func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
+	if req.buyer == "" {
+		return nil, nil
+	}
+	secret, err := c.buyerSecret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return holdfast.BuyerHash(secret, req.shop, req.buyer), nil
+}
+
+// secretLoadTimeout bounds New's read of the buyer secret.
+const secretLoadTimeout = 5 * time.Second
+
+// loadBuyerSecret reads the buyer secret at start-up, so that a …Tx call,
+// which runs on its caller's connection, never needs a second one for it.
+// Best effort: a database that cannot be asked now (a standby, say) is
+// asked again by the first reservation with a buyer id, before its
+// transaction.
+func (c *Client) loadBuyerSecret() {
+	if len(c.cfg.BuyerSecret) > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), secretLoadTimeout)
+	defer cancel()
+	if _, err := c.buyerSecret(ctx); err != nil {
+		c.cfg.Logger.Warn("holdfast: the buyer secret could not be read at start-up; the first reservation with a buyer id reads it", "err", err)
+	}
+}
+
+// sameBuyer refuses a retry of a checkout whose hold was made for another
+// buyer (or for one when the retry names none, or none when it names one):
+// the same checkout id and lines under another buyer id is another request,
+// ErrIdempotencyConflict, not a replay of someone else's hold (issue 24
+// item 6). Only a replay pays its round trip.
+func (c *Client) sameBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
+	var hash []byte
+	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout).Scan(&hash); err != nil {
+		return err
+	}
+	if !bytes.Equal(hash, req.buyerHash) {
+		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
+	}
+	return nil
+}
+
 // buyerLockKey is the advisory lock of one buyer's reservations of one item,
 // in the two-int advisory lock space (disjoint from the keys' bigint locks).
 func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
@@ -69,11 +122,7 @@ func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
 // one at a time, then reads each limited item's limit and what the buyer
 // has, in a statement that starts after the locks.
 func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
-	secret, err := c.buyerSecret(ctx)
-	if err != nil {
-		return err
-	}
-	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines, holdfast.BuyerHash(secret, req.shop, req.buyer), true)
+	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines, req.buyerHash, true)
 }
 
 // checkBuyerLate enforces the buyer limits on a late claim, which takes a

@@ -3,7 +3,10 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -67,5 +70,51 @@ func TestBuyerLimitReserveTx(t *testing.T) {
 	}
 	if _, err := postgres.New(e.db.Pool, holdfast.Config{BuyerSecret: []byte("short")}); !errors.As(err, &ae) || ae.Field != "Config.BuyerSecret" {
 		t.Fatalf("short secret: %v", err)
+	}
+}
+
+// TestReserveTxPoolExact: ReserveTx runs on its caller's connection and
+// takes no second one, with as many concurrent callers' transactions as
+// the pool has connections, on a fresh client (issue 24 item 3): the buyer
+// secret was read at New, not inside the caller's transaction.
+func TestReserveTxPoolExact(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	e := newEnv(t, holdfast.Config{}, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for item := int64(1); item <= 2; item++ {
+		e.stock(holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1}, 100)
+		if err := e.c.SetBuyerLimit(ctx, holdfast.BuyerLimit{ShopID: 1, ItemID: item, Limit: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := postgres.New(e.db.Pool, holdfast.Config{}) // after a restart: nothing cached
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = func() error {
+				tx, err := e.db.Pool.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback(context.WithoutCancel(ctx))
+				if _, err := c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), BuyerID: fmt.Sprintf("tx-buyer-%d", i),
+					Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}, {ItemID: 2, LocationID: 1, Quantity: 1}}}); err != nil {
+					return err
+				}
+				return tx.Commit(ctx)
+			}()
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d of %d on a pool of %d: %v", i, n, n, err)
+		}
 	}
 }

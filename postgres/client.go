@@ -107,6 +107,7 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 	}
 	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
 	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
+	c.loadBuyerSecret()
 	return c, nil
 }
 

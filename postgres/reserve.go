@@ -46,6 +46,9 @@ type reservation struct {
 	linesRaw []byte          // canonical JSON of lines
 	ttl      time.Duration
 	buyer    string // ReserveParams.BuyerID (buyer.go)
+	// buyerHash is buyer's keyed hash, computed before the transaction
+	// begins (buyer.go); nil without a buyer.
+	buyerHash []byte
 }
 
 func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
@@ -95,6 +98,10 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p holdfast.R
 		return nil, err
 	}
 	req.buyer = p.BuyerID
+	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
+		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		return nil, err
+	}
 	if holdfast.HasAllocation(req.lines) {
 		return c.reserveAllocated(ctx, b, own, req, p.Lines, start)
 	}
@@ -295,6 +302,9 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*ho
 	}
 	if !slices.Equal(h.Lines, req.lines) {
 		return nil, holdfast.ErrIdempotencyConflict
+	}
+	if err := c.sameBuyer(ctx, tx, req); err != nil {
+		return nil, err
 	}
 	h.Replayed = true
 	return h, errRollback

@@ -294,6 +294,9 @@ func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservat
 	if !holdfast.AllocationSatisfied(h.Lines, req.lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
+	if err := c.sameBuyer(ctx, tx, req); err != nil {
+		return nil, err
+	}
 	h.Replayed = true
 	return h, errRollback
 }

@@ -1,0 +1,10 @@
+-- A batch of buyer lock rows to purge: of buyers with no hold of the shop
+-- left on record (their outcomes purged), in key order, skipping rows a
+-- transaction holds (never waiting; a row in use stays). Its locks keep
+-- them until buyer_locks_delete. ? batch size.
+SELECT bl.shop_id, bl.inventory_item_id, HEX(bl.buyer_hash)
+FROM buyer_locks bl
+WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = bl.shop_id AND h.buyer_hash = bl.buyer_hash)
+ORDER BY bl.shop_id, bl.inventory_item_id, bl.buyer_hash
+LIMIT ?
+FOR UPDATE SKIP LOCKED
