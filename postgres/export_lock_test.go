@@ -1,8 +1,10 @@
 package postgres
 
 import (
-	"github.com/holdfast/holdfast"
+	"context"
 	"time"
+
+	"github.com/holdfast/holdfast"
 )
 
 // BuyerLockKey is buyerLockKey, for tests that hold a buyer's lock to stall
@@ -16,3 +18,11 @@ var KeyHash = keyHash
 // HoldSoldOutHint makes c read k as recently sold out for the next hour,
 // so a test reaches the sold-out hint without racing its one-second window.
 func HoldSoldOutHint(c *Client, k holdfast.Key) { c.soldOutAt.Store(k, time.Now().Add(time.Hour)) }
+
+// Statement is the text c sends for the named statement on route (with its
+// sqlcommenter comment, no caller tag), for tests that recognise it in
+// pg_stat_activity, where PostgreSQL keeps only its first
+// track_activity_query_size - 1 bytes (lockorder_test.go).
+func Statement(c *Client, route, name string) string {
+	return c.q(context.Background(), route, name)
+}

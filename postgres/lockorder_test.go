@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,14 +69,23 @@ func TestReserveRetryAgainstReleaseLockOrder(t *testing.T) {
 	})
 	if r == nil {
 		// Waiting is right only on the hold's row (the release's new row
-		// version under the holds key): anything else is a lock the
-		// release holds after that row, taken by the retry before it.
+		// version under the holds key), behind the release: anything else
+		// is a lock the release holds after that row, taken by the retry
+		// before it. The statement is recognised by its whole text, not by
+		// a word in it: pg_stat_activity keeps only the first
+		// track_activity_query_size - 1 bytes (1023 by default) of a
+		// query, and hold_insert.sql's header comment alone can fill them.
 		var q string
-		if err := e.db.Pool.QueryRow(ctx, "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&q); err != nil {
+		var blockers []int32
+		if err := e.db.Pool.QueryRow(ctx, "SELECT query, pg_blocking_pids(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&q, &blockers); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(q, "INSERT INTO holds") {
+		insert := postgres.Statement(e.c, holdfast.RouteReserve, "hold_insert")
+		if q == "" || !strings.HasPrefix(insert, q) {
 			t.Fatalf("the retry waits on a lock the in-flight release holds, not at the hold's row: %s", q)
+		}
+		if release := rel.Conn().PgConn().PID(); !slices.Contains(blockers, int32(release)) {
+			t.Fatalf("the retry waits at the hold's row behind %v, not behind the release (pid %d)", blockers, release)
 		}
 	}
 	if err := rel.Commit(ctx); err != nil {
