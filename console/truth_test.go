@@ -120,7 +120,7 @@ func TestConsoleChartsTellTheTruth(t *testing.T) {
 		http.Error(w, "maintenance", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	reg := webhook.NewRegistry(s.db.Pool)
+	reg := webhook.NewRegistry(s.db.Pool).With(loopbackHooks)
 	var hooks []int64
 	for _, u := range []string{up.URL + "/holdfast", down.URL + "/hooks"} {
 		ep, err := reg.Add(context.Background(), 1, u, nil)
