@@ -66,14 +66,14 @@ func benchmarkDelivery(b *testing.B, live bool) {
 			}
 			w.WriteHeader(http.StatusNoContent)
 		}))
-		ep, err := webhook.NewRegistry(db.Pool).Add(ctx, 1, srv.URL, nil)
+		ep, err := webhook.NewRegistry(db.Pool).With(testOptions).Add(ctx, 1, srv.URL, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		mu.Lock()
 		secret = ep.Secret
 		mu.Unlock()
-		d, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: c})
+		d, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: c, Options: testOptions})
 		if err != nil {
 			b.Fatal(err)
 		}
