@@ -17,7 +17,8 @@ type store interface {
 	// (nil: the shop's feed head); ErrTooMany past max per shop.
 	insertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*Endpoint, error)
 	listEndpoints(ctx context.Context, shop int64) ([]Endpoint, error)
-	// deleteEndpoint removes one with its dead letters; ErrNotFound.
+	// deleteEndpoint removes one with its dead letters and answers it as
+	// it was, its dead letters counted; ErrNotFound.
 	deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint, error)
 	deadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error)
 	// lease leases up to n due endpoints for leaseFor.
@@ -72,7 +73,7 @@ func (s pgStore) listEndpoints(ctx context.Context, shop int64) ([]Endpoint, err
 }
 
 func (s pgStore) deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint, error) {
-	ep, err := scanEndpoint(s.pool.QueryRow(ctx, stmt("endpoint_delete"), shop, id), false)
+	ep, err := scanEndpoint(s.pool.QueryRow(ctx, stmt("endpoint_delete"), shop, id), true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
