@@ -58,7 +58,10 @@ func testRegistrationSkipsEarlierEvents(t *testing.T, engine string) {
 
 // TestRemoveReportsDeadLetters (#24 review): removing an endpoint answers
 // it as it was, with its dead letters counted (they go with it).
-func TestRemoveReportsDeadLetters(t *testing.T) { t.Parallel(); engines(t, testRemoveReportsDeadLetters) }
+func TestRemoveReportsDeadLetters(t *testing.T) {
+	t.Parallel()
+	engines(t, testRemoveReportsDeadLetters)
+}
 
 func testRemoveReportsDeadLetters(t *testing.T, engine string) {
 	b := newBackend(t, engine, 10)
