@@ -73,11 +73,23 @@ func (s pgStore) listEndpoints(ctx context.Context, shop int64) ([]Endpoint, err
 }
 
 func (s pgStore) deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint, error) {
-	ep, err := scanEndpoint(s.pool.QueryRow(ctx, stmt("endpoint_delete"), shop, id), true)
+	var ep *Endpoint
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var locked int64
+		if err := tx.QueryRow(ctx, stmt("endpoint_lock_row"), shop, id).Scan(&locked); err != nil {
+			return err
+		}
+		var err error
+		ep, err = scanEndpoint(tx.QueryRow(ctx, stmt("endpoint_delete"), shop, id), true)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	return ep, err
+	if err != nil {
+		return nil, err
+	}
+	return ep, nil
 }
 
 func (s pgStore) deadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error) {
