@@ -14,7 +14,9 @@ import (
 // (migration 009 of package mysql/migrations), each in its own SQL.
 type store interface {
 	// insertEndpoint registers an endpoint starting after cursor after
-	// (nil: the shop's feed head); ErrTooMany past max per shop.
+	// (nil: past every event of the shop committed before it, the feed's
+	// head plus the events not yet sequenced); ErrTooMany past max per
+	// shop.
 	insertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*Endpoint, error)
 	listEndpoints(ctx context.Context, shop int64) ([]Endpoint, error)
 	// deleteEndpoint removes one with its dead letters and answers it as
