@@ -115,7 +115,8 @@ func (c *Client) Follow(ctx context.Context, shopID, after int64, handle func(ho
 
 // AddWebhook registers an endpoint that receives the shop's events (POST
 // /v1/shops/{shop}/webhooks; an admin key). after, when not nil, is the
-// cursor to deliver after (default: the feed's head, so only new events).
+// cursor to deliver after (default: after every event committed before the
+// registration, so only new events).
 // The answer carries the endpoint's signing secret, shown only here; check
 // deliveries with webhook.Verify.
 func (c *Client) AddWebhook(ctx context.Context, shopID int64, endpointURL string, after *int64) (*webhook.Endpoint, error) {

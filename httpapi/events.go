@@ -242,11 +242,20 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 
 // registry is the webhook registry in the server's database: PostgreSQL's
 // (Pool), or the MySQL engine's.
+// A registration first runs the engine's sequencing pass when it has one,
+// so an endpoint registered without after starts past the key events
+// derived from earlier events too.
 func (s *Server) registry() *webhook.Registry {
+	var reg *webhook.Registry
 	if ms, ok := s.store.(myStore); ok && s.pool == nil {
-		return webhook.NewMySQLRegistry(ms.db).With(s.cfg.Webhooks)
+		reg = webhook.NewMySQLRegistry(ms.db).With(s.cfg.Webhooks)
+	} else {
+		reg = webhook.NewRegistry(s.pool).With(s.cfg.Webhooks) // New sets pool for a PostgresStore
 	}
-	return webhook.NewRegistry(s.pool).With(s.cfg.Webhooks) // New sets pool for a PostgresStore
+	if sq, ok := s.eng.(webhook.Sequencer); ok {
+		reg = reg.SequencedBy(sq)
+	}
+	return reg
 }
 
 // adminOnly refuses keys that are not admin keys: webhook endpoints make

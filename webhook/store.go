@@ -14,10 +14,13 @@ import (
 // (migration 009 of package mysql/migrations), each in its own SQL.
 type store interface {
 	// insertEndpoint registers an endpoint starting after cursor after
-	// (nil: the shop's feed head); ErrTooMany past max per shop.
+	// (nil: past every event of the shop committed before it, the feed's
+	// head plus the events not yet sequenced); ErrTooMany past max per
+	// shop.
 	insertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*Endpoint, error)
 	listEndpoints(ctx context.Context, shop int64) ([]Endpoint, error)
-	// deleteEndpoint removes one with its dead letters; ErrNotFound.
+	// deleteEndpoint removes one with its dead letters and answers it as
+	// it was, its dead letters counted; ErrNotFound.
 	deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint, error)
 	deadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error)
 	// lease leases up to n due endpoints for leaseFor.
@@ -72,11 +75,23 @@ func (s pgStore) listEndpoints(ctx context.Context, shop int64) ([]Endpoint, err
 }
 
 func (s pgStore) deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint, error) {
-	ep, err := scanEndpoint(s.pool.QueryRow(ctx, stmt("endpoint_delete"), shop, id), false)
+	var ep *Endpoint
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var locked int64
+		if err := tx.QueryRow(ctx, stmt("endpoint_lock_row"), shop, id).Scan(&locked); err != nil {
+			return err
+		}
+		var err error
+		ep, err = scanEndpoint(tx.QueryRow(ctx, stmt("endpoint_delete"), shop, id), true)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	return ep, err
+	if err != nil {
+		return nil, err
+	}
+	return ep, nil
 }
 
 func (s pgStore) deadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error) {

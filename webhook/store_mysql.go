@@ -28,6 +28,7 @@ var (
 	myEndpointInsert = mysqlStmt("endpoint_insert")
 	myEndpointGet    = mysqlStmt("endpoint_get")
 	myEndpointDelete = mysqlStmt("endpoint_delete")
+	myEndpointDead   = mysqlStmt("endpoint_dead_count")
 	myEndpointList   = mysqlStmt("endpoint_list")
 	myDeadLetters    = mysqlStmt("dead_letters")
 	myLeaseDue       = mysqlStmt("lease_due")
@@ -131,7 +132,7 @@ func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret str
 		var cursor int64
 		if after != nil {
 			cursor = *after
-		} else if err := tx.QueryRowContext(ctx, myEndpointHead, shop).Scan(&cursor); err != nil {
+		} else if err := tx.QueryRowContext(ctx, myEndpointHead, shop, shop).Scan(&cursor); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, myEndpointInsert, shop, url, secret, cursor)
@@ -174,6 +175,11 @@ func (s myStore) deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint,
 			return ErrNotFound
 		}
 		if err != nil {
+			return err
+		}
+		// Counted under the endpoint's lock: the deliverer adds a dead
+		// letter only while it holds the endpoint (dead_letter_skip.sql).
+		if err := tx.QueryRowContext(ctx, myEndpointDead, id).Scan(&ep.DeadLetters); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, myEndpointDelete, id)

@@ -129,6 +129,24 @@ var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
 type Registry struct {
 	st   store
 	opts Options
+	seq  Sequencer
+}
+
+// Sequencer is an engine's sequencing pass (postgres.Client and
+// mysql.Client have it): it numbers the events committed before the call.
+type Sequencer interface {
+	SequenceEvents(ctx context.Context) (int, error)
+}
+
+// SequencedBy returns the registry with s: Add without after first runs
+// s's sequencing pass, so the key events the sequencer derives from events
+// committed before the registration are numbered before the endpoint's
+// start too (without it, Add still starts after every event committed
+// before it, counting those not yet numbered).
+func (r *Registry) SequencedBy(s Sequencer) *Registry {
+	c := *r
+	c.seq = s
+	return &c
 }
 
 // With returns the registry with o: the destinations it accepts and the
@@ -185,8 +203,12 @@ func validShop(shop int64) error {
 
 // Add registers rawURL for shop and returns the endpoint with its secret
 // (shown only now; stored encrypted with Options.SecretKey). Delivery
-// starts after cursor after, or after the shop's current feed head when
-// after is nil. Bad input, and a host that is or resolves to an address
+// starts after cursor after, or when after is nil after every event of the
+// shop committed before the call: the feed's head plus the shop's events
+// not yet numbered by the sequencer (numbered next, per shop in a row), so
+// the endpoint's cursor may be ahead of the feed's head for a moment. An
+// event committing concurrently with the registration may fall on either
+// side. Bad input, and a host that is or resolves to an address
 // that is not public and not allowed (ErrDestinationRefused), is an
 // *holdfast.ArgumentError on its field and writes nothing.
 func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *int64) (*Endpoint, error) {
@@ -212,6 +234,11 @@ func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *in
 	if err != nil {
 		return nil, err
 	}
+	if after == nil && r.seq != nil {
+		if _, err := r.seq.SequenceEvents(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, stored, after, EndpointsPerShopMax)
 	if err != nil {
 		return nil, err
@@ -228,8 +255,9 @@ func (r *Registry) List(ctx context.Context, shop int64) ([]Endpoint, error) {
 	return r.st.listEndpoints(ctx, shop)
 }
 
-// Remove deletes a shop's endpoint and its dead letters; ErrNotFound when
-// the shop has no such endpoint.
+// Remove deletes a shop's endpoint and its dead letters and returns the
+// endpoint as it was, DeadLetters counting the dead letters removed with
+// it; ErrNotFound when the shop has no such endpoint.
 func (r *Registry) Remove(ctx context.Context, shop, id int64) (*Endpoint, error) {
 	if err := validShop(shop); err != nil {
 		return nil, err

@@ -54,3 +54,29 @@ func TestDocsErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsNotFoundMeanings (#24 review): the error table's not_found row
+// says what is not found on every route family that answers it, the
+// webhook routes included ("no such webhook endpoint in this shop").
+func TestDocsNotFoundMeanings(t *testing.T) {
+	t.Parallel()
+	from, to := sectionLines(t, filepath.Join("..", "..", "docs", "API.md"), "## Errors")
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "API.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for i, line := range strings.Split(string(b), "\n") {
+		if n := i + 1; n > from && n < to && strings.Contains(line, "| `not_found` |") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/API.md's error table has no not_found row")
+	}
+	for _, meaning := range []string{"checkout", "buyer limit", "webhook"} {
+		if !strings.Contains(row, meaning) {
+			t.Errorf("the not_found row does not cover the %s routes: %s", meaning, row)
+		}
+	}
+}
