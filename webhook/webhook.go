@@ -303,9 +303,11 @@ func scanEndpoint(row pgx.Row, withDead bool) (*Endpoint, error) {
 		ep.LastError = *lastErr
 	}
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	if ep.NextAt != nil && ep.Attempts > 0 { // due time of a retry; an idle endpoint's is its turn
+	if ep.NextAt != nil && ep.Attempts > 0 { // due time of a retry
 		t := ep.NextAt.UTC()
 		ep.NextAt = &t
+	} else {
+		ep.NextAt = nil // an idle endpoint's next_at is only its turn in the lease order
 	}
 	return &ep, nil
 }
