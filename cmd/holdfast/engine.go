@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,11 @@ import (
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
 )
+
+// The driver's own log lines ("[mysql] … packets.go:58 unexpected EOF" when
+// an interrupt closes a connection mid-query) are not the CLI's answers:
+// the errors they accompany are reported once, in the command's words.
+func init() { _ = mysqldriver.SetLogger(log.New(io.Discard, "", 0)) }
 
 // The engines a command can run on (--engine, HOLDFAST_ENGINE).
 const (
