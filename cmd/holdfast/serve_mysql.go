@@ -87,7 +87,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		return err
 	}
 	defer hooksDB.Close()
-	hookOpts, err := f.hooks.options(f.dataDir)
+	hookOpts, err := f.hooks.options(f.dataDir, true)
 	if err != nil {
 		return err
 	}
