@@ -120,6 +120,11 @@ func (d *mysqlDatabase) config() (*mysqldriver.Config, error) {
 		// The driver's errors may quote the DSN, password included.
 		return nil, errors.New("DATABASE_URL is not a valid mysql:// URL (mysql://user:password@host:port/database)")
 	}
+	if cfg.DBName == "" {
+		// Else the schema has nowhere to go, and MySQL's answers say
+		// "No database selected" or a NULL lock name, not this.
+		return nil, errors.New("DATABASE_URL names no database: add /dbname to it (mysql://user:password@host:port/database)")
+	}
 	mysql.Configure(cfg)
 	return cfg, nil
 }

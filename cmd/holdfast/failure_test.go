@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysql/migrations"
 	"github.com/holdfast/holdfast/pgcluster"
 )
 
@@ -296,4 +298,38 @@ func interruptDemo(t *testing.T, ctx context.Context, bin string, env []string, 
 	<-errDone
 	_ = demo.Wait()
 	return demo.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// TestMySQLURLWithoutDatabase: a mysql:// URL without /dbname makes
+// migrate, serve and demo answer at once, in one line, that the URL names
+// no database — not that another process holds the migration lock (its
+// name was NULL); the library's migrations.Up says so too.
+func TestMySQLURLWithoutDatabase(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOLDFAST_ENGINE", "")
+	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = my.Stop(context.Background()) })
+	u := strings.TrimSuffix(my.URL("x"), "/x")
+	if strings.HasSuffix(my.URL("x"), u) || !strings.HasPrefix(u, "mysql://") {
+		t.Fatalf("cannot strip the database from %q", my.URL("x"))
+	}
+	t.Setenv("DATABASE_URL", u)
+	for _, args := range [][]string{{"migrate"}, {"serve", "--addr", freeAddr(t), "--data-dir", t.TempDir()}, {"demo", "--buyers", "1"}} {
+		code, _, errOut := run(t, args...)
+		oneLineFailure(t, strings.Join(args, " ")+" with no database in the URL", code, errOut, 1, "DATABASE_URL names no database: add /dbname")
+		if strings.Contains(errOut, "migration lock") {
+			t.Errorf("%q: %q", args, errOut)
+		}
+	}
+	db, err := sql.Open("mysql", my.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := migrations.Up(ctx, db); !errors.Is(err, migrations.ErrNoDatabase) {
+		t.Fatalf("migrations.Up without a database: %v; want ErrNoDatabase", err)
+	}
 }
