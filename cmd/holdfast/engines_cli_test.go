@@ -20,9 +20,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/google/uuid"
 	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/pgcluster"
+
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -363,6 +365,22 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			}
 			if l := level(srv.call(t, "GET", inv, shopKey, "")); l.Strategy != "pool" {
 				t.Errorf("GET after PUT strategy pool: %+v", l)
+			}
+			// A key never stocked: the strategy is stored and answered as
+			// set, and a reservation still answers not_stocked.
+			out = cli("strategy", "set", "--shop", "1", "--item", "43", "--location", "1", "--strategy", "counter")
+			if err := json.Unmarshal([]byte(out), &l); err != nil || l.Strategy != "counter" {
+				t.Errorf("strategy set --strategy counter on a key never stocked: %v %q", err, out)
+			}
+			if l := level(srv.call(t, "PUT", "/v1/shops/1/inventory/44/1/strategy", adminKey, `{"strategy":"counter"}`)); l.Strategy != "counter" {
+				t.Errorf("PUT strategy counter on a key never stocked: %+v", l)
+			}
+			for _, item := range []string{"43", "44"} {
+				code, body := srv.call(t, "POST", "/v1/shops/1/reservations", shopKey,
+					`{"checkout_id":"`+uuid.NewString()+`","lines":[{"item_id":`+item+`,"location_id":1,"quantity":1}]}`)
+				if code != http.StatusConflict || !strings.Contains(body, `"not_stocked"`) {
+					t.Errorf("reserve item %s, only given a strategy: %d %s; want 409 not_stocked", item, code, body)
+				}
 			}
 			if engine == engineMariaDB {
 				code, _, errOut := runBin(t, nil, append([]string{"strategy", "set", "--shop", "1", "--item", "42", "--location", "1", "--strategy", "slots"}, flags...)...)
