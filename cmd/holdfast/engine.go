@@ -84,8 +84,19 @@ type mysqlDatabase struct {
 // The schema is migrated. logf reports progress; errors are one line and
 // never carry the password.
 func openMySQLDatabase(ctx context.Context, allowThrowaway bool, logf func(string, ...any)) (*mysqlDatabase, error) {
+	return openMySQLDatabaseAs(ctx, allowThrowaway, true, logf)
+}
+
+// openMySQLDatabaseAs is openMySQLDatabase that migrates only when
+// doMigrate (serve --migrate=false: the caller checks the schema). The
+// URL is checked either way.
+func openMySQLDatabaseAs(ctx context.Context, allowThrowaway, doMigrate bool, logf func(string, ...any)) (*mysqlDatabase, error) {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		d := &mysqlDatabase{URL: u}
+		if !doMigrate {
+			_, err := d.config()
+			return d, err
+		}
 		return d, d.migrate(ctx)
 	}
 	if !allowThrowaway {
@@ -105,11 +116,39 @@ func openMySQLDatabase(ctx context.Context, allowThrowaway bool, logf func(strin
 		d.Close()
 		return nil, fmt.Errorf("private MariaDB: create database: %w", err)
 	}
-	if err := d.migrate(ctx); err != nil {
-		d.Close()
-		return nil, err
+	if doMigrate {
+		if err := d.migrate(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	return d, nil
+}
+
+// requireSchemaToServe refuses, in one line, to serve a database whose
+// schema is not this binary's (serve --migrate=false, as on PostgreSQL).
+func (d *mysqlDatabase) requireSchemaToServe(ctx context.Context) error {
+	db, err := d.open(1)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	applied, err := migrations.Applied(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := migrations.Check(ctx, db); len(applied) == 0 || errors.Is(err, migrations.ErrSchemaBehind) {
+		return &exitError{code: 1, msg: fmt.Sprintf("the database's holdfast schema lacks %d of this binary's %d migrations: run holdfast migrate; --migrate=false refuses to start on it", len(all)-countKnown(all, applied), len(all))}
+	} else if errors.Is(err, migrations.ErrSchemaAhead) {
+		return &exitError{code: 1, msg: "the database's holdfast schema is newer than this binary: run a newer holdfast"}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // config is the driver configuration of the database, as the engine needs
