@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,6 +216,31 @@ func testNotStocked(t *testing.T, h *Harness) {
 		if !errors.As(err, &ise) || errors.Is(err, holdfast.ErrNotStocked) || len(ise.Lines) != 2 || ise.Lines[0].NotStocked || !ise.Lines[1].NotStocked {
 			t.Fatalf("a cart of a sold-out and a never-stocked key: %v, want both short, only item 6 marked", err)
 		}
+		// A key only configured — a strategy or a safety stock, never any
+		// stock — still answers not stocked; the strategy set is stored
+		// and answered as set (not the default), on every engine.
+		other := h.Strategies[(slices.Index(h.Strategies, s)+1)%len(h.Strategies)]
+		lvl, err := e.e.SetStrategy(ctxb(), key(2, 7), other, 0)
+		if err != nil || lvl.Strategy != other {
+			t.Fatalf("SetStrategy %s on a key never stocked: %+v, %v; want it answered as set", other, lvl, err)
+		}
+		if lvl, err = e.e.Level(ctxb(), key(2, 7)); err != nil || lvl.Strategy != other {
+			t.Fatalf("Level after SetStrategy %s on a key never stocked: %+v, %v; want it stored", other, lvl, err)
+		}
+		if _, err := e.e.SetSafetyStock(ctxb(), key(2, 8), 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range []int64{7, 8} {
+			if _, err := e.reserve(2, uuid.New(), []holdfast.Line{{ItemID: item, LocationID: 1, Quantity: 1}}); !errors.Is(err, holdfast.ErrNotStocked) {
+				t.Fatalf("reserve of a key only configured (item %d), never stocked: %v, want ErrNotStocked", item, err)
+			}
+		}
+		// Stock set later: the key is stocked, and the strategy kept.
+		if l := e.stock(key(2, 7), 1); l.Strategy != other {
+			t.Fatalf("stock after SetStrategy %s: %+v; want the strategy kept", other, l)
+		}
+		e.mustReserve(2, one(7, 1), 0)
+
 		// The other shop's stock does not count: the key is per shop.
 		e.stock(key(3, 6), 5)
 		if _, err := e.reserve(2, uuid.New(), []holdfast.Line{{ItemID: 6, LocationID: 1, Quantity: 1}}); !errors.Is(err, holdfast.ErrNotStocked) {

@@ -260,20 +260,39 @@ func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Str
 		if err != nil {
 			return err
 		}
-		if locked {
-			var cp any
-			if poolCap > 0 {
-				cp = poolCap
+		// A key never stocked gets its lock and level rows (available 0),
+		// so the strategy is stored and answered as set, as on PostgreSQL;
+		// a reservation still answers not_stocked until stock is set
+		// (not_stocked.sql).
+		if !locked {
+			_, err := tx.ExecContext(ctx, c.q(ctx, route, "lock_create"), k.ShopID, k.ItemID, k.LocationID)
+			if isDup(err) {
+				return errRetry // created meanwhile: lock it on the next run
 			}
-			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
+			if err != nil {
 				return err
 			}
-			if err := c.shrink(ctx, tx, route, k, true); err != nil {
-				return err
-			}
-			if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
-				return err
-			}
+		}
+		var old int
+		err = tx.QueryRowContext(ctx, c.q(ctx, route, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old)
+		if errors.Is(err, sql.ErrNoRows) {
+			_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_insert"), k.ShopID, k.ItemID, k.LocationID, 0, c.now())
+		}
+		if err != nil {
+			return err
+		}
+		var cp any
+		if poolCap > 0 {
+			cp = poolCap
+		}
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
+			return err
+		}
+		if err := c.shrink(ctx, tx, route, k, true); err != nil {
+			return err
+		}
+		if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
+			return err
 		}
 		lvl, err = c.level(ctx, tx, route, k)
 		return err

@@ -272,7 +272,25 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 	}()
 	secret, err := openSecret(d.cfg.SecretKey, ep.shop, ep.secret)
 	if err != nil {
-		d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.id, "shop", ep.shop, "err", err.Error())
+		// Visible where the endpoint's state is read (last_error: webhooks
+		// list, the API) and retried with backoff, not every poll; its
+		// events are not dead-lettered: they are deliverable once this
+		// deliverer has the key the secret was sealed with.
+		ep.attempts++
+		wait := d.cfg.BackoffMin << min(ep.attempts-1, 30)
+		if wait > d.cfg.BackoffMax || wait <= 0 {
+			wait = d.cfg.BackoffMax
+		}
+		msg := "the endpoint's secret is sealed with another webhook key than this server's (--webhook-key, --webhook-key-file): give it the key the secret was registered with, or register the endpoint again"
+		if errors.Is(err, ErrSecretKey) && d.cfg.SecretKey == nil {
+			msg = "the endpoint's secret is sealed with a webhook key and this server has none: give it the key (--webhook-key, --webhook-key-file)"
+		}
+		c, cancel := context.WithTimeout(bg, 5*time.Second)
+		_, ferr := d.st.failed(c, ep.id, ep.attempts, msg, wait, d.cfg.Horizon)
+		cancel()
+		if ferr != nil || ep.attempts == 1 {
+			d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.id, "shop", ep.shop, "err", err.Error(), "retry_in", wait.String())
+		}
 		return false
 	}
 	ep.secret = secret

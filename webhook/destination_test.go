@@ -161,6 +161,21 @@ func testSecretEncryptedAtRest(t *testing.T, engine string) {
 	wrong.Start(ctx)
 	n := 1
 	b.change(t, holdfast.StockChange{Key: holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}, Set: &n, Reason: "stock"})
+	// The wrong key is visible on the endpoint (webhooks list's LAST
+	// ERROR), not only in the log, and retried with backoff.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		eps, err := b.reg.List(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(eps) == 1 && strings.Contains(eps[0].LastError, "sealed with another webhook key") && eps[0].Attempts >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint after a deliverer with another key: %+v; want last_error naming the key", eps)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the condition, not timing it
+	}
 	if err := wrong.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

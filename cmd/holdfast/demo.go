@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +161,71 @@ type demoStats struct {
 	held, claimed, released, outOfStock, errors atomic.Int64
 	mu                                          sync.Mutex
 	latencies                                   []time.Duration
+	// cutOff are the checkouts whose last operation the interrupt cut
+	// off: it may have committed or not (its answer never came), so its
+	// outcome is unknown until read back (settle).
+	cutOff []uuid.UUID
+}
+
+// unknown records a checkout whose operation the interrupt cut off.
+func (st *demoStats) unknown(id uuid.UUID) {
+	st.mu.Lock()
+	st.cutOff = append(st.cutOff, id)
+	st.mu.Unlock()
+}
+
+// settled is what the cut-off checkouts turned out to be.
+type settled struct {
+	claimed, released, releasedNow, expired, neverHeld int
+}
+
+// String lists the outcomes that occurred, e.g. " 1 claimed (counted
+// above), 61 held and released now".
+func (s settled) String() string {
+	var b strings.Builder
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{s.claimed, "claimed (counted above)"}, {s.released, "released"}, {s.expired, "expired"}, {s.releasedNow, "held and released now"}, {s.neverHeld, "never held"}} {
+		if p.n > 0 {
+			if b.Len() > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %d %s", p.n, p.what)
+		}
+	}
+	if b.Len() == 0 {
+		return " none"
+	}
+	return b.String()
+}
+
+// settle reads the cut-off checkouts back, through the engine's locks: a
+// Release waits for an operation still in flight on the server and then
+// answers what it did. A claim that committed answers ErrHoldClaimed (it
+// counts as claimed); a hold whose claim or release never happened is
+// released now (its buyer was cut off: the units go back); a reservation
+// that never committed is not found.
+func settle(ctx context.Context, eng holdfast.Engine, shop int64, ids []uuid.UUID) (settled, error) {
+	var s settled
+	for _, id := range ids {
+		h, err := eng.Release(ctx, shop, id)
+		switch {
+		case errors.Is(err, holdfast.ErrHoldClaimed):
+			s.claimed++
+		case errors.Is(err, holdfast.ErrNotFound):
+			s.neverHeld++
+		case err != nil:
+			return s, err
+		case !h.Replayed:
+			s.releasedNow++
+		case h.Status == holdfast.StatusExpired:
+			s.expired++
+		default:
+			s.released++
+		}
+	}
+	return s, nil
 }
 
 func runDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
@@ -284,6 +350,7 @@ feed:
 	// Abandoned holds expire after their TTL; the sweeper gives their
 	// units back.
 	var expired int
+	var err error
 	if len(abandoned) > 0 && ctx.Err() == nil {
 		wait := f.ttl + 100*time.Millisecond
 		fmt.Fprintf(os.Stderr, "waiting %v for %d abandoned holds to expire...\n", wait.Round(100*time.Millisecond), len(abandoned))
@@ -303,12 +370,20 @@ feed:
 		}
 	}
 	// Interrupted (Ctrl-C): the summary so far, and the invariant, which
-	// holds at every moment, checked on a context of its own.
+	// holds at every moment, checked on a context of its own. The
+	// operations the interrupt cut off have unknown outcomes (a claim may
+	// have committed although its answer was "canceled"): read them back
+	// before the counts are compared with the database.
 	interrupted := ctx.Err() != nil
+	var cut settled
 	if interrupted {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
+		if cut, err = settle(ctx, eng, shop, st.cutOff); err != nil {
+			return err
+		}
+		st.claimed.Add(int64(cut.claimed))
 	}
 
 	lvl, err := eng.Level(ctx, key)
@@ -340,6 +415,9 @@ feed:
 	fmt.Fprintf(w, "  expired        %6d  (abandoned: swept after TTL)\n", expired)
 	fmt.Fprintf(w, "  out of stock   %6d  (answered sold out)\n", st.outOfStock.Load())
 	fmt.Fprintf(w, "  errors         %6d\n", st.errors.Load())
+	if interrupted {
+		fmt.Fprintf(w, "  unknown        %6d  (cut off by the interrupt; read back:%s)\n", len(st.cutOff), cut)
+	}
 	fmt.Fprintf(w, "  oversold       %6d\n", oversold)
 	fmt.Fprintf(w, "  throughput     %6.0f reservations/s\n", float64(len(lat))/elapsed.Seconds())
 	fmt.Fprintf(w, "  reserve p50    %v, p99 %v\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond))
@@ -351,7 +429,15 @@ feed:
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "  invariant      BROKEN: %s\n", rep)
+	why := rep.String()
+	switch {
+	case !rep.OK():
+	case oversold > 0:
+		why = fmt.Sprintf("%d claimed of %d units", claimed, f.units)
+	default:
+		why = fmt.Sprintf("available %d, not %d - %d claimed", lvl.Available, f.units, claimed)
+	}
+	fmt.Fprintf(w, "  invariant      BROKEN: %s\n", why)
 	return &exitError{code: 1, msg: "invariant broken"}
 }
 
@@ -370,10 +456,11 @@ func buy(ctx context.Context, b demoBackend, shop int64, ttl time.Duration, payR
 	case errors.Is(err, holdfast.ErrInsufficientStock):
 		st.outOfStock.Add(1)
 		return uuid.Nil
+	case err != nil && ctx.Err() != nil:
+		st.unknown(id) // cut off: it may have been held
+		return uuid.Nil
 	case err != nil:
-		if ctx.Err() == nil {
-			st.errors.Add(1)
-		}
+		st.errors.Add(1)
 		return uuid.Nil
 	}
 	st.held.Add(1)
@@ -382,13 +469,13 @@ func buy(ctx context.Context, b demoBackend, shop int64, ttl time.Duration, payR
 	switch r := rand.Float64(); {
 	case r < payRate:
 		if _, err := b.Claim(ctx, shop, id); err != nil {
-			st.errors.Add(1)
+			st.failed(ctx, id)
 			return uuid.Nil
 		}
 		st.claimed.Add(1)
 	case r < payRate+failRate:
 		if _, err := b.Release(ctx, shop, id); err != nil {
-			st.errors.Add(1)
+			st.failed(ctx, id)
 			return uuid.Nil
 		}
 		st.released.Add(1)
@@ -396,6 +483,16 @@ func buy(ctx context.Context, b demoBackend, shop int64, ttl time.Duration, payR
 		return id
 	}
 	return uuid.Nil
+}
+
+// failed counts a claim or release that answered an error: an error, or,
+// when the interrupt cut it off, an unknown outcome (it may have committed).
+func (st *demoStats) failed(ctx context.Context, id uuid.UUID) {
+	if ctx.Err() != nil {
+		st.unknown(id)
+		return
+	}
+	st.errors.Add(1)
 }
 
 // progress redraws a status line on stderr until the returned func is

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,11 @@ import (
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
 )
+
+// The driver's own log lines ("[mysql] … packets.go:58 unexpected EOF" when
+// an interrupt closes a connection mid-query) are not the CLI's answers:
+// the errors they accompany are reported once, in the command's words.
+func init() { _ = mysqldriver.SetLogger(log.New(io.Discard, "", 0)) }
 
 // The engines a command can run on (--engine, HOLDFAST_ENGINE).
 const (
@@ -77,8 +84,19 @@ type mysqlDatabase struct {
 // The schema is migrated. logf reports progress; errors are one line and
 // never carry the password.
 func openMySQLDatabase(ctx context.Context, allowThrowaway bool, logf func(string, ...any)) (*mysqlDatabase, error) {
+	return openMySQLDatabaseAs(ctx, allowThrowaway, true, logf)
+}
+
+// openMySQLDatabaseAs is openMySQLDatabase that migrates only when
+// doMigrate (serve --migrate=false: the caller checks the schema). The
+// URL is checked either way.
+func openMySQLDatabaseAs(ctx context.Context, allowThrowaway, doMigrate bool, logf func(string, ...any)) (*mysqlDatabase, error) {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		d := &mysqlDatabase{URL: u}
+		if !doMigrate {
+			_, err := d.config()
+			return d, err
+		}
 		return d, d.migrate(ctx)
 	}
 	if !allowThrowaway {
@@ -98,11 +116,39 @@ func openMySQLDatabase(ctx context.Context, allowThrowaway bool, logf func(strin
 		d.Close()
 		return nil, fmt.Errorf("private MariaDB: create database: %w", err)
 	}
-	if err := d.migrate(ctx); err != nil {
-		d.Close()
-		return nil, err
+	if doMigrate {
+		if err := d.migrate(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	return d, nil
+}
+
+// requireSchemaToServe refuses, in one line, to serve a database whose
+// schema is not this binary's (serve --migrate=false, as on PostgreSQL).
+func (d *mysqlDatabase) requireSchemaToServe(ctx context.Context) error {
+	db, err := d.open(1)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	applied, err := migrations.Applied(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := migrations.Check(ctx, db); len(applied) == 0 || errors.Is(err, migrations.ErrSchemaBehind) {
+		return &exitError{code: 1, msg: fmt.Sprintf("the database's holdfast schema lacks %d of this binary's %d migrations: run holdfast migrate; --migrate=false refuses to start on it", len(all)-countKnown(all, applied), len(all))}
+	} else if errors.Is(err, migrations.ErrSchemaAhead) {
+		return &exitError{code: 1, msg: "the database's holdfast schema is newer than this binary: run a newer holdfast"}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // config is the driver configuration of the database, as the engine needs
@@ -112,6 +158,11 @@ func (d *mysqlDatabase) config() (*mysqldriver.Config, error) {
 	if err != nil {
 		// The driver's errors may quote the DSN, password included.
 		return nil, errors.New("DATABASE_URL is not a valid mysql:// URL (mysql://user:password@host:port/database)")
+	}
+	if cfg.DBName == "" {
+		// Else the schema has nowhere to go, and MySQL's answers say
+		// "No database selected" or a NULL lock name, not this.
+		return nil, errors.New("DATABASE_URL names no database: add /dbname to it (mysql://user:password@host:port/database)")
 	}
 	mysql.Configure(cfg)
 	return cfg, nil

@@ -27,7 +27,6 @@ func TestEngineUsageErrors(t *testing.T) {
 		{"", []string{"bench", "--engine", "mariadb", "--soak"}, "--soak and --replot run on --engine postgres only"},
 		{"mysql://u:secret@127.0.0.1:1/db", []string{"demo", "--engine", "postgres"}, "--engine postgres with a mysql:// DATABASE_URL"},
 		{"postgres://u:secret@127.0.0.1:1/db", []string{"doctor", "--engine", "mariadb"}, "--engine mariadb needs DATABASE_URL unset"},
-		{"", []string{"serve", "--engine", "mariadb", "--addr", "127.0.0.1:0", "--migrate=false"}, "--migrate=false is for --engine postgres"},
 		{"", []string{"serve", "--engine", "mariadb", "--addr", "127.0.0.1:0", "--legacy", "redis://127.0.0.1:1/0"}, "--legacy runs on --engine postgres only"},
 		{"postgres://u:secret@127.0.0.1:1/db", []string{"serve", "--engine", "mariadb", "--addr", "127.0.0.1:0"}, "--engine mariadb needs DATABASE_URL unset"},
 		{"", []string{"keys", "list", "--engine", "oracle"}, `unknown --engine "oracle"`},

@@ -18,11 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/pgcluster"
+
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -364,6 +367,22 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			if l := level(srv.call(t, "GET", inv, shopKey, "")); l.Strategy != "pool" {
 				t.Errorf("GET after PUT strategy pool: %+v", l)
 			}
+			// A key never stocked: the strategy is stored and answered as
+			// set, and a reservation still answers not_stocked.
+			out = cli("strategy", "set", "--shop", "1", "--item", "43", "--location", "1", "--strategy", "counter")
+			if err := json.Unmarshal([]byte(out), &l); err != nil || l.Strategy != "counter" {
+				t.Errorf("strategy set --strategy counter on a key never stocked: %v %q", err, out)
+			}
+			if l := level(srv.call(t, "PUT", "/v1/shops/1/inventory/44/1/strategy", adminKey, `{"strategy":"counter"}`)); l.Strategy != "counter" {
+				t.Errorf("PUT strategy counter on a key never stocked: %+v", l)
+			}
+			for _, item := range []string{"43", "44"} {
+				code, body := srv.call(t, "POST", "/v1/shops/1/reservations", shopKey,
+					`{"checkout_id":"`+uuid.NewString()+`","lines":[{"item_id":`+item+`,"location_id":1,"quantity":1}]}`)
+				if code != http.StatusConflict || !strings.Contains(body, `"not_stocked"`) {
+					t.Errorf("reserve item %s, only given a strategy: %d %s; want 409 not_stocked", item, code, body)
+				}
+			}
 			if engine == engineMariaDB {
 				code, _, errOut := runBin(t, nil, append([]string{"strategy", "set", "--shop", "1", "--item", "42", "--location", "1", "--strategy", "slots"}, flags...)...)
 				if code != 2 || !strings.Contains(errOut, "--strategy") {
@@ -375,4 +394,62 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMariaDBServeDataDirAndMigrateFalse: a second serve --engine mariadb
+// with the --data-dir of a running one refuses in one line and leaves the
+// first's URL file, so the CLI still reaches the first; serve
+// --engine mariadb --migrate=false serves a current schema and refuses a
+// database without it in one line, as on PostgreSQL.
+func TestMariaDBServeDataDirAndMigrateFalse(t *testing.T) {
+	dir, err := os.MkdirTemp("", "holdfast-cli-") // reachable by the server's user under root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	first := startServeBin(t, nil, "--engine", engineMariaDB, "--data-dir", dir)
+	urlFile := filepath.Join(dir, mysqlURLFile)
+	url, err := os.ReadFile(urlFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runBin(t, nil, "serve", "--engine", engineMariaDB, "--data-dir", dir, "--addr", freeAddr(t))
+	oneLineFailure(t, "a second serve --engine mariadb on one --data-dir", code, errOut, 1, "already runs with --data-dir "+dir)
+	if again, err := os.ReadFile(urlFile); err != nil || !bytes.Equal(again, url) {
+		t.Fatalf("the first serve's URL file after the second: %q, %v; want it unchanged", again, err)
+	}
+	if code, out, errOut := runBin(t, nil, "keys", "list", "--engine", engineMariaDB, "--data-dir", dir); code != 0 {
+		t.Fatalf("keys list on the first serve's --data-dir after a second serve: exit %d %q %q", code, out, errOut)
+	}
+
+	// --migrate=false: the first serve's database has the schema.
+	u := strings.TrimSpace(string(url))
+	startServeBin(t, []string{"DATABASE_URL=" + u}, "--migrate=false", "--data-dir", t.TempDir())
+	// An empty database beside it has none: refused, nothing created.
+	admin, err := sql.Open("mysql", mustMySQLDSN(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE DATABASE empty_one"); err != nil {
+		t.Fatal(err)
+	}
+	empty := strings.TrimSuffix(u, "/"+mysqlDatabaseName) + "/empty_one"
+	code, _, errOut = runBin(t, []string{"DATABASE_URL=" + empty}, "serve", "--migrate=false", "--addr", freeAddr(t), "--data-dir", t.TempDir())
+	oneLineFailure(t, "serve --migrate=false on MariaDB without the schema", code, errOut, 1, "run holdfast migrate; --migrate=false refuses to start on it")
+	var n int
+	if err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'empty_one'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("serve --migrate=false created %d tables (%v)", n, err)
+	}
+	_ = first
+}
+
+// mustMySQLDSN is the driver DSN of a mysql:// URL.
+func mustMySQLDSN(t *testing.T, u string) string {
+	t.Helper()
+	cfg, err := mysql.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.FormatDSN()
 }

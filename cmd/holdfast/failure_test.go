@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysql/migrations"
 	"github.com/holdfast/holdfast/pgcluster"
 )
 
@@ -183,6 +185,40 @@ func TestDemoInterruptAndTopWithoutTerminal(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
 	env := append(os.Environ(), "DATABASE_URL="+pg.URL("postgres"))
+
+	// Early interrupts, with every buyer paying: claims are in flight when
+	// Ctrl-C comes, and one that committed but answered "canceled" is an
+	// unknown outcome, read back — never an error that breaks the check.
+	// At the first progress line that counts a claim, four times.
+	for i := range 4 {
+		code, out, errOut := interruptDemo(t, ctx, bin, env, true, "--concurrency", "64", "--pay", "1", "--fail", "0")
+		if code != exitInterrupted || !strings.Contains(out, "invariant      OK") || !strings.Contains(out, "  unknown ") ||
+			strings.Contains(out+errOut, "BROKEN") || strings.Contains(out+errOut, "context canceled") {
+			t.Fatalf("demo interrupted early (run %d): exit %d\nstdout:\n%s\nstderr:\n%s", i, code, out, errOut)
+		}
+	}
+	// MariaDB: the same, and no driver log line leaks.
+	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = my.Stop(context.Background()) })
+	admin, err := sql.Open("mysql", my.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE demo"); err != nil {
+		t.Fatal(err)
+	}
+	myEnv := append(os.Environ(), "DATABASE_URL="+my.URL("demo"))
+	for i := range 2 {
+		code, out, errOut := interruptDemo(t, ctx, bin, myEnv, true, "--concurrency", "64", "--pay", "1", "--fail", "0")
+		if code != exitInterrupted || !strings.Contains(out, "invariant      OK") || !strings.Contains(out, "  unknown ") ||
+			!strings.Contains(out, "errors              0") || strings.Contains(errOut, "[mysql]") || strings.Contains(out+errOut, "context canceled") {
+			t.Fatalf("MariaDB demo interrupted early (run %d): exit %d\nstdout:\n%s\nstderr:\n%s", i, code, out, errOut)
+		}
+	}
 	mig := exec.CommandContext(ctx, bin, "migrate")
 	mig.Env = env
 	if b, err := mig.CombinedOutput(); err != nil {
@@ -196,5 +232,104 @@ func TestDemoInterruptAndTopWithoutTerminal(t *testing.T) {
 	if err != nil || strings.Contains(topOut.String(), "\x1b[") || !strings.Contains(topOut.String(), "HOTTEST KEYS") ||
 		!strings.Contains(topErr.String(), "stdout is not a terminal: printing one frame") {
 		t.Fatalf("top without a terminal: %v\nstdout %q\nstderr %q", err, topOut.String(), topErr.String())
+	}
+}
+
+// interruptDemo runs the demo with env and args, sends Ctrl-C (SIGINT) at
+// the sale's first line, or at its first progress line that counts a
+// claim when atProgress, and returns its exit status and output.
+func interruptDemo(t *testing.T, ctx context.Context, bin string, env []string, atProgress bool, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	demo := exec.CommandContext(ctx, bin, append([]string{"demo", "--buyers", "1000000"}, args...)...)
+	demo.Env = env
+	outPipe, err := demo.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := demo.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	started, claiming := make(chan struct{}), make(chan struct{})
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(outDone)
+		sc := bufio.NewScanner(outPipe)
+		once := false
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if !once && strings.HasPrefix(sc.Text(), "flash sale:") {
+				once = true
+				close(started)
+			}
+		}
+	}()
+	go func() {
+		defer close(errDone)
+		sc := bufio.NewScanner(errPipe)
+		once := false
+		for sc.Scan() {
+			errb.WriteString(sc.Text() + "\n")
+			if f := strings.Fields(sc.Text()); !once && len(f) > 5 && f[0] == "buyers" && f[4] == "claimed" && f[5] != "0" {
+				once = true
+				close(claiming)
+			}
+		}
+	}()
+	at := started
+	if atProgress {
+		at = claiming
+	}
+	select {
+	case <-at:
+	case <-outDone:
+		<-errDone
+		_ = demo.Wait()
+		t.Fatalf("demo ended before the interrupt: exit %d\nstdout:\n%s\nstderr:\n%s", demo.ProcessState.ExitCode(), out.String(), errb.String())
+	}
+	if err := demo.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-outDone
+	<-errDone
+	_ = demo.Wait()
+	return demo.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// TestMySQLURLWithoutDatabase: a mysql:// URL without /dbname makes
+// migrate, serve and demo answer at once, in one line, that the URL names
+// no database — not that another process holds the migration lock (its
+// name was NULL); the library's migrations.Up says so too.
+func TestMySQLURLWithoutDatabase(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOLDFAST_ENGINE", "")
+	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = my.Stop(context.Background()) })
+	u := strings.TrimSuffix(my.URL("x"), "/x")
+	if strings.HasSuffix(my.URL("x"), u) || !strings.HasPrefix(u, "mysql://") {
+		t.Fatalf("cannot strip the database from %q", my.URL("x"))
+	}
+	t.Setenv("DATABASE_URL", u)
+	for _, args := range [][]string{{"migrate"}, {"serve", "--addr", freeAddr(t), "--data-dir", t.TempDir()}, {"demo", "--buyers", "1"}} {
+		code, _, errOut := run(t, args...)
+		oneLineFailure(t, strings.Join(args, " ")+" with no database in the URL", code, errOut, 1, "DATABASE_URL names no database: add /dbname")
+		if strings.Contains(errOut, "migration lock") {
+			t.Errorf("%q: %q", args, errOut)
+		}
+	}
+	db, err := sql.Open("mysql", my.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := migrations.Up(ctx, db); !errors.Is(err, migrations.ErrNoDatabase) {
+		t.Fatalf("migrations.Up without a database: %v; want ErrNoDatabase", err)
 	}
 }

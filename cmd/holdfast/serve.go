@@ -64,7 +64,7 @@ func newServeCmd() *cobra.Command {
 	fs.DurationVar(&f.drain, "drain-timeout", httpapi.DrainTimeoutDefault, "how long shutdown waits for requests in flight")
 	fs.DurationVar(&f.reqTimeout, "request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per request and per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
-	webhookFlagsVar(fs, &f.hooks)
+	webhookFlagsVar(fs, &f.hooks, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), f) }
 	return cmd
 }
@@ -217,7 +217,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	})
 	// Webhook delivery (docs/API.md): its own bounded pool of workers and
 	// connections, so a slow endpoint never slows checkout.
-	hookOpts, err := f.hooks.options(f.dataDir)
+	hookOpts, err := f.hooks.options(f.dataDir, true)
 	if err != nil {
 		return err
 	}

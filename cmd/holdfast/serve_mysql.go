@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,8 +37,14 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 	switch {
 	case f.legacy.legacyURL != "":
 		return usageError("--legacy runs on --engine %s only", enginePostgres)
-	case !f.doMigrate:
-		return usageError("--migrate=false is for --engine %s: on MariaDB serve applies the migrations on start", enginePostgres)
+	}
+	// One private MariaDB per --data-dir: a second serve there would start
+	// another server and take the URL file the CLI reaches the first by.
+	if os.Getenv("DATABASE_URL") == "" {
+		if _, err := openServedMySQL(ctx, f.dataDir); err == nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("a holdfast serve --engine mariadb already runs with --data-dir %s (its private MariaDB answers at the URL in %s): stop it first, pass another --data-dir, or set DATABASE_URL to serve a database of your own",
+				f.dataDir, filepath.Join(f.dataDir, mysqlURLFile))}
+		}
 	}
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	tracer, stopTracing, err := startTracing(ctx, f.otlpEndpoint)
@@ -54,17 +61,28 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 	if tracer != nil {
 		log.Info("tracing: a span per request (no SQL statement spans on MariaDB), exported over OTLP/HTTP")
 	}
-	db, err := openMySQLDatabase(ctx, true, logf)
+	db, err := openMySQLDatabaseAs(ctx, true, f.doMigrate, logf)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if !f.doMigrate {
+		// As on PostgreSQL: a schema behind this binary is refused.
+		if err := db.requireSchemaToServe(ctx); err != nil {
+			return err
+		}
+	}
 	if db.Cluster != nil {
 		path, err := writeMySQLURL(f.dataDir, db.URL)
 		if err != nil {
 			return err
 		}
-		defer os.Remove(path)
+		// Removed only while it is still this serve's: never another's.
+		defer func() {
+			if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == db.URL {
+				os.Remove(path)
+			}
+		}()
 		// No URL here: it carries the password.
 		log.Info("private MariaDB running; its data is removed when serve stops (set DATABASE_URL=mysql://… to keep it); every holdfast command with --engine mariadb and the same --data-dir uses it",
 			"port", db.Cluster.Port(), "url_file", path)
@@ -87,7 +105,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 		return err
 	}
 	defer hooksDB.Close()
-	hookOpts, err := f.hooks.options(f.dataDir)
+	hookOpts, err := f.hooks.options(f.dataDir, true)
 	if err != nil {
 		return err
 	}

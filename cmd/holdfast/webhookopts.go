@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,23 +28,40 @@ type webhookFlags struct {
 	allow, keyHex, keyFile string
 }
 
-func webhookFlagsVar(fs *pflag.FlagSet, f *webhookFlags) {
+// webhookFlagsVar adds the flags; creates says whether the command
+// creates a missing key file (serve) or only reads one (webhooks add).
+func webhookFlagsVar(fs *pflag.FlagSet, f *webhookFlags, creates bool) {
 	fs.StringVar(&f.allow, "webhook-allow-networks", "", "comma-separated networks (CIDR) webhook endpoints may be in although not public, e.g. 127.0.0.0/8 for a receiver on this host; loopback, private, link-local and unspecified addresses are refused otherwise")
 	fs.StringVar(&f.keyHex, "webhook-key", "", "the key webhook secrets are encrypted with, 64 hex digits (prefer the environment: a command line is visible to other users); default: the key file's")
-	fs.StringVar(&f.keyFile, "webhook-key-file", "", "file of the key webhook secrets are encrypted with (64 hex digits; created when missing); default: "+webhookKeyFile+" in --data-dir")
+	file := "file of the key webhook secrets are encrypted with (64 hex digits; created when missing); default: " + webhookKeyFile + " in --data-dir"
+	if !creates {
+		file = "file of the key holdfast serve encrypts webhook secrets with (64 hex digits; serve creates it); default: " + webhookKeyFile + " in --data-dir"
+	}
+	fs.StringVar(&f.keyFile, "webhook-key-file", "", file)
 }
 
-// options are the webhook.Options the flags (and the environment) say.
-func (f *webhookFlags) options(dataDir string) (webhook.Options, error) {
-	nets, err := webhook.ParseNetworks(f.allow)
+// options are the webhook.Options the flags (and the environment) say;
+// create makes a missing key file (serve), else a missing one is refused
+// (webhooks add: a key of its own would seal secrets serve cannot read).
+func (f *webhookFlags) options(dataDir string, create bool) (webhook.Options, error) {
+	nets, err := f.networks()
 	if err != nil {
-		return webhook.Options{}, usageError("--webhook-allow-networks: %v", err)
+		return webhook.Options{}, err
 	}
-	key, err := f.key(dataDir)
+	key, err := f.key(dataDir, create)
 	if err != nil {
 		return webhook.Options{}, err
 	}
 	return webhook.Options{AllowNetworks: nets, SecretKey: key}, nil
+}
+
+// networks is --webhook-allow-networks.
+func (f *webhookFlags) networks() ([]netip.Prefix, error) {
+	nets, err := webhook.ParseNetworks(f.allow)
+	if err != nil {
+		return nil, usageError("--webhook-allow-networks: %v", err)
+	}
+	return nets, nil
 }
 
 func parseWebhookKey(s, from string) ([]byte, error) {
@@ -54,9 +72,10 @@ func parseWebhookKey(s, from string) ([]byte, error) {
 	return key, nil
 }
 
-// key is --webhook-key (or HOLDFAST_WEBHOOK_KEY), else the key file's, creating the file
-// (mode 0600, never overwritten) with a random key when it is missing.
-func (f *webhookFlags) key(dataDir string) ([]byte, error) {
+// key is --webhook-key (or HOLDFAST_WEBHOOK_KEY), else the key file's.
+// A missing file is created (mode 0600, never overwritten) with a random
+// key when create is set, else refused in one line with the next step.
+func (f *webhookFlags) key(dataDir string, create bool) ([]byte, error) {
 	if f.keyHex != "" {
 		return parseWebhookKey(f.keyHex, "--webhook-key")
 	}
@@ -71,6 +90,13 @@ func (f *webhookFlags) key(dataDir string) ([]byte, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	if !create {
+		where := path
+		if abs, err := filepath.Abs(path); err == nil && abs != path {
+			where += " (" + abs + ")"
+		}
+		return nil, fmt.Errorf("no webhook key in %s: the secret must be sealed with the key of the holdfast serve that delivers, which creates %s in its --data-dir; start serve with this --data-dir first, or pass its key with --webhook-key-file FILE or HOLDFAST_WEBHOOK_KEY", where, webhookKeyFile)
+	}
 	key := make([]byte, webhook.SecretKeySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
@@ -80,7 +106,7 @@ func (f *webhookFlags) key(dataDir string) ([]byte, error) {
 	}
 	w, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) { // another process made it first
-		return f.key(dataDir)
+		return f.key(dataDir, create)
 	}
 	if err != nil {
 		return nil, err

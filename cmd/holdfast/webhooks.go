@@ -53,7 +53,7 @@ without it they say to run holdfast migrate.`,
 	add := &cobra.Command{Use: "add --shop N --url URL [--after CURSOR]", Short: "register an http(s) endpoint; prints its secret once", Args: noArgs}
 	u := add.Flags().String("url", "", "the endpoint's http:// or https:// URL")
 	var hookFlags webhookFlags
-	webhookFlagsVar(add.Flags(), &hookFlags)
+	webhookFlagsVar(add.Flags(), &hookFlags, false)
 	after := add.Flags().Int64("after", -1, "deliver the events after this cursor (default: only events from now on)")
 	add.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := needShop(); err != nil {
@@ -69,11 +69,22 @@ without it they say to run holdfast migrate.`,
 			}
 			from = after
 		}
-		opts, err := hookFlags.options(*dataDir)
-		if err != nil {
+		// The key is never created here: one of its own would seal a
+		// secret the serve that delivers cannot read. It is checked before
+		// the database is touched, unless there is no database either (no
+		// DATABASE_URL, no --data-dir): that is named first.
+		opts, keyErr := hookFlags.options(*dataDir, false)
+		if _, err := hookFlags.networks(); err != nil {
 			return err
 		}
-		return withRegistry(cmd.Context(), *engine, existing, *dataDir, setsUpSchema, opts, func(ctx context.Context, reg *webhook.Registry) error {
+		if _, err := os.Stat(*dataDir); keyErr != nil && (os.Getenv("DATABASE_URL") != "" || err == nil) {
+			return keyErr
+		}
+		return withRegistry(cmd.Context(), *engine, existing, *dataDir, setsUpSchema, webhook.Options{}, func(ctx context.Context, reg *webhook.Registry) error {
+			if keyErr != nil {
+				return keyErr
+			}
+			reg = reg.With(opts)
 			ep, err := reg.Add(ctx, *shop, *u, from)
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}

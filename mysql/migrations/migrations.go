@@ -88,6 +88,10 @@ func (m Migration) Statements() []string {
 	return out
 }
 
+// ErrNoDatabase: the connection selects no database (a DSN or URL
+// without /dbname), so there is nowhere to put the schema.
+var ErrNoDatabase = errors.New("migrations: the connection selects no database (name one: …/dbname)")
+
 // Up applies every migration newer than the database's version and returns
 // the versions it applied. Concurrent callers on one database are
 // serialised by a named lock on one pinned connection (GET_LOCK is scoped
@@ -102,6 +106,15 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 		return nil, err
 	}
 	defer conn.Close()
+	// Without a database selected the lock's name is NULL, and so is
+	// GET_LOCK's answer: say what is missing, not that the lock is held.
+	var dbName sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&dbName); err != nil {
+		return nil, err
+	}
+	if !dbName.Valid || dbName.String == "" {
+		return nil, ErrNoDatabase
+	}
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('holdfast_migrate_', DATABASE()), ?)", LockTimeout).Scan(&got); err != nil {
 		return nil, err
