@@ -101,6 +101,17 @@ var readOnlyCommands = [][]string{
 	{"migrate", "--check"},
 }
 
+// shadowCommands never create the schema either (enroll, set and revert
+// write rows into an existing one); they run on PostgreSQL only.
+var shadowCommands = [][]string{
+	{"shadow", "report"},
+	{"shadow", "plan"},
+	{"shadow", "samples", "--shop", "1"},
+	{"shadow", "enroll", "--shop", "1"},
+	{"shadow", "set", "--shop", "1", "--mode", "shadow"},
+	{"shadow", "revert", "--shop", "1"},
+}
+
 // TestReadOnlyCommandsCreateNothing runs every read-only command of the
 // real binary against an empty private database on each engine: each exits
 // non-zero with one line that says to run holdfast migrate, and no table is
@@ -159,7 +170,11 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 				}
 			}
 			env := []string{"DATABASE_URL=" + url}
-			for _, args := range readOnlyCommands {
+			cmds := readOnlyCommands
+			if engine == enginePostgres {
+				cmds = append(append([][]string{}, readOnlyCommands...), shadowCommands...)
+			}
+			for _, args := range cmds {
 				code, out, errOut := runBin(t, env, args...)
 				msg := strings.TrimSpace(errOut)
 				if code == 0 || !strings.Contains(msg, "run `holdfast migrate`") || strings.Contains(msg, "\n") {
@@ -167,6 +182,20 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 				}
 				if n := tables(); n != 0 {
 					t.Fatalf("%q on an empty database created %d tables (or functions)", args, n)
+				}
+			}
+
+			if engine == engineMariaDB {
+				// shadow runs on PostgreSQL only: one line saying so, with a
+				// mysql:// URL or --engine mariadb.
+				for _, args := range append(shadowCommands, []string{"shadow", "report", "--engine", "mariadb"}) {
+					code, out, errOut := runBin(t, env, args...)
+					if msg := strings.TrimSpace(errOut); code != 1 || !strings.Contains(msg, ": shadow runs on PostgreSQL only;") || strings.Contains(msg, "\n") {
+						t.Errorf("%q on MariaDB: exit %d, stdout %q, stderr %q; want exit 1 and one line saying shadow runs on PostgreSQL only", args, code, out, errOut)
+					}
+				}
+				if n := tables(); n != 0 {
+					t.Fatalf("shadow on MariaDB created %d tables", n)
 				}
 			}
 

@@ -99,8 +99,8 @@ the same --data-dir uses the same database, the running server's when one
 runs. Only serve and migrate create it; any other command run where there is
 none (another directory) refuses, naming the directory, rather than make a
 second, empty database. Only migrate, serve, keys create and webhooks add
-create or change the schema; every other command only reads. Every command
-also runs on MySQL/MariaDB: DATABASE_URL=mysql://…, or --engine mariadb
+create or change the schema; every other command only reads it. Every command
+but shadow (PostgreSQL only: the Redis → holdfast migration) also runs on MySQL/MariaDB: DATABASE_URL=mysql://…, or --engine mariadb
 (demo and bench: a private throwaway MariaDB; the others: the one of the
 serve --engine mariadb running with the same --data-dir). Every flag can also be set
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR),
