@@ -84,7 +84,7 @@ func openMySQLDatabase(ctx context.Context, allowThrowaway bool, logf func(strin
 	if !allowThrowaway {
 		return nil, errors.New("on MariaDB this command needs DATABASE_URL=mysql://user:password@host:port/database (there is no embedded MariaDB to reuse)")
 	}
-	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Log: logf, Durable: true})
+	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Log: logf, Durable: true, ReadCommitted: true})
 	if err != nil {
 		return nil, fmt.Errorf("private MariaDB: %w", err)
 	}

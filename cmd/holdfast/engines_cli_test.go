@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -365,6 +366,9 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			}
 			if out := cli("doctor"); !strings.Contains(out, "invariant") {
 				t.Errorf("doctor:\n%s", out)
+			} else if regexp.MustCompile(`(?m)^WARN\s+setting\.(isolation|checkpoints):`).MatchString(out) {
+				// holdfast's own private servers run as its doctor recommends.
+				t.Errorf("doctor on serve's own database warns of its settings:\n%s", out)
 			}
 			if out := cli("top", "--once", "--interval", "100ms"); !strings.Contains(out, "holdfast top") || !strings.Contains(out, "active 1") {
 				t.Errorf("top --once does not show the server's one active hold:\n%s", out)
