@@ -61,7 +61,13 @@ func newShadowRig(t *testing.T) *shadowRig {
 	t.Setenv("HOLDFAST_LEGACY_PREFIX", prefix)
 	t.Setenv("HOLDFAST_LEGACY_KEY_TEMPLATE", template)
 
-	// The first command migrates the database, as serve would.
+	// shadow never creates the schema: it refuses until migrate has run.
+	if code, _, errOut := run(t, "shadow", "report"); code != 1 || !strings.Contains(errOut, "run `holdfast migrate`") {
+		t.Fatalf("shadow report before migrate: exit %d %q; want 1 and run `holdfast migrate`", code, errOut)
+	}
+	if code, out, errOut := run(t, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
 	if code, out, errOut := run(t, "shadow", "report"); code != 0 || !strings.Contains(out, "no shop enrolled") {
 		t.Fatalf("shadow report on a fresh database: exit %d\n%s%s", code, out, errOut)
 	}
