@@ -34,6 +34,17 @@ func TestHelpExitsZero(t *testing.T) {
 	if !strings.Contains(out, "counter, batch, pool or slots") || !strings.Contains(out, "HOLDFAST_DATA_DIR") {
 		t.Errorf("top --help lacks the strategy list or env names:\n%s", out)
 	}
+	// No "(default [])" for a flag without a default; shadow says it runs
+	// on PostgreSQL only, the root help names it as the exception.
+	if _, out, _ := run(t, "shadow", "enroll", "--help"); strings.Contains(out, "(default [])") {
+		t.Errorf("shadow enroll --help shows (default []):\n%s", out)
+	}
+	if _, out, _ := run(t, "shadow", "--help"); !strings.Contains(out, "shadow runs on PostgreSQL only") {
+		t.Errorf("shadow --help does not say it runs on PostgreSQL only:\n%s", out)
+	}
+	if _, out, _ := run(t, "--help"); !strings.Contains(out, "Every command\nbut shadow (PostgreSQL only") {
+		t.Errorf("the root help does not name shadow as the command that does not run on MariaDB:\n%s", out)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -90,6 +91,7 @@ func newShadowEnrollCmd(f *shadowFlags) *cobra.Command {
 		Args:  noArgs,
 	}
 	shops := cmd.Flags().Int64Slice("shop", nil, "the shops to enroll: comma-separated shop `ids` (--shop 1,2 or --shop 1 --shop 2)")
+	cmd.Flags().Lookup("shop").DefValue = "" // no "(default [])": there is none
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if len(*shops) == 0 {
 			return usageError("shadow enroll needs --shop N[,N…]")
@@ -462,7 +464,7 @@ func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(co
 		c, err := (&net.Dialer{}).DialContext(dctx, ropt.Network, ropt.Addr)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("the legacy Redis at %s does not answer: %v", ropt.Addr, err)
+			return legacyDown(ropt.Addr, err)
 		}
 		c.Close()
 		rdb := goredis.NewClient(ropt)
@@ -490,7 +492,7 @@ func legacyStore(ctx context.Context, rdb *goredis.Client, pool *pgxpool.Pool, f
 	pctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
-		return nil, fmt.Errorf("the legacy Redis at %s does not answer: %v", rdb.Options().Addr, err)
+		return nil, legacyDown(rdb.Options().Addr, err)
 	}
 	if err := store.Setup(ctx); err != nil {
 		return nil, fmt.Errorf("legacy ledger tables: %w", err)
@@ -642,4 +644,23 @@ func writeReconciliation(w io.Writer, rec *shadow.Reconciliation) error {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", d.ItemID, d.LocationID, d.LegacyOnHand, d.LegacyReservable, d.Available, d.Sellable, d.Held, d.Cause)
 	}
 	return tw.Flush()
+}
+
+// legacyDown is the one line of a legacy Redis that does not answer: why in
+// a few words, not the dialer's "dial tcp …: connect: …", and the next step.
+func legacyDown(addr string, err error) error {
+	why := "it does not answer"
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno) && errno == syscall.ECONNREFUSED:
+		why = "nothing listens there (connection refused)"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		why = fmt.Sprintf("it did not answer within %v", legacyPingTimeout)
+	default:
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			why = "its host name does not resolve"
+		}
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("the legacy Redis at %s is not reachable: %s; start it, or pass the legacy's address with --legacy redis://host:port/db (or %s)", addr, why, envName("legacy"))}
 }
