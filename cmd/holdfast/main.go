@@ -73,6 +73,8 @@ var perCommandEnv = map[string]string{
 	"pool-cap": "",
 	"all":      "",
 	"shop":     "", // a list for shadow enroll; and a shop from the environment must not scope every command
+	"http":     "", // demo drives the sale over HTTP; bench measures the service instead of the table
+	"seed":     "", // demo's; HOLDFAST_SEED is the test suite's seed (README, Testing)
 }
 
 // flagEnv is the environment variable of cmd's flag: one meaning each.
@@ -106,7 +108,7 @@ serve --engine mariadb running with the same --data-dir). Every flag can also be
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR),
 the command line winning; each variable has one meaning. Flags whose meaning
 differs by command (--json, --limit, --strategy, --pool-cap, --all, --shop,
-and --addr outside serve) are HOLDFAST_<COMMAND>_<FLAG> (HOLDFAST_BENCH_JSON,
+--http, --seed, and --addr outside serve) are HOLDFAST_<COMMAND>_<FLAG> (HOLDFAST_BENCH_JSON,
 HOLDFAST_DOCTOR_JSON, HOLDFAST_WEBHOOKS_RECEIVE_ADDR); each --help names them.`,
 		Version:           versionString(),
 		SilenceUsage:      true,
