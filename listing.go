@@ -116,7 +116,7 @@ type LedgerCursor struct {
 
 // Cursors are opaque to callers: a prefix naming the listing, then
 // base64url of the position and of the listing that issued it. The prefix
-// makes a ledger cursor sent to the hold listing a clear argument error; a
+// makes a ledger cursor sent to the hold listing a clear invalid_cursor; a
 // cursor of the earlier, shorter form (position only) is malformed.
 const (
 	holdCursorPrefix   = "h1."
@@ -153,6 +153,13 @@ func (c LedgerCursor) Encode() string {
 func decodeCursor(s, prefix string, n int) ([]byte, error) {
 	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok {
+		// Another listing's cursor is a cursor, of the wrong listing:
+		// invalid_cursor, as another shop's or key's is.
+		for other, what := range map[string]string{holdCursorPrefix: "a shop's holds", ledgerCursorPrefix: "a key's ledger"} {
+			if other != prefix && strings.HasPrefix(s, other) {
+				return nil, &CursorError{Reason: "the cursor is of " + what + ", not of this listing: list again from the first page"}
+			}
+		}
 		return nil, NewArgumentError("cursor", "not a cursor of this listing (use the next of the previous page)")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)

@@ -3,8 +3,11 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -34,8 +37,8 @@ func (s *Server) setStrategy(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	st := holdfast.Strategy(name)
-	if !st.Valid() {
-		return 0, nil, invalid("strategy", "unknown strategy %q (counter, batch, pool or slots)", name)
+	if offered := s.strategies(); !slices.Contains(offered, st) {
+		return 0, nil, invalid("strategy", "unknown strategy %q (%s)", name, orList(offered))
 	}
 	capv, _, apiErr := o.int64("pool_cap", false, 0, holdfast.PoolCapLimit)
 	if apiErr != nil {
@@ -50,4 +53,25 @@ func (s *Server) setStrategy(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, wire.FromLevel(l), nil
+}
+
+// strategies are the engine's own allocation strategies: MariaDB offers a
+// subset (mysql.Strategies).
+func (s *Server) strategies() []holdfast.Strategy {
+	if _, ok := s.eng.(*mysql.Client); ok {
+		return mysql.Strategies()
+	}
+	return holdfast.Strategies()
+}
+
+// orList is "a, b, c or d".
+func orList(ss []holdfast.Strategy) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

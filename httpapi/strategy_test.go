@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/holdfast/holdfast"
@@ -46,8 +47,14 @@ func testStrategyRoute(t *testing.T, engine string) {
 	if r.json["strategy"] != "counter" || r.json["available"] != 10.0 {
 		t.Fatalf("set counter: %s", r.body)
 	}
+	// An unknown strategy's answer lists the engine's own strategies.
+	want := "(counter, batch, pool or slots)"
 	if engine == engineMariaDB {
+		want = "(counter, batch or pool)"
 		e.expect(req{method: "PUT", path: inv + "/strategy", key: "admin", body: `{"strategy":"slots"}`}, 422, "invalid_argument")
+	}
+	if r := e.expect(req{method: "PUT", path: inv + "/strategy", key: "admin", body: `{"strategy":"bogus"}`}, 422, "invalid_argument"); !strings.Contains(string(r.body), want) {
+		t.Errorf("unknown strategy on %s: %s; want the engine's strategies %s", engine, r.body, want)
 	}
 	e.checkInvariant()
 }

@@ -71,7 +71,8 @@ func testEditCurrentRevisionNewTTL(t *testing.T, engine string) {
 }
 
 // TestListingForeignCursor: a cursor of shop 1's holds used on shop 2 (or
-// with other filters, or a ledger cursor on another key) is 400
+// with other filters, or a ledger cursor on another key or on the holds,
+// or a holds cursor on a ledger) is 400
 // invalid_cursor naming the cursor, not a page of the other listing.
 func TestListingForeignCursor(t *testing.T) { t.Parallel(); engines(t, testListingForeignCursor) }
 
@@ -104,6 +105,8 @@ func testListingForeignCursor(t *testing.T, engine string) {
 		{"a filtered cursor without its filter", "/v1/shops/1/holds?cursor=" + url.QueryEscape(filtered)},
 		{"a ledger cursor on another item", "/v1/shops/1/inventory/8/1/ledger?cursor=" + url.QueryEscape(ledger)},
 		{"a ledger cursor on another shop", "/v1/shops/2/inventory/7/1/ledger?cursor=" + url.QueryEscape(ledger)},
+		{"a ledger cursor on the holds", "/v1/shops/1/holds?cursor=" + url.QueryEscape(ledger)},
+		{"a holds cursor on a ledger", "/v1/shops/1/inventory/7/1/ledger?cursor=" + url.QueryEscape(next)},
 	} {
 		res := e.do(req{method: "GET", path: c.path, key: "admin"})
 		if res.status != 400 || res.errCode() != "invalid_cursor" || res.errField() != "cursor" || res.errMember("message") == "" {

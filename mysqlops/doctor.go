@@ -250,7 +250,7 @@ func (d *doctor) checkTransactions(ctx context.Context) error {
 		if t.State == "LOCK WAIT" && t.LockWait >= d.cfg.LockWaitWarn {
 			waits++
 			d.add("locks.wait", ops.SeverityWarn,
-				fmt.Sprintf("%s has waited %v for a row lock", who, t.LockWait.Round(time.Millisecond)),
+				fmt.Sprintf("%s has waited %v for a row lock", who, ops.RoundDuration(t.LockWait)),
 				"a transaction holds rows others need; reservations queue behind it until innodb_lock_wait_timeout",
 				"find the holder among the long or idle transactions and end it; keep slow work out of transactions that lock reservation rows")
 		}

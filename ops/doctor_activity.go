@@ -33,7 +33,7 @@ func (d *doctor) waits(ctx context.Context) error {
 	var parts []string
 	sev := SeverityOK
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("%s/%s: %d (longest %s)", w.typ, w.event, w.n, seconds(w.longest).Round(time.Millisecond)))
+		parts = append(parts, fmt.Sprintf("%s/%s: %d (longest %s)", w.typ, w.event, w.n, RoundDuration(seconds(w.longest))))
 		if w.typ == "Lock" && seconds(w.longest) >= d.cfg.LockWaitWarn {
 			sev = SeverityWarn
 		}

@@ -8,7 +8,8 @@ import (
 // TestCheckpointsJudge: requested checkpoints outnumbering scheduled ones
 // warn, once there are enough and page images are written at all.
 func TestCheckpointsJudge(t *testing.T) {
-	base := checkpointStats{since: "2026-12-01 06:17:37+00", maxWAL: "1GB", timeout: "5min", fullPages: "on", compressed: "off"}
+	base := checkpointStats{since: "2026-12-01 06:17:37+00", maxWAL: "1GB", timeout: "5min", fullPages: "on", compressed: "off",
+		maxWALBytes: 1 << 30, walBytes: 200 << 30}
 	for _, c := range []struct {
 		name             string
 		timed, requested int64
@@ -22,9 +23,19 @@ func TestCheckpointsJudge(t *testing.T) {
 		{"as many each", 5, 5, "on", SeverityOK, "5 of 10"},
 		{"too few", 0, 3, "on", SeverityOK, "too few to judge"},
 		{"no page images", 0, 170, "off", SeverityOK, "full_page_writes = off"},
+		// A fresh embedded cluster each CLI command starts and stops: every
+		// shutdown checkpoint counts as requested, with little WAL written.
+		{"restarts, little WAL", 0, 4, "on", SeverityOK, "shutdowns and restarts"},
+		{"some forced, more restarts", 3, 8, "on", SeverityOK, "shutdowns and restarts"},
 	} {
 		s := base
 		s.timed, s.requested, s.fullPages = c.timed, c.requested, c.fullPages
+		switch c.name {
+		case "restarts, little WAL":
+			s.walBytes = 30 << 20
+		case "some forced, more restarts":
+			s.walBytes = 1536 << 20 // three forced at most
+		}
 		sev, msg := s.judge()
 		if sev != c.want || !strings.Contains(msg, c.say) {
 			t.Errorf("%s: %v %q, want %v and %q", c.name, sev, msg, c.want, c.say)

@@ -44,7 +44,7 @@ func (d *doctor) idleInTransaction(ctx context.Context) error {
 	var warn, crit []string
 	for _, s := range a.IdleInTransaction {
 		line := fmt.Sprintf("%s idle in transaction for %s (transaction open %s), last statement: %s",
-			describeSession(s), s.StateAge.Round(time.Millisecond), s.XactAge.Round(time.Millisecond), truncate(oneLine(s.Query), 120))
+			describeSession(s), RoundDuration(s.StateAge), RoundDuration(s.XactAge), truncate(oneLine(s.Query), 120))
 		switch {
 		case s.StateAge >= d.cfg.IdleInTransactionCritical:
 			crit = append(crit, line)
@@ -77,7 +77,7 @@ func (d *doctor) oldestTransaction(ctx context.Context) error {
 	}
 	o := *a.Oldest
 	msg := fmt.Sprintf("oldest transaction open %s: %s, state %s, statement: %s",
-		o.XactAge.Round(time.Millisecond), describeSession(o), o.State, truncate(oneLine(o.Query), 120))
+		RoundDuration(o.XactAge), describeSession(o), o.State, truncate(oneLine(o.Query), 120))
 	sev := SeverityOK
 	switch {
 	case o.XactAge >= d.cfg.TransactionCritical:

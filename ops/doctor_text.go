@@ -32,3 +32,16 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "\n%d critical, %d warn, %d ok\n", r.Count(SeverityCritical), r.Count(SeverityWarn), r.Count(SeverityOK))
 	return b.String()
 }
+
+// RoundDuration is a duration for a report line: whole seconds from a
+// minute up (1m8s, not 1m7.989s), hundredths of a second from a second,
+// milliseconds below.
+func RoundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Minute || d <= -time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second || d <= -time.Second:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -48,7 +48,7 @@ func (d *doctor) xminHorizon(ctx context.Context) error {
 			}
 			c := ParseComment(h.query)
 			line = fmt.Sprintf("session pid %s application=%q route=%q (%s) holds a snapshot %d transactions old, open %s",
-				h.name, cmp.Or(h.caller, "untagged"), cmp.Or(c.Route, "none"), h.state, age, x.Round(time.Millisecond))
+				h.name, cmp.Or(h.caller, "untagged"), cmp.Or(c.Route, "none"), h.state, age, RoundDuration(x))
 			switch {
 			case x >= d.cfg.TransactionCritical:
 				s = SeverityCritical

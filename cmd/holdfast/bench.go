@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,6 +74,13 @@ type benchFlags struct {
 }
 
 func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
+	// The output files are written after the whole run: check first that
+	// they can be, rather than lose a benchmark of minutes to a typo.
+	for _, o := range []struct{ flag, path string }{{"--json", f.jsonFile}, {"--svg", f.svgFile}} {
+		if err := checkWritable(o.flag, o.path); err != nil {
+			return err
+		}
+	}
 	if done, err := runBenchEngines(ctx, stdout, f); done {
 		return err
 	}
@@ -242,4 +250,27 @@ func parseInts(s string) ([]int, error) {
 		return nil, errors.New("empty list")
 	}
 	return out, nil
+}
+
+// checkWritable refuses, before anything runs, an output path that cannot
+// be written: its directory missing or not writable, or a directory itself.
+// It leaves nothing behind.
+func checkWritable(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usageError("%s %s is a directory; give a file name", flag, path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return usageError("%s %s: directory %s does not exist; nothing was run", flag, path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".holdfast-bench-*")
+	if err != nil {
+		return usageError("%s %s: cannot write in %s (%v); nothing was run", flag, path, dir, errors.Unwrap(err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }

@@ -27,6 +27,11 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "--clients", "5000"}, "at most 4096"},
 		{[]string{"bench", "--http", "--soak", "--soak-ttl", "1500ms"}, "--soak-ttl must be whole seconds"},
 		{[]string{"bench", "--http", "--soak", "--soak-ttl", "2h"}, "--soak-ttl must be whole seconds"},
+		// Output paths are checked before the run, not after it.
+		{[]string{"bench", "--json", "/nonexistent/dir/out.json", "--scenarios", "hot", "--strategies", "counter", "--clients", "1", "--duration", "100ms"}, "--json /nonexistent/dir/out.json: directory /nonexistent/dir does not exist"},
+		{[]string{"bench", "--svg", "/nonexistent/dir/out.svg", "--scenarios", "hot", "--strategies", "counter", "--clients", "1", "--duration", "100ms"}, "--svg /nonexistent/dir/out.svg: directory"},
+		{[]string{"bench", "--engine", "mariadb", "--json", "/nonexistent/dir/out.json", "--scenarios", "hot", "--strategies", "counter", "--clients", "1", "--duration", "100ms"}, "--json /nonexistent/dir/out.json: directory"},
+		{[]string{"bench", "--json", os.TempDir(), "--scenarios", "hot", "--clients", "1", "--duration", "100ms"}, "is a directory"},
 	} {
 		code, _, errOut := run(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

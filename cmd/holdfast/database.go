@@ -115,7 +115,7 @@ func (d *database) tracedPool(ctx context.Context, maxConns int32, appName strin
 // errNoSchema is what a read-only command answers on a database without
 // holdfast's schema: it never creates one (a mistyped DATABASE_URL must not
 // grow a schema in the wrong database).
-var errNoSchema = errors.New("the database has no holdfast schema: run `holdfast migrate` first, with the same DATABASE_URL or --data-dir (this command only reads)")
+var errNoSchema = errors.New("the database has no holdfast schema: run `holdfast migrate` first, with the same DATABASE_URL or --data-dir (this command never creates or changes the schema)")
 
 // requireSchema refuses, in one line, a database whose schema is not this
 // binary's. Read-only commands call it instead of migrating.
@@ -128,7 +128,7 @@ func requireSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	case v == 0:
 		return errNoSchema
 	case v < latest:
-		return fmt.Errorf("the database's holdfast schema is at version %d, this binary needs %d: run `holdfast migrate` first (this command only reads)", v, latest)
+		return fmt.Errorf("the database's holdfast schema is at version %d, this binary needs %d: run `holdfast migrate` first (this command never creates or changes the schema)", v, latest)
 	case v > latest:
 		return fmt.Errorf("the database's holdfast schema is at version %d, newer than this binary's %d: run a newer holdfast", v, latest)
 	}

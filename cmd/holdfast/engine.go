@@ -102,7 +102,7 @@ func openMySQLDatabaseAs(ctx context.Context, allowThrowaway, doMigrate bool, lo
 	if !allowThrowaway {
 		return nil, errors.New("on MariaDB this command needs DATABASE_URL=mysql://user:password@host:port/database (there is no embedded MariaDB to reuse)")
 	}
-	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Log: logf, Durable: true})
+	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Log: logf, Durable: true, ReadCommitted: true})
 	if err != nil {
 		return nil, fmt.Errorf("private MariaDB: %w", err)
 	}
@@ -251,7 +251,7 @@ func (d *mysqlDatabase) requireSchema(ctx context.Context) error {
 		return errNoSchema
 	}
 	if err := migrations.Check(ctx, db); errors.Is(err, migrations.ErrSchemaBehind) {
-		return fmt.Errorf("the database's holdfast schema lacks %d of this binary's %d migrations: run `holdfast migrate` first (this command only reads)", len(all)-countKnown(all, applied), len(all))
+		return fmt.Errorf("the database's holdfast schema lacks %d of this binary's %d migrations: run `holdfast migrate` first (this command never creates or changes the schema)", len(all)-countKnown(all, applied), len(all))
 	} else if errors.Is(err, migrations.ErrSchemaAhead) {
 		return errors.New("the database's holdfast schema is newer than this binary: run a newer holdfast")
 	} else if err != nil {

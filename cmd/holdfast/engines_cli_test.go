@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,6 +105,17 @@ var readOnlyCommands = [][]string{
 	{"migrate", "--check"},
 }
 
+// shadowCommands never create the schema either (enroll, set and revert
+// write rows into an existing one); they run on PostgreSQL only.
+var shadowCommands = [][]string{
+	{"shadow", "report"},
+	{"shadow", "plan"},
+	{"shadow", "samples", "--shop", "1"},
+	{"shadow", "enroll", "--shop", "1"},
+	{"shadow", "set", "--shop", "1", "--mode", "shadow"},
+	{"shadow", "revert", "--shop", "1"},
+}
+
 // TestReadOnlyCommandsCreateNothing runs every read-only command of the
 // real binary against an empty private database on each engine: each exits
 // non-zero with one line that says to run holdfast migrate, and no table is
@@ -162,14 +174,35 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 				}
 			}
 			env := []string{"DATABASE_URL=" + url}
-			for _, args := range readOnlyCommands {
+			cmds := readOnlyCommands
+			if engine == enginePostgres {
+				cmds = append(append([][]string{}, readOnlyCommands...), shadowCommands...)
+			}
+			for _, args := range cmds {
 				code, out, errOut := runBin(t, env, args...)
 				msg := strings.TrimSpace(errOut)
-				if code == 0 || !strings.Contains(msg, "run `holdfast migrate`") || strings.Contains(msg, "\n") {
+				// strategy set and shadow enroll write rows: the message
+				// must not say the command only reads.
+				if code == 0 || !strings.Contains(msg, "run `holdfast migrate`") || strings.Contains(msg, "\n") || strings.Contains(msg, "only reads") ||
+					strings.Contains(msg, ": migrate: ") || strings.Contains(msg, "migrations: ") {
 					t.Errorf("%q on an empty database: exit %d, stdout %q, stderr %q; want non-zero and one line saying run `holdfast migrate`", args, code, out, errOut)
 				}
 				if n := tables(); n != 0 {
 					t.Fatalf("%q on an empty database created %d tables (or functions)", args, n)
+				}
+			}
+
+			if engine == engineMariaDB {
+				// shadow runs on PostgreSQL only: one line saying so, with a
+				// mysql:// URL or --engine mariadb.
+				for _, args := range append(shadowCommands, []string{"shadow", "report", "--engine", "mariadb"}) {
+					code, out, errOut := runBin(t, env, args...)
+					if msg := strings.TrimSpace(errOut); code != 1 || !strings.Contains(msg, ": shadow runs on PostgreSQL only;") || strings.Contains(msg, "\n") {
+						t.Errorf("%q on MariaDB: exit %d, stdout %q, stderr %q; want exit 1 and one line saying shadow runs on PostgreSQL only", args, code, out, errOut)
+					}
+				}
+				if n := tables(); n != 0 {
+					t.Fatalf("shadow on MariaDB created %d tables", n)
 				}
 			}
 
@@ -339,6 +372,9 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			}
 			if out := cli("doctor"); !strings.Contains(out, "invariant") {
 				t.Errorf("doctor:\n%s", out)
+			} else if regexp.MustCompile(`(?m)^WARN\s+setting\.(isolation|checkpoints):`).MatchString(out) {
+				// holdfast's own private servers run as its doctor recommends.
+				t.Errorf("doctor on serve's own database warns of its settings:\n%s", out)
 			}
 			if out := cli("top", "--once", "--interval", "100ms"); !strings.Contains(out, "holdfast top") || !strings.Contains(out, "active 1") {
 				t.Errorf("top --once does not show the server's one active hold:\n%s", out)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/wire"
 )
 
 func init() { register(newHoldsCmd) }
@@ -164,7 +165,7 @@ when there is more: pass it to --cursor, or use --all.`,
 
 func printHolds(w io.Writer, p *holdfast.HoldPage, asJSON bool) error {
 	if asJSON {
-		return json.NewEncoder(w).Encode(p)
+		return json.NewEncoder(w).Encode(wire.FromHoldPage(p)) // the HTTP page's shape
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECKOUT\tSTATUS\tLINES\tCREATED\tEXPIRES\tENDED")

@@ -113,7 +113,7 @@ once, alone on the last line.`,
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			key, rec, err := httpapi.RotateKeyIn(ctx, st, args[0], *grace)
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
-				return &exitError{code: 1, msg: "no live key matches " + redact(args[0]) + ": holdfast keys list shows the live keys of this database (the server's --data-dir or DATABASE_URL?)"}
+				return notLive(ctx, st, args[0])
 			}
 			if err != nil {
 				return err
@@ -138,7 +138,7 @@ once, alone on the last line.`,
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
 			id, err := httpapi.RevokeKeyIn(ctx, st, args[0])
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
-				return &exitError{code: 1, msg: "no live key matches " + redact(args[0]) + ": holdfast keys list shows the live keys of this database (the server's --data-dir or DATABASE_URL?)"}
+				return notLive(ctx, st, args[0])
 			}
 			if err != nil {
 				return err
@@ -328,3 +328,29 @@ func redact(s string) string {
 	}
 	return s
 }
+
+// notLive is the refusal of keys revoke or rotate when no live key
+// matches ref: why, when ref is an id this database knows (revoked,
+// expired), else that no key has it.
+func notLive(ctx context.Context, st httpapi.Store, ref string) error {
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		keys, err := httpapi.ListKeysIn(ctx, st, keysScanMax)
+		if err == nil {
+			for _, k := range keys {
+				if k.ID != id {
+					continue
+				}
+				switch {
+				case k.RevokedAt != nil:
+					return &exitError{code: 1, msg: fmt.Sprintf("key %d is already revoked (at %s); nothing changed", id, k.RevokedAt.UTC().Format(time.RFC3339))}
+				case k.ExpiresAt != nil:
+					return &exitError{code: 1, msg: fmt.Sprintf("key %d expired at %s; nothing changed", id, k.ExpiresAt.UTC().Format(time.RFC3339))}
+				}
+			}
+		}
+	}
+	return &exitError{code: 1, msg: "no live key matches " + redact(ref) + " in this database (keys list shows every key, revoked and expired ones too; the server's --data-dir or DATABASE_URL?)"}
+}
+
+// keysScanMax bounds the keys notLive reads to say why a key is not live.
+const keysScanMax = 100_000

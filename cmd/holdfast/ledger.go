@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/wire"
 )
 
 func init() { register(newLedgerCmd) }
@@ -61,7 +62,7 @@ after it. A page ends with "next: CURSOR" when there is more: pass it to
 
 func printLedger(w io.Writer, p *holdfast.LedgerPage, asJSON bool) error {
 	if asJSON {
-		return json.NewEncoder(w).Encode(p)
+		return json.NewEncoder(w).Encode(wire.FromLedgerPage(p)) // the HTTP page's shape
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tDELTA\tAVAILABLE AFTER\tREASON\tREFERENCE\tAT")

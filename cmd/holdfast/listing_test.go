@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pgcluster"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/wire"
 )
 
 // TestListingUsageErrors: malformed holds and ledger queries are usage
@@ -100,6 +103,42 @@ func TestHoldsAndLedgerCommands(t *testing.T) {
 	if code, out, _ := run(t, "holds", "--shop", "1", "--limit", "1", "--all"); code != 0 || strings.Count(out, "CHECKOUT") != 3 || strings.Count(out, "next:") != 2 {
 		t.Errorf("holds --all: %d\n%s", code, out)
 	}
+	// --json prints the HTTP listing's wire shapes: times with 6 fraction
+	// digits (wire.Time) even when they end in zeros, no field the HTTP
+	// page lacks.
+	// (The ledger is append-only: its guard is lifted for this one update.)
+	if _, err := pool.Exec(ctx, `ALTER TABLE inventory_ledger DISABLE TRIGGER USER;
+		UPDATE inventory_ledger SET created_at = '2026-12-02 03:10:45.7100+00';
+		ALTER TABLE inventory_ledger ENABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE holds SET created_at = '2026-12-02 03:10:45.5+00'"); err != nil {
+		t.Fatal(err)
+	}
+	sixDigits := regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*)?Z"`)
+	for _, c := range []struct {
+		args []string
+		into any
+	}{
+		{[]string{"holds", "--shop", "1", "--json"}, &wire.HoldPage{}},
+		{[]string{"ledger", "--shop", "1", "--item", "7", "--location", "1", "--json"}, &wire.LedgerPage{}},
+	} {
+		code, out, errOut := run(t, c.args...)
+		if code != 0 {
+			t.Fatalf("%q: %d\n%s%s", c.args, code, out, errOut)
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(c.into); err != nil {
+			t.Errorf("%q is not the HTTP page's shape: %v\n%s", c.args, err, out)
+		}
+		for _, ts := range sixDigits.FindAllString(out, -1) {
+			if !regexp.MustCompile(`\.\d{6}Z"$`).MatchString(ts) {
+				t.Errorf("%q prints time %s; HTTP prints 6 fraction digits", c.args, ts)
+			}
+		}
+	}
+
 	code, out, errOut = run(t, "ledger", "--shop", "1", "--item", "7", "--location", "1")
 	if code != 0 || !strings.Contains(out, "claim") || !strings.Contains(out, ids[0].String()) || !strings.Contains(out, "stocktake") || !strings.Contains(out, "-2") {
 		t.Errorf("ledger: %d\n%s%s", code, out, errOut)

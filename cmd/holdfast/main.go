@@ -73,6 +73,8 @@ var perCommandEnv = map[string]string{
 	"pool-cap": "",
 	"all":      "",
 	"shop":     "", // a list for shadow enroll; and a shop from the environment must not scope every command
+	"http":     "", // demo drives the sale over HTTP; bench measures the service instead of the table
+	"seed":     "", // demo's; HOLDFAST_SEED is the test suite's seed (README, Testing)
 }
 
 // flagEnv is the environment variable of cmd's flag: one meaning each.
@@ -99,14 +101,14 @@ the same --data-dir uses the same database, the running server's when one
 runs. Only serve and migrate create it; any other command run where there is
 none (another directory) refuses, naming the directory, rather than make a
 second, empty database. Only migrate, serve, keys create and webhooks add
-create or change the schema; every other command only reads. Every command
-also runs on MySQL/MariaDB: DATABASE_URL=mysql://…, or --engine mariadb
+create or change the schema; every other command only reads it. Every command
+but shadow (PostgreSQL only: the Redis → holdfast migration) also runs on MySQL/MariaDB: DATABASE_URL=mysql://…, or --engine mariadb
 (demo and bench: a private throwaway MariaDB; the others: the one of the
 serve --engine mariadb running with the same --data-dir). Every flag can also be set
 from the environment as HOLDFAST_<FLAG> (e.g. HOLDFAST_DATA_DIR, HOLDFAST_ADDR),
 the command line winning; each variable has one meaning. Flags whose meaning
 differs by command (--json, --limit, --strategy, --pool-cap, --all, --shop,
-and --addr outside serve) are HOLDFAST_<COMMAND>_<FLAG> (HOLDFAST_BENCH_JSON,
+--http, --seed, and --addr outside serve) are HOLDFAST_<COMMAND>_<FLAG> (HOLDFAST_BENCH_JSON,
 HOLDFAST_DOCTOR_JSON, HOLDFAST_WEBHOOKS_RECEIVE_ADDR); each --help names them.`,
 		Version:           versionString(),
 		SilenceUsage:      true,

@@ -34,6 +34,17 @@ func TestHelpExitsZero(t *testing.T) {
 	if !strings.Contains(out, "counter, batch, pool or slots") || !strings.Contains(out, "HOLDFAST_DATA_DIR") {
 		t.Errorf("top --help lacks the strategy list or env names:\n%s", out)
 	}
+	// No "(default [])" for a flag without a default; shadow says it runs
+	// on PostgreSQL only, the root help names it as the exception.
+	if _, out, _ := run(t, "shadow", "enroll", "--help"); strings.Contains(out, "(default [])") {
+		t.Errorf("shadow enroll --help shows (default []):\n%s", out)
+	}
+	if _, out, _ := run(t, "shadow", "--help"); !strings.Contains(out, "shadow runs on PostgreSQL only") {
+		t.Errorf("shadow --help does not say it runs on PostgreSQL only:\n%s", out)
+	}
+	if _, out, _ := run(t, "--help"); !strings.Contains(out, "Every command\nbut shadow (PostgreSQL only") {
+		t.Errorf("the root help does not name shadow as the command that does not run on MariaDB:\n%s", out)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -219,6 +230,7 @@ func TestEnvOneMeaning(t *testing.T) {
 		"HOLDFAST_ADDR": "holdfast serve", "HOLDFAST_WEBHOOKS_RECEIVE_ADDR": "holdfast webhooks receive",
 		"HOLDFAST_BENCH_JSON": "holdfast bench", "HOLDFAST_DOCTOR_JSON": "holdfast doctor", "HOLDFAST_HOLDS_LIMIT": "holdfast holds",
 		"HOLDFAST_DEMO_STRATEGY": "holdfast demo", "HOLDFAST_TOP_STRATEGY": "holdfast top",
+		"HOLDFAST_DEMO_HTTP": "holdfast demo", "HOLDFAST_BENCH_HTTP": "holdfast bench", "HOLDFAST_DEMO_SEED": "holdfast demo",
 	} {
 		var got []string
 		for _, cmds := range types[env] {
@@ -228,7 +240,9 @@ func TestEnvOneMeaning(t *testing.T) {
 			t.Errorf("%s is read by %q, want %s only", env, got, want)
 		}
 	}
-	for _, env := range []string{"HOLDFAST_JSON", "HOLDFAST_LIMIT", "HOLDFAST_STRATEGY"} {
+	// HOLDFAST_SEED is the test suite's seed (README), HOLDFAST_HTTP would
+	// mean two things: neither is a flag's.
+	for _, env := range []string{"HOLDFAST_JSON", "HOLDFAST_LIMIT", "HOLDFAST_STRATEGY", "HOLDFAST_HTTP", "HOLDFAST_SEED"} {
 		if types[env] != nil {
 			t.Errorf("%s still read by %v", env, types[env])
 		}
@@ -294,6 +308,14 @@ func TestDoctorFreshEmbeddedClean(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	if code, out, errOut := run(t, "migrate", "--data-dir", dir); code != 0 {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	// Each command starts and stops the cluster: a shutdown checkpoint
+	// each, counted as requested, which setting.checkpoints must not take
+	// for checkpoints forced by WAL volume.
+	for range 3 {
+		if code, out, errOut := run(t, "keys", "list", "--data-dir", dir); code != 0 {
+			t.Fatalf("keys list: exit %d\n%s%s", code, out, errOut)
+		}
 	}
 	code, out, errOut := run(t, "doctor", "--data-dir", dir)
 	if code != 0 || !strings.Contains(out, "0 critical, 0 warn") || !strings.Contains(out, "statement_timeout = 0: the embedded cluster") {

@@ -293,7 +293,7 @@ func startShadow(ctx context.Context, opt *goredis.Options, lf *shadowFlags, poo
 	c, err := (&net.Dialer{}).DialContext(dctx, opt.Network, opt.Addr)
 	cancel()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the legacy Redis at %s does not answer: %v", opt.Addr, err)
+		return nil, nil, legacyDown(opt.Addr, err)
 	}
 	c.Close()
 	rdb := goredis.NewClient(opt)

@@ -126,7 +126,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
 		}
 	}
-	if code, _, errOut := run(t, "keys", "rotate", "999999"); code != 1 || !strings.Contains(errOut, "no live key matches") || !strings.Contains(errOut, "holdfast keys list shows the live keys") {
+	if code, _, errOut := run(t, "keys", "rotate", "999999"); code != 1 || !strings.Contains(errOut, "no live key matches") || strings.Contains(errOut, "shows the live keys") {
 		t.Errorf("rotate of no key: exit %d %q", code, errOut)
 	}
 	if keysAfter, _ := httpapi.ListKeys(ctx, pool, 100); len(keysAfter) != len(keysBefore) {
@@ -152,6 +152,21 @@ func TestKeysCreateRotateList(t *testing.T) {
 		if k.ID == rec.ID && (k.ExpiresAt == nil || k.ExpiresAt.After(time.Now().Add(time.Hour+time.Minute))) {
 			t.Fatalf("the old key after rotate --grace 1h: expires %v", k.ExpiresAt)
 		}
+	}
+
+	// A revoked key: revoke and rotate say so, with when; an expired one
+	// (the rotated key after a grace of 0) says when it expired.
+	gone := byKey(cmd("keys", "create", "--shop", "7"))
+	cmd("keys", "revoke", fmt.Sprint(gone.ID))
+	for _, verb := range []string{"revoke", "rotate"} {
+		if code, _, errOut := run(t, "keys", verb, fmt.Sprint(gone.ID)); code != 1 || !strings.Contains(errOut, fmt.Sprintf("key %d is already revoked (at ", gone.ID)) {
+			t.Errorf("keys %s of a revoked key: exit %d %q; want 1 and that it is already revoked", verb, code, errOut)
+		}
+	}
+	old := byKey(cmd("keys", "create", "--shop", "7"))
+	cmd("keys", "rotate", fmt.Sprint(old.ID), "--grace", "0s")
+	if code, _, errOut := run(t, "keys", "rotate", fmt.Sprint(old.ID)); code != 1 || !strings.Contains(errOut, fmt.Sprintf("key %d expired at ", old.ID)) {
+		t.Errorf("keys rotate of an expired key: exit %d %q; want 1 and when it expired", code, errOut)
 	}
 
 	out = cmd("keys", "list")

@@ -8,9 +8,11 @@ import (
 	"io"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +25,6 @@ import (
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -48,6 +49,7 @@ type shadowFlags struct {
 	keyTemplate string
 	prefix      string
 	lifetime    time.Duration
+	engine      string
 }
 
 func newShadowCmd() *cobra.Command {
@@ -62,7 +64,10 @@ apply a change within a second.
 Commands that read or seed the legacy store (reconcile; moving a shop to shadow, which
 seeds holdfast's stock from the legacy ledger) need --legacy redis://… with the key
 template and prefix the legacy uses. --hold-lifetime-max must be the servers' (a shop
-warms that long after entering shadow).`,
+warms that long after entering shadow).
+
+shadow runs on PostgreSQL only (DATABASE_URL postgres://… or the embedded
+PostgreSQL): it is the one command that does not run on MySQL/MariaDB.`,
 		Args: noArgs,
 	}
 	f := &shadowFlags{}
@@ -71,6 +76,7 @@ warms that long after entering shadow).`,
 	pf.StringVar(&f.legacyURL, "legacy", "", "the legacy Redis hold store, redis://[user:password@]host:port/db")
 	pf.StringVar(&f.keyTemplate, "legacy-key-template", lredis.KeyTemplateDefault, "the legacy's stock counter key; {shop}, {item} and {location} are replaced")
 	pf.StringVar(&f.prefix, "legacy-prefix", lredis.PrefixDefault, "the legacy's prefix of hold hashes and the expiry set")
+	pf.StringVar(&f.engine, "engine", "", "postgres, the only engine shadow runs on (mariadb is refused)")
 	pf.DurationVar(&f.lifetime, "hold-lifetime-max", holdfast.HoldLifetimeMaxDefault, "the longest a legacy hold lives: a shop warms this long after entering shadow")
 
 	cmd.AddCommand(newShadowEnrollCmd(f), newShadowReportCmd(f), newShadowPlanCmd(f), newShadowSetCmd(f),
@@ -85,6 +91,7 @@ func newShadowEnrollCmd(f *shadowFlags) *cobra.Command {
 		Args:  noArgs,
 	}
 	shops := cmd.Flags().Int64Slice("shop", nil, "the shops to enroll: comma-separated shop `ids` (--shop 1,2 or --shop 1 --shop 2)")
+	cmd.Flags().Lookup("shop").DefValue = "" // no "(default [])": there is none
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if len(*shops) == 0 {
 			return usageError("shadow enroll needs --shop N[,N…]")
@@ -390,13 +397,34 @@ func needShop(cmd string, shop int64) error {
 	return nil
 }
 
+// errShadowPostgresOnly is shadow's answer on MySQL/MariaDB.
+var errShadowPostgresOnly = &exitError{code: 1, msg: "shadow runs on PostgreSQL only; the shadow layer (Redis → holdfast) keeps its modes and ledger in PostgreSQL: set DATABASE_URL to a postgres:// URL or unset it for the embedded PostgreSQL"}
+
+// shadowOnPostgres refuses MySQL/MariaDB (--engine or a mysql:// DATABASE_URL).
+func shadowOnPostgres(flag string) error {
+	switch flag {
+	case "", enginePostgres, "postgresql":
+	case engineMariaDB, "mysql":
+		return errShadowPostgresOnly
+	default:
+		return usageError("unknown --engine %q (shadow runs on %s only)", flag, enginePostgres)
+	}
+	if isMySQLURL(os.Getenv("DATABASE_URL")) {
+		return errShadowPostgresOnly
+	}
+	return nil
+}
+
 // withShadow runs fn on a shadow layer over the command's database,
-// migrated as serve would, with the legacy store when --legacy is given
+// which must have the current schema (it never creates one), with the legacy store when --legacy is given
 // (needLegacy: the command cannot run without it). The layer runs no
 // workers: each call reads and writes the database itself.
 func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(context.Context, *shadow.Engine) error) error {
 	if f.lifetime < holdfast.HoldTTLMin || f.lifetime > shadowLifetimeMax {
 		return usageError("--hold-lifetime-max must be between %v and %v", holdfast.HoldTTLMin, shadowLifetimeMax)
+	}
+	if err := shadowOnPostgres(f.engine); err != nil {
+		return err
 	}
 	if needLegacy && f.legacyURL == "" {
 		return usageError("this command reads the legacy store: pass --legacy redis://… (or set %s)", envName("legacy"))
@@ -420,7 +448,9 @@ func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(co
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	// The schema is serve's and migrate's to create: shadow writes rows
+	// (enroll, set, revert) but never grows a schema in an empty database.
+	if err := requireSchema(ctx, pool); err != nil {
 		return err
 	}
 	hf, err := postgres.New(pool, holdfast.Config{})
@@ -434,7 +464,7 @@ func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(co
 		c, err := (&net.Dialer{}).DialContext(dctx, ropt.Network, ropt.Addr)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("the legacy Redis at %s does not answer: %v", ropt.Addr, err)
+			return legacyDown(ropt.Addr, err)
 		}
 		c.Close()
 		rdb := goredis.NewClient(ropt)
@@ -462,7 +492,7 @@ func legacyStore(ctx context.Context, rdb *goredis.Client, pool *pgxpool.Pool, f
 	pctx, cancel := context.WithTimeout(ctx, legacyPingTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
-		return nil, fmt.Errorf("the legacy Redis at %s does not answer: %v", rdb.Options().Addr, err)
+		return nil, legacyDown(rdb.Options().Addr, err)
 	}
 	if err := store.Setup(ctx); err != nil {
 		return nil, fmt.Errorf("legacy ledger tables: %w", err)
@@ -614,4 +644,23 @@ func writeReconciliation(w io.Writer, rec *shadow.Reconciliation) error {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", d.ItemID, d.LocationID, d.LegacyOnHand, d.LegacyReservable, d.Available, d.Sellable, d.Held, d.Cause)
 	}
 	return tw.Flush()
+}
+
+// legacyDown is the one line of a legacy Redis that does not answer: why in
+// a few words, not the dialer's "dial tcp …: connect: …", and the next step.
+func legacyDown(addr string, err error) error {
+	why := "it does not answer"
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno) && errno == syscall.ECONNREFUSED:
+		why = "nothing listens there (connection refused)"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		why = fmt.Sprintf("it did not answer within %v", legacyPingTimeout)
+	default:
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			why = "its host name does not resolve"
+		}
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("the legacy Redis at %s is not reachable: %s; start it, or pass the legacy's address with --legacy redis://host:port/db (or %s)", addr, why, envName("legacy"))}
 }

@@ -89,6 +89,9 @@ without it they say to run holdfast migrate.`,
 			if errors.Is(err, webhook.ErrTooMany) {
 				return &exitError{code: 1, msg: fmt.Sprintf("shop %d has %d endpoints, the most allowed; remove one first", *shop, webhook.EndpointsPerShopMax)}
 			}
+			if ae := (*holdfast.ArgumentError)(nil); errors.As(err, &ae) && ae.Field == "url" {
+				return refusedURL(ae.Reason)
+			}
 			if err != nil {
 				return err
 			}
@@ -242,6 +245,16 @@ verify, or is older than 5 minutes, gets 401; before there is a secret, 503
 }
 
 // argReason is an *holdfast.ArgumentError's reason, else the error.
+// refusedURL is webhooks add's one line for a destination the network
+// rules refuse: no doubled "holdfast:" prefix, and its own flag named.
+func refusedURL(reason string) error {
+	reason, refused := strings.CutSuffix(reason, " (holdfast serve --webhook-allow-networks allows networks)")
+	if refused {
+		reason += "; webhooks add --webhook-allow-networks (and serve's, for deliveries) allows such networks, e.g. 127.0.0.0/8"
+	}
+	return &exitError{code: 1, msg: "--url: " + reason}
+}
+
 func argReason(err error) string {
 	var ae *holdfast.ArgumentError
 	if errors.As(err, &ae) {

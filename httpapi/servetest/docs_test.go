@@ -121,6 +121,41 @@ func TestDocsREADME(t *testing.T) {
 	runDocBlocks(t, "README.md", blocks)
 }
 
+// TestDocsREADMEThenAPI runs README.md's service quick start and then
+// docs/API.md's session in one shell, one directory and one database, as a
+// reader who follows both does (README's server stopped in between: API.md
+// starts its own): neither walkthrough may change the other's answers.
+func TestDocsREADMEThenAPI(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	path := filepath.Join("..", "..", "README.md")
+	from, to := sectionLines(t, path, "## The service")
+	var blocks []docBlock
+	for _, b := range docBlocks(t, path) {
+		if b.line > from && b.line < to {
+			blocks = append(blocks, b)
+		}
+	}
+	// The reader stops README's server (its background job) before API.md
+	// starts one on the same address.
+	blocks = append(blocks, docBlock{script: "kill $(jobs -p) && wait\n"})
+	blocks = append(blocks, docBlocks(t, filepath.Join("..", "..", "docs", "API.md"))...)
+	// Ledger entry ids are one sequence over every key: README's stock
+	// change takes the first, so API.md's ledger ids (and the cursor that
+	// carries one) are one higher. Nothing else may differ.
+	runDocBlocks(t, "README.md then docs/API.md", blocks, func(s string) string {
+		s = ledgerEntryID.ReplaceAllString(s, `{"id":<id>,"delta"`)
+		return ledgerCursor.ReplaceAllString(s, `"next":"l1.<cursor>"`)
+	})
+}
+
+var (
+	ledgerEntryID = regexp.MustCompile(`\{"id":\d+,"delta"`)
+	ledgerCursor  = regexp.MustCompile(`"next":"l1\.[^"]*"`)
+)
+
 // sectionLines returns the line of heading in path and the line of the
 // next heading of the same level (or the end).
 func sectionLines(t *testing.T, path, heading string) (from, to int) {
@@ -154,7 +189,7 @@ func sectionLines(t *testing.T, path, heading string) (from, to int) {
 // binary (on PATH) and a private database (DATABASE_URL), and compares each
 // documented answer with the real one. The only rewrite is the address:
 // 127.0.0.1:8080 becomes a free port.
-func runDocBlocks(t *testing.T, doc string, blocks []docBlock) {
+func runDocBlocks(t *testing.T, doc string, blocks []docBlock, also ...func(string) string) {
 	db := pgtest.DB(t, 4)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -222,7 +257,11 @@ func runDocBlocks(t *testing.T, doc string, blocks []docBlock) {
 		if b.want == "" {
 			continue
 		}
-		if normalise(got) != normalise(b.want) {
+		g, w := normalise(got), normalise(b.want)
+		for _, f := range also {
+			g, w = f(g), f(w)
+		}
+		if g != w {
 			t.Errorf("%s block at line %d answered\n%s\nthe docs say\n%s", doc, b.line, strings.TrimSpace(got), b.want)
 		}
 	}

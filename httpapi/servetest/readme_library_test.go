@@ -148,10 +148,8 @@ func TestDocsREADMELibrary(t *testing.T) {
 		t.Fatalf("the example with DATABASE_URL unset: %v\n%s", err, out)
 	}
 
+	// An empty database, as a reader's: the block makes its orders table.
 	db := pgtest.EmptyDB(t, 2)
-	if _, err := db.Pool.Exec(ctx, "CREATE TABLE orders (checkout_id uuid PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
 	if out, err := runIt(t.TempDir(), []string{"DATABASE_URL=" + db.URL}); err != nil || !strings.Contains(out, "done") {
 		t.Fatalf("the example on a private database: %v\n%s", err, out)
 	}
