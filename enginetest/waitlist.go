@@ -83,6 +83,11 @@ func testWaitlist(t *testing.T, h *Harness) {
 	t.Run("LevelAndKeyEvents", func(t *testing.T) { testWaitlistLevel(t, h) })
 	t.Run("KeysRoundRobin", func(t *testing.T) { testWaitlistRoundRobin(t, h) })
 	t.Run("ReleaseRacesGrant", func(t *testing.T) { testWaitlistReleaseRace(t, h) })
+	// issue 24 items 4-6, review
+	t.Run("ExpiredStays", func(t *testing.T) { testWaitlistExpiredStays(t, h) })
+	t.Run("SafetyRaiseEnds", func(t *testing.T) { testWaitlistSafetyEnds(t, h) })
+	t.Run("SellableZero", func(t *testing.T) { testWaitlistSellableZero(t, h) })
+	t.Run("ChangeAnswer", func(t *testing.T) { testWaitlistChangeAnswer(t, h) })
 }
 
 // testWaitlistFCFS enqueues waiters concurrently (their positions are

@@ -1,0 +1,176 @@
+package enginetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// The waitlist's outcomes after review (issue 24 items 4-6, second pass).
+
+// allWaitEvents is every waitlist.* event type of a shop's feed for id, in
+// order, space-separated.
+func (e *env) allWaitEvents(shop int64, id uuid.UUID) []string {
+	e.t.Helper()
+	var out []string
+	for _, ev := range e.events(shop, 0) {
+		if len(ev.Type) > 9 && ev.Type[:9] == "waitlist." && ev.CheckoutID != nil && *ev.CheckoutID == id {
+			out = append(out, string(ev.Type))
+		}
+	}
+	return out
+}
+
+// testWaitlistExpiredStays: a wait that ran out keeps that outcome: its
+// expiry is recorded (waitlist.expired) when a read observes it, before
+// any pass of the server; a release answers ErrWaitExpired and changes
+// nothing.
+func testWaitlistExpiredStays(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(20, 1)
+	e.stock(k, 5)
+	e.mustReserve(20, one(1, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(20, w, one(1, 5), time.Second)
+	e.Clock.Advance(2 * time.Second)
+	if got := e.waitState(20, w); got != "expired" {
+		t.Fatalf("w past its wait: %s, want expired", got)
+	}
+	if got := e.allWaitEvents(20, w); len(got) != 2 || got[1] != string(holdfast.EventWaitlistExpired) {
+		t.Fatalf("w's events once a read saw it expired: %v, want waitlist.waiting waitlist.expired", got)
+	}
+	if h, err := e.e.Release(ctxb(), 20, w); !errors.Is(err, holdfast.ErrWaitExpired) {
+		t.Fatalf("release of an expired wait: %+v %v, want ErrWaitExpired", h, err)
+	}
+	if got := e.waitState(20, w); got != "expired" {
+		t.Fatalf("w after a release: %s, want expired", got)
+	}
+	e.serve()
+	if got := e.allWaitEvents(20, w); len(got) != 2 || got[0] != string(holdfast.EventWaitlistWaiting) || got[1] != string(holdfast.EventWaitlistExpired) {
+		t.Fatalf("w's events: %v, want waitlist.waiting waitlist.expired", got)
+	}
+	// Released before any read: the same.
+	w2 := uuid.New()
+	e.mustWait(20, w2, one(1, 5), time.Second)
+	e.Clock.Advance(2 * time.Second)
+	if h, err := e.e.Release(ctxb(), 20, w2); !errors.Is(err, holdfast.ErrWaitExpired) {
+		t.Fatalf("release of a wait past its end, never read: %+v %v, want ErrWaitExpired", h, err)
+	}
+	if got := e.allWaitEvents(20, w2); len(got) != 2 || got[1] != string(holdfast.EventWaitlistExpired) {
+		t.Fatalf("w2's events: %v, want waitlist.waiting waitlist.expired", got)
+	}
+	// The key sells again.
+	if l := e.level(k); l.Sellable != 4 {
+		t.Fatalf("level once the waits expired: %+v, want sellable 4", l)
+	}
+}
+
+// testWaitlistSafetyEnds: the end-of-wait rule uses the entry rule's bound
+// (available less the safety stock): a safety raise that leaves a waiting
+// cart asking more ends it at once; one that leaves it servable does not.
+func testWaitlistSafetyEnds(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(21, 1)
+	e.stock(k, 10)
+	if _, err := e.e.SetSafetyStock(ctxb(), k, 2); err != nil {
+		t.Fatal(err)
+	}
+	holder := e.mustReserve(21, one(1, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(21, w, one(1, 8), 10*time.Minute)
+	l, err := e.e.SetSafetyStock(ctxb(), k, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitState(21, w); got != "unservable" {
+		t.Fatalf("w (8) once the safety stock rose to 3 (10 available): %s, want unservable", got)
+	}
+	if l.Sellable != 6 {
+		t.Fatalf("the safety change's answer: %+v, want sellable 6 (the wait ended)", l)
+	}
+	if l := e.level(k); l.Sellable != 6 {
+		t.Fatalf("level: %+v, want sellable 6", l)
+	}
+	// The claim path too: safety raised while servable, then a claim.
+	k2 := key(21, 2)
+	e.stock(k2, 10)
+	h2 := e.mustReserve(21, one(2, 1), time.Hour)
+	w2 := uuid.New()
+	e.mustWait(21, w2, one(2, 8), 10*time.Minute)
+	if _, err := e.e.SetSafetyStock(ctxb(), k2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitState(21, w2); got != "waiting:1" {
+		t.Fatalf("w2 (8 of 10, safety 2): %s, want waiting:1", got)
+	}
+	if _, err := e.e.Claim(ctxb(), 21, h2); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitState(21, w2); got != "unservable" {
+		t.Fatalf("w2 (8) once 9 available, safety 2: %s, want unservable", got)
+	}
+	e.serve()
+	if got := e.waitState(21, w); got != "unservable" {
+		t.Fatalf("w after a pass: %s, want unservable", got)
+	}
+	_ = holder
+}
+
+// testWaitlistSellableZero: while a key has waiters, every short answer
+// says sellable 0 — as Level does — on every path (the sold-out hint
+// included), and so does a new wait's answer.
+func testWaitlistSellableZero(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{})
+		k := key(22, 1)
+		e.stock(k, 10)
+		e.mustReserve(22, one(1, 1), time.Hour)
+		e.mustWait(22, uuid.New(), one(1, 10), 10*time.Minute)
+		if l := e.level(k); l.Sellable != 0 {
+			t.Fatalf("level while a cart waits: %+v, want sellable 0", l)
+		}
+		for i := range 4 {
+			_, err := e.reserve(22, uuid.New(), one(1, 1+i%2*9)) // 1, 10, 1, 10
+			var ise *holdfast.InsufficientStockError
+			if !errors.As(err, &ise) || len(ise.Lines) != 1 || ise.Lines[0].Sellable != 0 {
+				t.Fatalf("new buyer %d while a cart waits: %v %+v, want insufficient stock with sellable 0", i, err, ise)
+			}
+		}
+		_, err := e.waitFor(22, uuid.New(), one(1, 10), 10*time.Minute)
+		var we *holdfast.WaitlistedError
+		if !errors.As(err, &we) || len(we.Lines) != 1 || we.Lines[0].Sellable != 0 {
+			t.Fatalf("a second wait: %v, want waiting with sellable 0", err)
+		}
+	})
+}
+
+// testWaitlistChangeAnswer: the stock change that ends a wait answers the
+// level without it.
+func testWaitlistChangeAnswer(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(23, 1)
+	e.stock(k, 10)
+	e.mustReserve(23, one(1, 1), time.Hour)
+	w := uuid.New()
+	e.mustWait(23, w, one(1, 10), 10*time.Minute)
+	l, err := e.e.ChangeStock(ctxb(), holdfast.StockChange{Key: k, Delta: -1, Reason: "shrinkage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitState(23, w); got != "unservable" {
+		t.Fatalf("w: %s, want unservable", got)
+	}
+	if l.Sellable != 8 {
+		t.Fatalf("the change's answer: %+v, want sellable 8 (the wait it ended no longer freezes the key)", l)
+	}
+	if l := e.level(k); l.Sellable != 8 {
+		t.Fatalf("level: %+v, want sellable 8", l)
+	}
+}
