@@ -100,20 +100,20 @@ func testWaitlistSafetyEnds(t *testing.T, h *Harness) {
 	// The claim path too: safety raised while servable, then a claim.
 	k2 := key(21, 2)
 	e.stock(k2, 10)
-	h2 := e.mustReserve(21, one(2, 1), time.Hour)
+	h2 := e.mustReserve(21, one(2, 2), time.Hour)
 	w2 := uuid.New()
-	e.mustWait(21, w2, one(2, 8), 10*time.Minute)
-	if _, err := e.e.SetSafetyStock(ctxb(), k2, 2); err != nil {
+	e.mustWait(21, w2, one(2, 9), 10*time.Minute)
+	if _, err := e.e.SetSafetyStock(ctxb(), k2, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.waitState(21, w2); got != "waiting:1" {
-		t.Fatalf("w2 (8 of 10, safety 2): %s, want waiting:1", got)
+		t.Fatalf("w2 (9 of 10, safety 1): %s, want waiting:1", got)
 	}
 	if _, err := e.e.Claim(ctxb(), 21, h2); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.waitState(21, w2); got != "unservable" {
-		t.Fatalf("w2 (8) once 9 available, safety 2: %s, want unservable", got)
+		t.Fatalf("w2 (9) once 8 available, safety 1: %s, want unservable", got)
 	}
 	e.serve()
 	if got := e.waitState(21, w); got != "unservable" {

@@ -32,6 +32,11 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "safety_set"), k.ShopID, k.ItemID, k.LocationID, safety); err != nil {
 			return err
 		}
+		// A wait the new safety stock leaves asking more than could ever be
+		// sold ends now, before the refill and the answer (waitlist.go).
+		if _, err := c.endUnservable(ctx, tx, []holdfast.Key{k}, map[holdfast.Key]bool{k: true}); err != nil {
+			return err
+		}
 		if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
 			return err
 		}
@@ -41,5 +46,6 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 	if err != nil {
 		return nil, err
 	}
+	c.kickWaitlist() // a lower safety stock may serve waiters
 	return lvl, nil
 }
