@@ -368,7 +368,7 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, c.settleLapsed(ctx, err)
 	}
 	return h, nil
 }
