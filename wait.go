@@ -55,6 +55,13 @@ var (
 	// once, so the key's units are for sale again; nothing is held. Reserve
 	// what is sellable under a new checkout id.
 	ErrWaitUnservable = errors.New("holdfast: wait can no longer be served")
+	// ErrCheckoutWaiting: Claim, ClaimLines, Extend or Edit of a checkout
+	// that is waiting for stock (ErrWaitlisted): it holds nothing yet, so
+	// there is nothing to claim, extend or edit. Read it (Hold) until it
+	// is held, or Release it to cancel its wait. Of a wait that ended
+	// without a hold they answer how it ended (ErrWaitExpired,
+	// ErrWaitCancelled, ErrWaitUnservable), as Hold does.
+	ErrCheckoutWaiting = errors.New("holdfast: checkout is waiting for stock")
 )
 
 // WaitlistedError is a checkout waiting for its cart. It matches

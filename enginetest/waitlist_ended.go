@@ -174,3 +174,41 @@ func testWaitlistChangeAnswer(t *testing.T, h *Harness) {
 		t.Fatalf("level: %+v, want sellable 8", l)
 	}
 }
+
+// testWaitlistLifecycleAnswers: claim, extend and edit of a waiting
+// checkout answer ErrCheckoutWaiting (it holds nothing yet), and of an
+// ended wait its outcome — as a read does — never ErrNotFound.
+func testWaitlistLifecycleAnswers(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(24, 1)
+	e.stock(k, 2)
+	e.mustReserve(24, one(1, 2), time.Hour)
+	w := uuid.New()
+	e.mustWait(24, w, one(1, 1), 10*time.Minute)
+	ops := map[string]func() error{
+		"claim":       func() error { _, err := e.e.Claim(ctxb(), 24, w); return err },
+		"claim lines": func() error { _, err := e.e.ClaimLines(ctxb(), 24, w, one(1, 1)); return err },
+		"extend":      func() error { _, err := e.e.Extend(ctxb(), 24, w, time.Minute); return err },
+		"edit": func() error {
+			_, err := e.e.Edit(ctxb(), holdfast.EditParams{ShopID: 24, CheckoutID: w, Revision: 2, Lines: one(1, 1)})
+			return err
+		},
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, holdfast.ErrCheckoutWaiting) {
+			t.Fatalf("%s of a waiting checkout: %v, want ErrCheckoutWaiting", name, err)
+		}
+	}
+	if got := e.waitState(24, w); got != "waiting:1" {
+		t.Fatalf("w after them: %s, want waiting:1", got)
+	}
+	if _, err := e.e.Release(ctxb(), 24, w); !errors.Is(err, holdfast.ErrWaitCancelled) {
+		t.Fatalf("release of w: %v, want ErrWaitCancelled", err)
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, holdfast.ErrWaitCancelled) {
+			t.Fatalf("%s of a cancelled wait: %v, want ErrWaitCancelled", name, err)
+		}
+	}
+}

@@ -259,6 +259,36 @@ func (c *Client) settleLapsed(ctx context.Context, err error) error {
 	return holdfast.ErrWaitExpired
 }
 
+// orWait runs op (a claim, extend or edit of the checkout) and answers its
+// ErrNotFound from the checkout's wait, as Hold does: ErrCheckoutWaiting
+// while it waits (it holds nothing yet), how it ended once it ended
+// without a hold (ErrWaitExpired, ErrWaitCancelled, ErrWaitUnservable);
+// a wait granted meanwhile runs op once more (the hold is there now).
+func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
+	for try := 0; ; try++ {
+		h, err := op()
+		if !errors.Is(err, holdfast.ErrNotFound) {
+			return h, err
+		}
+		var werr error
+		if rerr := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+			werr = c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
+			return nil
+		}); rerr != nil {
+			return nil, err
+		}
+		switch {
+		case errors.Is(werr, errGranted) && try == 0:
+			continue
+		case errors.Is(werr, holdfast.ErrWaitlisted):
+			return nil, holdfast.ErrCheckoutWaiting
+		case errors.Is(werr, holdfast.ErrWaitExpired), errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
+			return nil, c.settleLapsed(ctx, werr)
+		}
+		return nil, err
+	}
+}
+
 // errGranted: waiterAnswer found the wait granted; the hold answers.
 var errGranted = errors.New("holdfast: wait granted")
 
