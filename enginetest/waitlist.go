@@ -89,6 +89,7 @@ func testWaitlist(t *testing.T, h *Harness) {
 	t.Run("SellableZero", func(t *testing.T) { testWaitlistSellableZero(t, h) })
 	t.Run("ChangeAnswer", func(t *testing.T) { testWaitlistChangeAnswer(t, h) })
 	t.Run("LifecycleAnswers", func(t *testing.T) { testWaitlistLifecycleAnswers(t, h) })
+	t.Run("SafetyKeyEvents", func(t *testing.T) { testSafetyKeyEvents(t, h) })
 }
 
 // testWaitlistFCFS enqueues waiters concurrently (their positions are

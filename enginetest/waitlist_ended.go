@@ -212,3 +212,41 @@ func testWaitlistLifecycleAnswers(t *testing.T, h *Harness) {
 		}
 	}
 }
+
+// testSafetyKeyEvents: a safety change that brings a key's sellable stock
+// to 0 is followed by key.sold_out, and one that brings it back by
+// key.back_in_stock (the change is a stock.changed event, reason safety).
+func testSafetyKeyEvents(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(25, 1)
+	e.stock(k, 5)
+	e.mustReserve(25, one(1, 3), time.Hour)
+	if got := e.keyEvents(25, 1); got != "" {
+		t.Fatalf("key events with 2 sellable: %q, want none", got)
+	}
+	if l, err := e.e.SetSafetyStock(ctxb(), k, 2); err != nil || l.Sellable != 0 {
+		t.Fatalf("safety 2: %+v %v, want sellable 0", l, err)
+	}
+	if got := e.keyEvents(25, 1); got != "key.sold_out" {
+		t.Fatalf("key events once the safety stock took the last 2: %q, want key.sold_out", got)
+	}
+	if _, err := e.e.SetSafetyStock(ctxb(), k, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.keyEvents(25, 1); got != "key.sold_out key.back_in_stock" {
+		t.Fatalf("key events once the safety stock was removed: %q, want key.sold_out key.back_in_stock", got)
+	}
+	var reasons []string
+	for _, ev := range e.events(25, 0) {
+		if ev.Type == holdfast.EventStockChanged && ev.Reason == "safety" {
+			reasons = append(reasons, ev.Reason)
+			if ev.Delta == nil || *ev.Delta != 0 || ev.Available == nil || *ev.Available != 5 {
+				t.Fatalf("safety event %+v, want delta 0, available 5", ev)
+			}
+		}
+	}
+	if len(reasons) != 2 {
+		t.Fatalf("%d stock.changed events with reason safety, want 2", len(reasons))
+	}
+}

@@ -42,8 +42,19 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 		if err != nil {
 			return err
 		}
+		var was int
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "safety_get"), k.ShopID, k.ItemID, k.LocationID).Scan(&was); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "safety_set"), safety, c.now(), k.ShopID, k.ItemID, k.LocationID); err != nil {
 			return err
+		}
+		if safety != was {
+			// The feed has it (stock.changed, reason safety): the key's
+			// sold-out state follows it.
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "safety_event"), c.now(), k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return err
+			}
 		}
 		// A wait the new safety stock leaves asking more than could ever
 		// be sold ends now, before the refill and the answer (waitlist.go).

@@ -32,6 +32,13 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "safety_set"), k.ShopID, k.ItemID, k.LocationID, safety); err != nil {
 			return err
 		}
+		if safety != st.safety {
+			// The feed has it (stock.changed, reason safety): the key's
+			// sold-out state follows it.
+			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "safety_event"), k.ShopID, k.ItemID, k.LocationID, c.now()); err != nil {
+				return err
+			}
+		}
 		// A wait the new safety stock leaves asking more than could ever be
 		// sold ends now, before the refill and the answer (waitlist.go).
 		if _, err := c.endUnservable(ctx, tx, []holdfast.Key{k}, map[holdfast.Key]bool{k: true}); err != nil {
