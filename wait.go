@@ -41,7 +41,10 @@ var (
 	ErrWaitlisted = errors.New("holdfast: waiting for stock")
 	// ErrWaitExpired: the checkout waited (ErrWaitlisted) and its wait ran
 	// out before its whole cart could be held; nothing is held. Reserve
-	// under a new checkout id.
+	// under a new checkout id. The outcome is final: the first answer
+	// that says so (or the waitlist server) ends the wait as expired
+	// (EventWaitlistExpired), and a later Release answers ErrWaitExpired
+	// too, changing nothing.
 	ErrWaitExpired = errors.New("holdfast: wait expired")
 	// ErrWaitCancelled: the checkout waited (ErrWaitlisted) and was
 	// released: Release of a waiting checkout ends its wait and answers
