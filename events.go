@@ -29,7 +29,10 @@ const (
 	EventHoldExpired  EventType = "hold.expired"
 	// EventStockChanged is a stock set or adjustment (not a claim's
 	// deduction, which is EventHoldClaimed): Delta is the change (for a
-	// set, the new level minus the old), Available the level after it.
+	// set, the new level minus the old), Available the level after it. A
+	// safety stock change that changes it is one too (Reason "safety",
+	// Delta 0, Available unchanged; no ledger entry), so that the key's
+	// sold-out state follows it.
 	EventStockChanged EventType = "stock.changed"
 	// EventKeySoldOut: the key's sellable stock (Level.Sellable: available
 	// - safety - held, and nothing while the key has waiters) reached zero.

@@ -41,7 +41,10 @@ var (
 	ErrWaitlisted = errors.New("holdfast: waiting for stock")
 	// ErrWaitExpired: the checkout waited (ErrWaitlisted) and its wait ran
 	// out before its whole cart could be held; nothing is held. Reserve
-	// under a new checkout id.
+	// under a new checkout id. The outcome is final: the first answer
+	// that says so (or the waitlist server) ends the wait as expired
+	// (EventWaitlistExpired), and a later Release answers ErrWaitExpired
+	// too, changing nothing.
 	ErrWaitExpired = errors.New("holdfast: wait expired")
 	// ErrWaitCancelled: the checkout waited (ErrWaitlisted) and was
 	// released: Release of a waiting checkout ends its wait and answers
@@ -55,6 +58,13 @@ var (
 	// once, so the key's units are for sale again; nothing is held. Reserve
 	// what is sellable under a new checkout id.
 	ErrWaitUnservable = errors.New("holdfast: wait can no longer be served")
+	// ErrCheckoutWaiting: Claim, ClaimLines, Extend or Edit of a checkout
+	// that is waiting for stock (ErrWaitlisted): it holds nothing yet, so
+	// there is nothing to claim, extend or edit. Read it (Hold) until it
+	// is held, or Release it to cancel its wait. Of a wait that ended
+	// without a hold they answer how it ended (ErrWaitExpired,
+	// ErrWaitCancelled, ErrWaitUnservable), as Hold does.
+	ErrCheckoutWaiting = errors.New("holdfast: checkout is waiting for stock")
 )
 
 // WaitlistedError is a checkout waiting for its cart. It matches

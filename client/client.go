@@ -110,6 +110,7 @@ var sentinels = map[string]error{
 	"hold_expired":         holdfast.ErrHoldExpired,
 	"wait_expired":         holdfast.ErrWaitExpired,
 	"wait_cancelled":       holdfast.ErrWaitCancelled,
+	"checkout_waiting":     holdfast.ErrCheckoutWaiting,
 	"wait_unservable":      holdfast.ErrWaitUnservable,
 	"cursor_expired":       holdfast.ErrCursorExpired,
 	"lifetime_exceeded":    holdfast.ErrLifetimeExceeded,

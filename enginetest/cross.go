@@ -181,14 +181,17 @@ func testCrossSafety(t *testing.T, h *Harness) {
 			t.Fatalf("safety stock allocated: %+v", l)
 		}
 
-		// Waitlist: the safety stock rises while a cart waits; the grant
-		// waits for sellable units.
+		// Waitlist: the safety stock rises while a cart waits, as far as
+		// the cart can still be served (3 ≤ 5 − 2; a raise beyond ends the
+		// wait as unservable: Waitlist/SafetyRaiseEnds); the grant waits
+		// for sellable units.
 		kw := key(1, 3)
 		e.stock(kw, 5)
-		a := e.mustReserve(1, one(3, 5), 0)
+		a := e.mustReserve(1, one(3, 4), 0)
+		b := e.mustReserve(1, one(3, 1), 0)
 		w := uuid.New()
 		e.mustWait(1, w, one(3, 3), 10*time.Minute)
-		if _, err := e.e.SetSafetyStock(ctxb(), kw, 4); err != nil {
+		if _, err := e.e.SetSafetyStock(ctxb(), kw, 2); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.e.Release(ctxb(), 1, a); err != nil {
@@ -196,9 +199,9 @@ func testCrossSafety(t *testing.T, h *Harness) {
 		}
 		e.serve()
 		if st := e.waitState(1, w); st != "waiting:1" {
-			t.Fatalf("waiter with 1 sellable unit for 3: %s, want waiting:1 (level %+v)", st, e.level(kw))
+			t.Fatalf("waiter with 2 sellable units for 3: %s, want waiting:1 (level %+v)", st, e.level(kw))
 		}
-		if _, err := e.e.SetSafetyStock(ctxb(), kw, 2); err != nil {
+		if _, err := e.e.Release(ctxb(), 1, b); err != nil {
 			t.Fatal(err)
 		}
 		e.serve()

@@ -39,6 +39,7 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"   // 409
 	CodeHoldClaimed         = "hold_claimed"           // 409
 	CodeHoldReleased        = "hold_released"          // 409
+	CodeCheckoutWaiting     = "checkout_waiting"       // 409: claim, extend or edit of a checkout waiting for stock (waitlist.go)
 	CodeHoldExpired         = "hold_expired"           // 410 (with lines from claim)
 	CodeWaitExpired         = "wait_expired"           // 410: the checkout's wait ran out (waitlist.go)
 	CodeWaitCancelled       = "wait_cancelled"         // 410: the waiting checkout was released (waitlist.go)
@@ -156,6 +157,8 @@ func toAPIError(route string, err error) *apiError {
 		}
 	case errors.Is(err, holdfast.ErrHoldClaimed):
 		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"
+	case errors.Is(err, holdfast.ErrCheckoutWaiting):
+		e.Code, e.Message = CodeCheckoutWaiting, "the checkout is waiting for stock (wait_seconds) and holds nothing yet; read it until it is held, or release it to cancel its wait"
 	case errors.Is(err, holdfast.ErrHoldReleased):
 		e.Code, e.Message = CodeHoldReleased, "the checkout was already released"
 	case errors.Is(err, holdfast.ErrHoldExpired):

@@ -62,8 +62,13 @@ func testWaitlist(t *testing.T, engine string) {
 	if res := e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 202, ""); res.json["position"] != float64(1) {
 		t.Fatalf("second waiter after the first was served: %s", res.body)
 	}
+	// A waiting checkout holds nothing yet: claim says so.
+	e.expect(req{method: "POST", path: res1 + "/" + second.String() + "/claim", key: "shop1"}, 409, "checkout_waiting")
 	e.clock.Advance(61 * time.Second)
 	e.expect(req{method: "GET", path: res1 + "/" + second.String(), key: "shop1"}, 410, "wait_expired")
+	// Its outcome is final: a release answers it and changes nothing.
+	e.expect(req{method: "POST", path: res1 + "/" + second.String() + "/release", key: "shop1"}, 410, "wait_expired")
+	e.expect(req{method: "POST", path: res1 + "/" + second.String() + "/claim", key: "shop1"}, 410, "wait_expired")
 	if _, err := e.eng.ServeWaitlist(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ import (
 // an edit, claim or release that came in between makes the attempt roll
 // back and run again. Give-backs only try the keys' lock rows.
 func (c *Client) Edit(ctx context.Context, p holdfast.EditParams) (*holdfast.Hold, error) {
-	return c.edit(ctx, nil, p)
+	return c.orWait(ctx, p.ShopID, p.CheckoutID, func() (*holdfast.Hold, error) { return c.edit(ctx, nil, p) })
 }
 
 // EditTx is Edit inside the caller's transaction (in a savepoint). Begin tx
@@ -218,7 +218,9 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 // the late claim of every line). Like Claim it locks the hold first and
 // touches no buffer but by trying the keys' lock rows to give units back.
 func (c *Client) ClaimLines(ctx context.Context, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
-	return c.claimLines(ctx, nil, shopID, checkoutID, lines)
+	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
+		return c.claimLines(ctx, nil, shopID, checkoutID, lines)
+	})
 }
 
 // ClaimLinesTx is ClaimLines inside the caller's transaction (in a

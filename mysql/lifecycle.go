@@ -26,7 +26,7 @@ import (
 // same lines afresh from sellable stock in the same transaction; when it
 // cannot, the error is an *ExpiredError with the shortfall: refund.
 func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	h, err := c.claim(ctx, nil, shopID, checkoutID)
+	h, err := c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, nil, shopID, checkoutID) })
 	if err == nil && !h.Replayed {
 		// Claimed units never come back: a wait that asked for them ends
 		// now (waitlist.go).
@@ -270,7 +270,9 @@ func (c *Client) releaseOnce(ctx context.Context, tx *sql.Tx, own bool, shop int
 // extended (its units never went back). An ended hold is ErrHoldClaimed,
 // ErrHoldReleased or ErrHoldExpired.
 func (c *Client) Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	return c.extend(ctx, nil, shopID, checkoutID, ttl)
+	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
+		return c.extend(ctx, nil, shopID, checkoutID, ttl)
+	})
 }
 
 // ExtendTx is Extend inside the caller's transaction (in a savepoint).
@@ -368,7 +370,7 @@ func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, c.settleLapsed(ctx, err)
 	}
 	return h, nil
 }

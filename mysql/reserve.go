@@ -24,7 +24,7 @@ import (
 func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	h, err := c.reserve(ctx, nil, p)
 	h, err = c.waitIfShort(ctx, p, h, err) // waitlist.go
-	return h, c.markNotStocked(ctx, c.db, p.ShopID, err)
+	return h, c.markNotStocked(ctx, c.db, p.ShopID, c.settleLapsed(ctx, err))
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on

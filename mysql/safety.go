@@ -42,7 +42,23 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 		if err != nil {
 			return err
 		}
+		var was int
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "safety_get"), k.ShopID, k.ItemID, k.LocationID).Scan(&was); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "safety_set"), safety, c.now(), k.ShopID, k.ItemID, k.LocationID); err != nil {
+			return err
+		}
+		if safety != was {
+			// The feed has it (stock.changed, reason safety): the key's
+			// sold-out state follows it.
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "safety_event"), c.now(), k.ShopID, k.ItemID, k.LocationID); err != nil {
+				return err
+			}
+		}
+		// A wait the new safety stock leaves asking more than could ever
+		// be sold ends now, before the refill and the answer (waitlist.go).
+		if _, err := c.endUnservable(ctx, tx, []holdfast.Key{k}); err != nil {
 			return err
 		}
 		if err := c.shrink(ctx, tx, route, k, false); err != nil {
@@ -57,5 +73,6 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 	if err != nil {
 		return nil, err
 	}
+	c.kickWaitlist() // a lower safety stock may serve waiters
 	return lvl, nil
 }

@@ -179,6 +179,12 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "ledger_insert"), k.ShopID, k.ItemID, k.LocationID, next-old, next, ch.Reason, ref, c.now()); err != nil {
 		return nil, err
 	}
+	// A wait the change leaves asking more than could ever be sold ends
+	// now, before the refill and the answer: the answer is the level
+	// without it (waitlist.go).
+	if _, err := c.endUnservable(ctx, tx, []holdfast.Key{k}); err != nil {
+		return nil, err
+	}
 	if err := c.shrink(ctx, tx, route, k, false); err != nil {
 		return nil, err
 	}

@@ -183,7 +183,14 @@ func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, sho
 		return holdfast.ErrIdempotencyConflict
 	}
 	switch {
-	case status == "expired" || (status == "waiting" && lapsed):
+	case status == "waiting" && lapsed:
+		// Ran out: answered expired, and ended as expired (event
+		// waitlist.expired) by whoever answers this — settleLapsed, in a
+		// transaction of its own once this one is over — so the outcome
+		// is durable and single: a later release never turns it into
+		// another (issue 24 item 5).
+		return &waitLapsedError{shop: shop, checkout: checkout}
+	case status == "expired":
 		return holdfast.ErrWaitExpired
 	case status == "cancelled":
 		return holdfast.ErrWaitCancelled
@@ -238,6 +245,67 @@ func (c *Client) waitOrNotFound(ctx context.Context, tx *sql.Tx, route string, s
 		return c.readHold(ctx, tx, route, "hold_get", shop, checkout)
 	}
 	return nil, werr
+}
+
+// waitLapsedError is waiterAnswer's ErrWaitExpired for a wait past its end
+// that nothing ended yet: the caller answers ErrWaitExpired and ends it as
+// expired (settleLapsed) once its transaction is over.
+type waitLapsedError struct {
+	shop     int64
+	checkout uuid.UUID
+}
+
+func (e *waitLapsedError) Error() string        { return holdfast.ErrWaitExpired.Error() }
+func (e *waitLapsedError) Is(target error) bool { return target == holdfast.ErrWaitExpired }
+
+// settleLapsed ends, in a transaction of its own, the wait err reports past
+// its end (a *waitLapsedError) as expired — event waitlist.expired; its
+// keys' buffers come back with the next refill — and answers
+// ErrWaitExpired; other errors pass through. A wait ended meanwhile (the
+// worker, a release) is left as it ended: as expired too
+// (waitlist_end.sql). A failure leaves it to the waitlist worker; the
+// answer stays ErrWaitExpired.
+func (c *Client) settleLapsed(ctx context.Context, err error) error {
+	var le *waitLapsedError
+	if !errors.As(err, &le) {
+		return err
+	}
+	_ = c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
+		_, _, err := c.endWait(ctx, tx, holdfast.RouteRead, le.shop, le.checkout, "expired", holdfast.EventWaitlistExpired)
+		return err
+	})
+	c.kickWaitlist()
+	return holdfast.ErrWaitExpired
+}
+
+// orWait runs op (a claim, extend or edit of the checkout) and answers its
+// ErrNotFound from the checkout's wait, as Hold does: ErrCheckoutWaiting
+// while it waits (it holds nothing yet), how it ended once it ended
+// without a hold (ErrWaitExpired, ErrWaitCancelled, ErrWaitUnservable);
+// a wait granted meanwhile runs op once more (the hold is there now).
+func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
+	for try := 0; ; try++ {
+		h, err := op()
+		if !errors.Is(err, holdfast.ErrNotFound) {
+			return h, err
+		}
+		var werr error
+		if rerr := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
+			werr = c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
+			return nil
+		}); rerr != nil {
+			return nil, err
+		}
+		switch {
+		case errors.Is(werr, errGranted) && try == 0:
+			continue
+		case errors.Is(werr, holdfast.ErrWaitlisted):
+			return nil, holdfast.ErrCheckoutWaiting
+		case errors.Is(werr, holdfast.ErrWaitExpired), errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
+			return nil, c.settleLapsed(ctx, werr)
+		}
+		return nil, err
+	}
 }
 
 // errGranted: waiterAnswer found the wait granted; the hold answers.
@@ -590,7 +658,7 @@ func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdf
 // its keys, writes an event of type ev (none when ev is empty) and returns
 // its cart; ok false when it no longer waited.
 func (c *Client) endWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID, status string, ev holdfast.EventType) (lines []holdfast.Line, ok bool, err error) {
-	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_end"), status, c.now(), shop, checkout[:])
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_end"), c.now(), status, c.now(), shop, checkout[:])
 	if err != nil {
 		return nil, false, err
 	}
@@ -601,11 +669,17 @@ func (c *Client) endWait(ctx context.Context, tx *sql.Tx, route string, shop int
 		return nil, false, err
 	}
 	var raw []byte
-	if err := tx.QueryRowContext(ctx, c.q(ctx, route, "waitlist_cart"), shop, checkout[:]).Scan(&raw); err != nil {
+	var ended string
+	if err := tx.QueryRowContext(ctx, c.q(ctx, route, "waitlist_cart"), shop, checkout[:]).Scan(&raw, &ended); err != nil {
 		return nil, false, err
 	}
 	if err := json.Unmarshal(raw, &lines); err != nil {
 		return nil, false, err
+	}
+	if ended == "expired" && status != "expired" {
+		// Past its wait: it ran out, whatever ended it now (a read has
+		// answered it expired already); one outcome, recorded once.
+		return lines, false, c.InsertEventTx(ctx, tx, shop, holdfast.EventWaitlistExpired, &checkout, lines, nil)
 	}
 	if ev != "" {
 		if err := c.InsertEventTx(ctx, tx, shop, ev, &checkout, lines, nil); err != nil {
@@ -652,7 +726,7 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 		if err != nil {
 			return false, err
 		}
-		if l.Quantity > st.available {
+		if l.Quantity > st.available-st.safety {
 			// Nothing can ever serve it (held units may come back,
 			// claimed ones never do): it ends, and stops holding up the
 			// key.

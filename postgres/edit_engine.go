@@ -37,7 +37,7 @@ import (
 // keys' advisory locks and buffers as Reserve takes them, then
 // reserved_quantities; give-backs only try key locks.
 func (c *Client) Edit(ctx context.Context, p holdfast.EditParams) (*holdfast.Hold, error) {
-	return c.edit(ctx, c.pool, true, p)
+	return c.orWait(ctx, p.ShopID, p.CheckoutID, func() (*holdfast.Hold, error) { return c.edit(ctx, c.pool, true, p) })
 }
 
 // EditTx is Edit inside the caller's transaction, in a savepoint: on any
@@ -187,7 +187,9 @@ func (c *Client) editOnce(ctx context.Context, tx pgx.Tx, p holdfast.EditParams,
 // still claimable; once swept, ClaimLines is ErrHoldExpired (Claim serves
 // the late claim of every line).
 func (c *Client) ClaimLines(ctx context.Context, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
-	return c.claimLines(ctx, c.pool, true, shopID, checkoutID, lines)
+	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
+		return c.claimLines(ctx, c.pool, true, shopID, checkoutID, lines)
+	})
 }
 
 // ClaimLinesTx is ClaimLines inside the caller's transaction (in a

@@ -32,6 +32,18 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "safety_set"), k.ShopID, k.ItemID, k.LocationID, safety); err != nil {
 			return err
 		}
+		if safety != st.safety {
+			// The feed has it (stock.changed, reason safety): the key's
+			// sold-out state follows it.
+			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "safety_event"), k.ShopID, k.ItemID, k.LocationID, c.now()); err != nil {
+				return err
+			}
+		}
+		// A wait the new safety stock leaves asking more than could ever be
+		// sold ends now, before the refill and the answer (waitlist.go).
+		if _, err := c.endUnservable(ctx, tx, []holdfast.Key{k}, map[holdfast.Key]bool{k: true}); err != nil {
+			return err
+		}
 		if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
 			return err
 		}
@@ -41,5 +53,6 @@ func (c *Client) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int)
 	if err != nil {
 		return nil, err
 	}
+	c.kickWaitlist() // a lower safety stock may serve waiters
 	return lvl, nil
 }

@@ -152,6 +152,12 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch holdfast.Sto
 	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "level_set"), k.ShopID, k.ItemID, k.LocationID, next, next-old, ch.Reason, ref); err != nil {
 		return nil, err
 	}
+	// A wait the change leaves asking more than could ever be sold ends
+	// now, before the refill and the answer: the answer is the level
+	// without it (waitlist.go).
+	if _, err := c.endUnservable(ctx, tx, []holdfast.Key{k}, map[holdfast.Key]bool{k: true}); err != nil {
+		return nil, err
+	}
 	if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
 		return nil, err
 	}

@@ -182,7 +182,17 @@ func (c *Client) waiterAnswer(ctx context.Context, q pgx.Tx, route string, shop 
 		}
 	}
 	switch {
-	case status == "expired" || (status == "waiting" && lapsed):
+	case status == "waiting" && lapsed:
+		// Ran out: answered expired, so ended as expired now (event
+		// waitlist.expired) — the outcome is durable and single, never
+		// turned into another by a later release (issue 24 item 5).
+		// Ran out: answered expired, and ended as expired (event
+		// waitlist.expired) by whoever answers this — settleLapsed, in a
+		// transaction of its own once this one is over — so the outcome
+		// is durable and single: a later release never turns it into
+		// another (issue 24 item 5).
+		return &waitLapsedError{shop: shop, checkout: checkout}
+	case status == "expired":
 		return holdfast.ErrWaitExpired
 	case status == "cancelled":
 		return holdfast.ErrWaitCancelled
@@ -214,6 +224,69 @@ func (c *Client) waitOrNotFound(ctx context.Context, tx pgx.Tx, route string, sh
 		return c.getHold(ctx, tx, route, shop, checkout)
 	}
 	return nil, werr
+}
+
+// waitLapsedError is waiterAnswer's ErrWaitExpired for a wait past its end
+// that nothing ended yet: the caller answers ErrWaitExpired and ends it as
+// expired (settleLapsed) once its transaction is over.
+type waitLapsedError struct {
+	shop     int64
+	checkout uuid.UUID
+}
+
+func (e *waitLapsedError) Error() string        { return holdfast.ErrWaitExpired.Error() }
+func (e *waitLapsedError) Is(target error) bool { return target == holdfast.ErrWaitExpired }
+
+// settleLapsed ends, in a transaction of its own, the wait err reports past
+// its end (a *waitLapsedError) as expired — event waitlist.expired, its keys
+// to the replenisher — and answers ErrWaitExpired; other errors pass
+// through. A wait ended meanwhile (the worker, a release) is left as it
+// ended: it ended as expired too (waitlist_end.sql). A failure leaves it
+// to the waitlist worker; the answer stays ErrWaitExpired.
+func (c *Client) settleLapsed(ctx context.Context, err error) error {
+	var le *waitLapsedError
+	if !errors.As(err, &le) {
+		return err
+	}
+	_ = c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+		lines, ok, err := c.endWait(ctx, tx, holdfast.RouteRead, le.shop, le.checkout, "expired", "")
+		if err != nil || !ok {
+			return err
+		}
+		return c.recordExpired(ctx, tx, holdfast.RouteRead, le.shop, le.checkout, lines)
+	})
+	c.kickWaitlist()
+	return holdfast.ErrWaitExpired
+}
+
+// orWait runs op (a claim, extend or edit of the checkout) and answers its
+// ErrNotFound from the checkout's wait, as Hold does: ErrCheckoutWaiting
+// while it waits (it holds nothing yet), how it ended once it ended
+// without a hold (ErrWaitExpired, ErrWaitCancelled, ErrWaitUnservable);
+// a wait granted meanwhile runs op once more (the hold is there now).
+func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
+	for try := 0; ; try++ {
+		h, err := op()
+		if !errors.Is(err, holdfast.ErrNotFound) {
+			return h, err
+		}
+		var werr error
+		if rerr := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
+			werr = c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
+			return nil
+		}); rerr != nil {
+			return nil, err
+		}
+		switch {
+		case errors.Is(werr, errGranted) && try == 0:
+			continue
+		case errors.Is(werr, holdfast.ErrWaitlisted):
+			return nil, holdfast.ErrCheckoutWaiting
+		case errors.Is(werr, holdfast.ErrWaitExpired), errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
+			return nil, c.settleLapsed(ctx, werr)
+		}
+		return nil, err
+	}
 }
 
 // errGranted: waiterAnswer found the wait granted; the hold answers.
@@ -505,7 +578,8 @@ func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdf
 // when it no longer waited.
 func (c *Client) endWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, status string, ev holdfast.EventType) (lines []holdfast.Line, ok bool, err error) {
 	var raw []byte
-	err = tx.QueryRow(ctx, c.q(ctx, route, "waitlist_end"), shop, checkout, status, c.now()).Scan(&raw)
+	var ended string
+	err = tx.QueryRow(ctx, c.q(ctx, route, "waitlist_end"), shop, checkout, status, c.now()).Scan(&raw, &ended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -515,12 +589,35 @@ func (c *Client) endWait(ctx context.Context, tx pgx.Tx, route string, shop int6
 	if err := json.Unmarshal(raw, &lines); err != nil {
 		return nil, false, err
 	}
+	if ended == "expired" && status != "expired" {
+		// Past its wait: it ran out, whatever ended it now (a read has
+		// answered it expired already); one outcome, recorded once.
+		if err := c.recordExpired(ctx, tx, route, shop, checkout, lines); err != nil {
+			return nil, false, err
+		}
+		return lines, false, nil
+	}
 	if ev != "" {
 		if err := InsertEventTx(ctx, tx, shop, ev, &checkout, lines, nil); err != nil {
 			return nil, false, err
 		}
 	}
 	return lines, true, nil
+}
+
+// recordExpired writes the expiry of a wait just ended as expired (event
+// waitlist.expired) and queues its keys for the replenisher (a key whose
+// last waiter left gets its buffer back).
+func (c *Client) recordExpired(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+	if err := InsertEventTx(ctx, tx, shop, holdfast.EventWaitlistExpired, &checkout, lines, nil); err != nil {
+		return err
+	}
+	keys := make([]holdfast.Key, len(lines))
+	for i, l := range lines {
+		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	}
+	slices.SortFunc(keys, compareKeys)
+	return c.queueKeys(ctx, tx, route, slices.Compact(keys))
 }
 
 // cancelWait is Release's answer for a checkout without a hold (issue 24
@@ -638,7 +735,7 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 		if err != nil {
 			return nil, false, err
 		}
-		if l.Quantity > st.available {
+		if l.Quantity > st.available-st.safety {
 			// Nothing can ever serve it (held units may come back,
 			// claimed ones never do): it ends, and stops holding up the
 			// key.

@@ -1,2 +1,2 @@
--- An ended wait's cart. ? shop, ? checkout.
-SELECT cart FROM waiters WHERE shop_id = ? AND checkout_id = ?
+-- An ended wait's cart and how it ended. ? shop, ? checkout.
+SELECT cart, status FROM waiters WHERE shop_id = ? AND checkout_id = ?

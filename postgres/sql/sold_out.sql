@@ -8,7 +8,12 @@
 -- answers its wait.
 SELECT EXISTS (SELECT 1 FROM holds h WHERE h.shop_id = $1::bigint AND h.checkout_id = $2::uuid)
        OR EXISTS (SELECT 1 FROM waiters w WHERE w.shop_id = $1::bigint AND w.checkout_id = $2::uuid),
-       (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock is not for sale
+       -- safety stock is not for sale; a key with waiters sells nothing to a
+       -- new buyer (sellable 0, as Level and sellable.sql say)
+       CASE WHEN EXISTS (SELECT 1 FROM waiter_lines w
+                         WHERE w.shop_id = $1::bigint AND w.inventory_item_id = k.item AND w.location_id = k.location)
+            THEN 0
+            ELSE coalesce(l.available, 0) - coalesce(l.safety, 0) END::int,
        (SELECT coalesce(sum(r.held), 0)
         FROM held_counts r
         WHERE r.shop_id = $1::bigint AND r.inventory_item_id = k.item AND r.location_id = k.location)::int
