@@ -34,7 +34,7 @@ func TestListingUsageErrors(t *testing.T) {
 		{[]string{"holds", "--shop", "x"}, `--shop "x": must be a whole number`},
 		{[]string{"ledger", "--shop", "1", "--item", "1"}, "--location: must be a positive integer"},
 		{[]string{"ledger", "--item", "1", "--location", "1"}, "--shop: must be a positive integer"},
-		{[]string{"ledger", "--shop", "1", "--item", "1", "--location", "1", "--cursor", "h1.AAAA"}, "--cursor: not a cursor of this listing"},
+		{[]string{"ledger", "--shop", "1", "--item", "1", "--location", "1", "--cursor", "h1.AAAA"}, "--cursor: the cursor is of a shop's holds, not of this listing"},
 		{[]string{"ledger", "--shop", "1", "--item", "1", "--location", "1", "extra"}, "unexpected arguments"},
 	}
 	for _, c := range cases {
