@@ -371,6 +371,21 @@ func TestConsoleSessions(t *testing.T) {
 			t.Errorf("login with %.12q: %d with cookies %v, want %d and none", tc.key, res.StatusCode, res.Cookies(), tc.status)
 		}
 	}
+	// A refused key's login page says why (issue 26 item 4), as the API does.
+	for _, tc := range []struct{ key, says string }{
+		{"hf_not_a_key", "not a holdfast key"},
+		{"hf_" + strings.Repeat("A", 43), "unknown key"},
+	} {
+		res, err := c.PostForm(s.url+"/console/login", url.Values{"key": {tc.key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), tc.says) {
+			t.Errorf("login with %.12q: %d, page without %q", tc.key, res.StatusCode, tc.says)
+		}
+	}
 	res := login(t, c, s.url, s.admin)
 	if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 {
 		t.Fatalf("admin login: %d, cookies %v", res.StatusCode, res.Cookies())

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -93,6 +94,14 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 
 // login checks the typed key and, for a live admin key, sets the session
 // cookie. A wrong key gets the form again with 401 and no cookie.
+// KeyRefusedError is Config.Authenticate's answer for a key that is not
+// let in: Message says why (malformed, unknown to this database, expired,
+// revoked) in words the login page shows. Any other error is the key
+// store's failure, answered 503.
+type KeyRefusedError struct{ Message string }
+
+func (e *KeyRefusedError) Error() string { return e.Message }
+
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	fail := func(status int, msg string) {
@@ -113,7 +122,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id, admin, err := c.cfg.Authenticate(r.Context(), key)
 	if err != nil {
-		fail(http.StatusUnauthorized, "key: unknown, expired or revoked key")
+		var refused *KeyRefusedError
+		if errors.As(err, &refused) {
+			fail(http.StatusUnauthorized, "key: "+refused.Message)
+		} else {
+			fail(http.StatusServiceUnavailable, "the key could not be checked (the database did not answer); try again")
+		}
 		return
 	}
 	if !admin {

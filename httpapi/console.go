@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -66,6 +67,11 @@ func (s *Server) consoleRoutes() error {
 		Engine:     s.eng,
 		Authenticate: func(ctx context.Context, key string) (int64, bool, error) {
 			p, err := s.auth.authenticate(ctx, key)
+			if bad := (*badKeyError)(nil); errors.As(err, &bad) {
+				// As for the API: the log says why, with the key's id.
+				s.log.Info("console login refused", "key_refused", bad.reason, "key_id", bad.keyID)
+				return 0, false, &console.KeyRefusedError{Message: refusedKey(bad).Message}
+			}
 			return p.keyID, p.admin, err
 		},
 		AdminLive:     store.adminLive,
