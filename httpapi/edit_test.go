@@ -100,8 +100,8 @@ func testEditRoute(t *testing.T, engine string) {
 
 	// A TTL moves the expiry from now.
 	r = e.expect(req{method: "PUT", path: path, key: "shop1", body: editBody(3, line(7, 1), `,"ttl_seconds":600`)}, 200, "")
-	if want := e.clock.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339Nano); r.json["expires_at"] != want {
-		t.Fatalf("edit with ttl_seconds 600: expires_at %v, want %s", r.json["expires_at"], want)
+	if want := e.clock.Now().Add(10 * time.Minute).UTC().Format("2006-01-02T15:04:05.000000Z07:00"); r.json["expires_at"] != want {
+		t.Fatalf("edit with ttl_seconds 600: expires_at %v, want %s (six fractional digits)", r.json["expires_at"], want)
 	}
 	// Ended holds.
 	e.expect(req{method: "POST", path: path + "/claim", key: "shop1"}, 200, "")

@@ -107,14 +107,14 @@ func testListingBadInput(t *testing.T, engine string) {
 		{"limit zero", holds + "?limit=0", 422, "invalid_argument", "limit"},
 		{"limit too large", holds + "?limit=501", 422, "invalid_argument", "limit"},
 		{"cursor garbage", holds + "?cursor=abc", 422, "invalid_argument", "cursor"},
-		{"cursor of the ledger", holds + "?cursor=l1.AAAAAAAAAAE", 422, "invalid_argument", "cursor"},
+		{"cursor of the ledger", holds + "?cursor=l1.AAAAAAAAAAE", 400, "invalid_cursor", "cursor"},
 		{"shop zero", "/v1/shops/0/holds", 422, "invalid_argument", "shop_id"},
 		{"shop not a number", "/v1/shops/x/holds", 400, "wrong_type", "shop_id"},
 		{"ledger item zero", "/v1/shops/1/inventory/0/1/ledger", 422, "invalid_argument", "item_id"},
 		{"ledger location not a number", "/v1/shops/1/inventory/7/x/ledger", 400, "wrong_type", "location_id"},
 		{"ledger unknown parameter", ledger + "?status=held", 400, "unknown_field", "status"},
 		{"ledger limit too large", ledger + "?limit=1000", 422, "invalid_argument", "limit"},
-		{"ledger cursor of the holds", ledger + "?cursor=h1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 422, "invalid_argument", "cursor"},
+		{"ledger cursor of the holds", ledger + "?cursor=h1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 400, "invalid_cursor", "cursor"},
 		{"ledger cursor truncated", ledger + "?cursor=l1.AAAA", 422, "invalid_argument", "cursor"},
 	}
 	for _, c := range cases {
