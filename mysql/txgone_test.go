@@ -63,6 +63,10 @@ func TestTxRolledBackNotRetried(t *testing.T) {
 	if _, err := other.ExecContext(ctx, "INSERT INTO reserve_inflight (shop_id, checkout_id) VALUES (?, ?)", k.ShopID, checkout[:]); err != nil {
 		t.Fatal(err)
 	}
+	var otherThread int64 // the server is shared by parallel tests: watch this transaction's wait only
+	if err := other.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&otherThread); err != nil {
+		t.Fatal(err)
+	}
 	otherDone := make(chan error, 1)
 	go func() {
 		_, err := other.ExecContext(ctx, "SELECT id FROM txgone_a WHERE id = 1 FOR UPDATE")
@@ -70,7 +74,7 @@ func TestTxRolledBackNotRetried(t *testing.T) {
 	}()
 	for {
 		var waiting int
-		if err := e.db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&waiting); err != nil {
+		if err := e.db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id = ?", otherThread).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting == 1 {
@@ -79,6 +83,7 @@ func TestTxRolledBackNotRetried(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the other transaction never waited for the caller's row")
 		}
+		time.Sleep(5 * time.Millisecond) // polling the condition, not timing it
 	}
 	_, err = e.c.ReserveTx(ctx, caller, holdfast.ReserveParams{ShopID: k.ShopID, CheckoutID: checkout, Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
 	if !errors.Is(err, holdfast.ErrTxRolledBack) {
