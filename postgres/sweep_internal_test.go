@@ -156,9 +156,11 @@ func TestMaintenanceReadsOnlyDue(t *testing.T) {
 		if rows != 0 {
 			t.Fatalf("%s: %d rows due, want none", s.stmt, rows)
 		}
-		// A couple at most: planning may probe an index's end for its
-		// estimates (get_actual_variable_range).
-		if got := tuplesFetched(t, ctx, tx, s.table) - before; got > 2 {
+		// A few at most: planning may probe an index's end for its
+		// estimates (get_actual_variable_range), once per range condition
+		// on an indexed column (purge_events has two on created_at: the
+		// retention and its hard cap), more when the end holds dead tuples.
+		if got := tuplesFetched(t, ctx, tx, s.table) - before; got > 4 {
 			t.Errorf("%s read %d of %d rows of %s with none due, want none", s.stmt, got, present, s.table)
 		}
 	}
