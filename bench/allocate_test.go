@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestAllocationScenarios runs the allocation scenarios through the bench

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 // server creates and drops the bench's databases on one PostgreSQL server:
@@ -93,7 +93,7 @@ func (s *server) base(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return "", err
 	}
 	return name, nil

@@ -12,8 +12,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

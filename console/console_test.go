@@ -25,8 +25,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
 

@@ -3,7 +3,7 @@ package faulttest
 import (
 	"time"
 
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // Clock is the injected clock the fault scenarios move (pgtest.Clock).

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast/faulttest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.MainHeavy(m) }

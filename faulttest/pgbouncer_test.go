@@ -10,7 +10,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/faulttest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 var (

@@ -19,9 +19,9 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqltest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // TestMySQLStoreReadCommitted: the API-key store's transactions set their

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 // PostgresStore is the service's Store in a PostgreSQL database migrated
@@ -144,12 +144,12 @@ func (s pgStore) ready(ctx context.Context) (int, error) {
 	if err := s.pool.Ping(ctx); err != nil {
 		return 0, err
 	}
-	err := migrate.Check(ctx, s.pool)
-	if errors.Is(err, migrate.ErrSchemaBehind) || errors.Is(err, migrate.ErrSchemaAhead) {
+	err := migrations.Check(ctx, s.pool)
+	if errors.Is(err, migrations.ErrSchemaBehind) || errors.Is(err, migrations.ErrSchemaAhead) {
 		return 0, asSchemaError(err)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("schema check: %w", err)
 	}
-	return migrate.Latest(), nil
+	return migrations.Latest(), nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // BenchmarkAllocationRatio measures allocation over three candidate

@@ -8,7 +8,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // BenchmarkReserveHot: one-line reservations of one hot key from 64

@@ -8,8 +8,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/enginetest"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqltest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestConformance runs the conformance suite, the behaviour every engine

@@ -10,8 +10,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqltest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestEventsAtomicWithChange (#17): on MySQL/MariaDB too the event is

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // answer is what a caller was told about one checkout.

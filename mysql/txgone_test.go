@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
 )
 
 // TestTxRolledBackNotRetried: when InnoDB rolls a caller's transaction
@@ -116,7 +116,7 @@ func TestTxRolledBackOnTimeoutNotRetried(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Args: []string{"--innodb-rollback-on-timeout=ON"}})
+	cl, err := mysqlcluster.Start(ctx, mysqlcluster.Options{Args: []string{"--innodb-rollback-on-timeout=ON"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestBloatAlert leaves 2,000 dead tuples in a partition whose autovacuum is

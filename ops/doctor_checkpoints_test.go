@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/ops"
-	"github.com/holdfast/holdfast/pgcluster"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // TestDoctorCheckpointsRestarts: a fresh durable cluster started and
@@ -43,7 +43,7 @@ func TestDoctorCheckpointsRestarts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := migrate.Up(ctx, pool); err != nil {
+			if _, err := migrations.Up(ctx, pool); err != nil {
 				t.Fatal(err)
 			}
 			pool.Close()

@@ -6,20 +6,20 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 // The doctor's checks of the schema version and the server's settings
 // (schema, setting.*).
 
 func (d *doctor) schema(ctx context.Context) error {
-	if err := migrate.Check(ctx, d.pool); err != nil {
+	if err := migrations.Check(ctx, d.pool); err != nil {
 		d.add("schema", SeverityCritical, err.Error(),
 			"holdfast's statements expect the latest schema; an old one fails or, worse, misbehaves",
 			"run `holdfast migrate` against this database")
 		return nil
 	}
-	d.add("schema", SeverityOK, fmt.Sprintf("schema at version %d", migrate.Latest()), "", "")
+	d.add("schema", SeverityOK, fmt.Sprintf("schema at version %d", migrations.Latest()), "", "")
 	return nil
 }
 

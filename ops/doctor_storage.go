@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 // The doctor's check of the churning tables' storage options (storage.*),
@@ -45,9 +45,9 @@ func (d *doctor) storage(ctx context.Context) error {
 	for _, r := range rels {
 		// What the migrations set: one table, in package migrate, that its
 		// TestStorageOptions holds to the migrations.
-		want := migrate.PartitionStorage()
+		want := migrations.PartitionStorage()
 		if r.name == "inventory_counters" {
-			want = migrate.CounterStorage()
+			want = migrations.CounterStorage()
 		} else {
 			partitions++
 		}

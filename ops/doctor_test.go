@@ -12,8 +12,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 func doctor(t *testing.T, pool *pgxpool.Pool, cfg ops.DoctorConfig) *ops.Report {

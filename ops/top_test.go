@@ -13,8 +13,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")

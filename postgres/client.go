@@ -14,7 +14,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 //go:embed sql/*.sql
@@ -77,7 +77,7 @@ const schemaCheckTimeout = 30 * time.Second
 
 // New returns a Client on pool. It does not migrate: it checks the schema
 // version and answers ErrSchemaMissing or ErrSchemaOutdated when the
-// database needs `holdfast migrate` (migrate.Up) first, ErrUnavailable when
+// database needs `holdfast migrate` (migrations.Up) first, ErrUnavailable when
 // it cannot be asked, and an *ArgumentError naming the field for a Config
 // outside its bounds.
 func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, error) {
@@ -89,9 +89,9 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 	defer cancel()
 	// A pooled connection that a server restart closed fails once; the
 	// next attempt gets a fresh one.
-	v, err := migrate.Version(ctx, pool)
+	v, err := migrations.Version(ctx, pool)
 	for attempt := 0; err != nil && attempt < 3 && ctx.Err() == nil && (connectionLost(err) || retryable(err)); attempt++ {
-		v, err = migrate.Version(ctx, pool)
+		v, err = migrations.Version(ctx, pool)
 	}
 	switch {
 	case err != nil:

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestCombinerOneBatchPerKey: while one batch of a client waits on key A's

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // Mutation tests of CheckInvariant: a real database in a healthy state is

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestNewChecksSchemaVersion (#12 item 5): New on a database without the
@@ -23,7 +23,7 @@ func TestNewChecksSchemaVersion(t *testing.T) {
 		t.Fatalf("empty database: %v", err)
 	}
 	old := pgtest.EmptyDB(t, 2)
-	first := migrate.All()[0]
+	first := migrations.All()[0]
 	for _, stmt := range []string{
 		first.SQL,
 		"CREATE TABLE holdfast_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())",
@@ -36,7 +36,7 @@ func TestNewChecksSchemaVersion(t *testing.T) {
 	if _, err := postgres.New(old.Pool, holdfast.Config{}); !errors.Is(err, holdfast.ErrSchemaOutdated) || !strings.Contains(err.Error(), "holdfast migrate") {
 		t.Fatalf("version 1 database: %v", err)
 	}
-	if _, err := migrate.Up(ctx, old.Pool); err != nil {
+	if _, err := migrations.Up(ctx, old.Pool); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := postgres.New(old.Pool, holdfast.Config{}); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/shadow"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqltest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mysqltest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
 

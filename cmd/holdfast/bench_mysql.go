@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqlbench"
+	"github.com/holdfast/holdfast/mysql/mysqlbench"
 )
 
 // runBenchEngines handles bench's --engine: a list of engines

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
-	"github.com/holdfast/holdfast/pgcluster"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // defaultDataDir is where the embedded cluster lives unless --data-dir says.
@@ -120,11 +120,11 @@ var errNoSchema = errors.New("the database has no holdfast schema: run `holdfast
 // requireSchema refuses, in one line, a database whose schema is not this
 // binary's. Read-only commands call it instead of migrating.
 func requireSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	v, err := migrate.Version(ctx, pool)
+	v, err := migrations.Version(ctx, pool)
 	if err != nil {
 		return err
 	}
-	switch latest := migrate.Latest(); {
+	switch latest := migrations.Latest(); {
 	case v == 0:
 		return errNoSchema
 	case v < latest:

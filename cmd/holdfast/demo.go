@@ -20,7 +20,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -138,7 +138,7 @@ func runMigrationDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return err
 	}
 	_, err = shadow.Demo(ctx, w, pool, rdb, shadow.DemoOptions{Seed: f.seed, CrashPercent: f.crashPercent})
@@ -264,7 +264,7 @@ func runDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return err
 	}
 	hc, err := postgres.New(pool, holdfast.Config{})

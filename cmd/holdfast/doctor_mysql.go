@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mysqlops"
+	"github.com/holdfast/holdfast/mysql/mysqlops"
 	"github.com/holdfast/holdfast/ops"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
 )
 
 // The driver's own log lines ("[mysql] … packets.go:58 unexpected EOF" when
@@ -76,7 +76,7 @@ const mysqlDatabaseName = "holdfast"
 // temporary directory removed on Close).
 type mysqlDatabase struct {
 	URL     string
-	Cluster *mariadbcluster.Cluster // nil when DATABASE_URL is set
+	Cluster *mysqlcluster.Cluster // nil when DATABASE_URL is set
 }
 
 // openMySQLDatabase resolves the MySQL database: DATABASE_URL when it is a
@@ -102,7 +102,7 @@ func openMySQLDatabaseAs(ctx context.Context, allowThrowaway, doMigrate bool, lo
 	if !allowThrowaway {
 		return nil, errors.New("on MariaDB this command needs DATABASE_URL=mysql://user:password@host:port/database (there is no embedded MariaDB to reuse)")
 	}
-	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{Log: logf, Durable: true, ReadCommitted: true})
+	c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{Log: logf, Durable: true, ReadCommitted: true})
 	if err != nil {
 		return nil, fmt.Errorf("private MariaDB: %w", err)
 	}
@@ -292,7 +292,7 @@ func (d *mysqlDatabase) client(maxConns int, cfg holdfast.Config) (*mysql.Client
 // Close stops the private server, if any, and removes its data.
 func (d *mysqlDatabase) Close() {
 	if d.Cluster != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), mariadbcluster.ReadyTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), mysqlcluster.ReadyTimeout)
 		defer cancel()
 		_ = d.Cluster.Stop(ctx)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
 )
 
 func TestEngineUsageErrors(t *testing.T) {
@@ -86,7 +86,7 @@ func TestMariaDBDemoOneFlag(t *testing.T) {
 // bench --engine mariadb runs and passes its audits.
 func TestMariaDBDoctorAndBench(t *testing.T) {
 	ctx := context.Background()
-	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

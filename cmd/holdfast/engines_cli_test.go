@@ -23,9 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
-	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 
 	"github.com/holdfast/holdfast/wire"
 )
@@ -151,7 +151,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 					return n
 				}
 			case engineMariaDB:
-				c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+				c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

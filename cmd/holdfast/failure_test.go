@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
-	"github.com/holdfast/holdfast/mariadbcluster"
 	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // oneLineFailure checks a failure's answer: exit status want, one line on
@@ -65,7 +65,7 @@ func TestFailuresAreOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
-	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	my, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestDemoInterruptAndTopWithoutTerminal(t *testing.T) {
 		}
 	}
 	// MariaDB: the same, and no driver log line leaks.
-	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	my, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func interruptDemo(t *testing.T, ctx context.Context, bin string, env []string, 
 func TestMySQLURLWithoutDatabase(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("HOLDFAST_ENGINE", "")
-	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	my, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 func init() { register(newKeysCmd) }
@@ -299,7 +299,7 @@ func withKeysDB(ctx context.Context, mode dbMode, dataDir string, schema schemaU
 	}
 	defer pool.Close()
 	if schema == setsUpSchema {
-		_, err = migrate.Up(ctx, pool)
+		_, err = migrations.Up(ctx, pool)
 	} else {
 		err = requireSchema(ctx, pool)
 	}

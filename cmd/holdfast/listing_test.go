@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgcluster"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 	"github.com/holdfast/holdfast/wire"
 )
 

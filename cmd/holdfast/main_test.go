@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // run runs the command line in-process.

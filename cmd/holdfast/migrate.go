@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	mysqlmigrations "github.com/holdfast/holdfast/mysql/migrations"
+	pgmigrations "github.com/holdfast/holdfast/postgres/migrations"
 )
 
 func init() { register(newMigrateCmd) }
@@ -51,7 +51,7 @@ func runMySQLMigrate(ctx context.Context, out io.Writer, dataDir string, check b
 		return err
 	}
 	defer d.Close()
-	all, err := migrations.All()
+	all, err := mysqlmigrations.All()
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func runMySQLMigrate(ctx context.Context, out io.Writer, dataDir string, check b
 		fmt.Fprintln(out, "schema is current at version", latest)
 		return nil
 	}
-	applied, err := migrations.Up(ctx, db)
+	applied, err := mysqlmigrations.Up(ctx, db)
 	if err != nil {
 		return fmt.Errorf("migrate MySQL schema: %w", err)
 	}
@@ -101,17 +101,17 @@ func runMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) 
 		if err := requireSchema(ctx, pool); err != nil {
 			return err
 		}
-		fmt.Fprintln(out, "schema is current at version", migrate.Latest())
+		fmt.Fprintln(out, "schema is current at version", pgmigrations.Latest())
 		return nil
 	}
-	applied, err := migrate.Up(ctx, pool)
+	applied, err := pgmigrations.Up(ctx, pool)
 	if err != nil {
 		return err
 	}
 	if len(applied) == 0 {
-		fmt.Fprintln(out, "schema already current at version", migrate.Latest())
+		fmt.Fprintln(out, "schema already current at version", pgmigrations.Latest())
 		return nil
 	}
-	fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, migrate.Latest())
+	fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, pgmigrations.Latest())
 	return nil
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -179,15 +179,15 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	}
 	defer pool.Close()
 	if f.doMigrate {
-		applied, err := migrate.Up(ctx, pool)
+		applied, err := migrations.Up(ctx, pool)
 		if err != nil {
 			return err
 		}
 		if len(applied) > 0 {
 			log.Info("applied migrations", "versions", fmt.Sprint(applied))
 		}
-	} else if err := migrate.Check(ctx, pool); err != nil {
-		if errors.Is(err, migrate.ErrSchemaBehind) {
+	} else if err := migrations.Check(ctx, pool); err != nil {
+		if errors.Is(err, migrations.ErrSchemaBehind) {
 			return &exitError{code: 1, msg: err.Error() + "; --migrate=false refuses to start on it"}
 		}
 		return err
@@ -258,7 +258,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "max_inflight", f.maxInFlight,
-		"schema_version", strconv.Itoa(migrate.Latest()), "shadow", redisOpts != nil)
+		"schema_version", strconv.Itoa(migrations.Latest()), "shadow", redisOpts != nil)
 	// Serve returns after ctx (SIGINT/SIGTERM) is cancelled and the drain:
 	// the deferred calls then close the pool and stop the embedded cluster.
 	return srv.Serve(ctx, ln)

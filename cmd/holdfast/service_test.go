@@ -18,8 +18,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/pgcluster"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )

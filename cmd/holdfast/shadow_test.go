@@ -14,8 +14,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
-	"github.com/holdfast/holdfast/pgcluster"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mysqlops"
+	"github.com/holdfast/holdfast/mysql/mysqlops"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
 )

@@ -13,7 +13,7 @@ import (
 	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // TestTracingOffByDefault: without an endpoint or OTEL_* variables there is

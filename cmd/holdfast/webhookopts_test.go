@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/holdfast/holdfast/mariadbcluster"
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // TestWebhookKey (#24 item 7): the webhook secret key is created once in
@@ -59,7 +59,7 @@ func TestWebhooksAddUsesServesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
-	my, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	my, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // TestWebhooksAddRefusedURL: a destination the network rules refuse is one

@@ -14,9 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast/faulttest"
-	"github.com/holdfast/holdfast/pgcluster"
-	"github.com/holdfast/holdfast/pgtest"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/internal/heavy"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // server is a durable private cluster (pgtest's is not: with
@@ -32,7 +33,7 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	defer pgtest.Heavy()()
+	defer heavy.Lock()()
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		// No private cluster to restart: the test skips.
 		return m.Run()
@@ -84,7 +85,7 @@ func createDB(ctx context.Context, c *pgcluster.Cluster, name string) (*pgxpool.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}

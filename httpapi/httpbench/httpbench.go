@@ -45,7 +45,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 // Options configure a run. The zero value of each field but DatabaseURL
@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return nil, err
 	}
 	rep := &Report{Clients: o.Clients, Duration: o.Duration}

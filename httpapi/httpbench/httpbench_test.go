@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

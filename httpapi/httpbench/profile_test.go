@@ -14,8 +14,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/httpapi/httpbench"
-	"github.com/holdfast/holdfast/pgtest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestProfileServeHot writes a CPU profile of the service (in this process,

@@ -21,7 +21,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 //go:embed sql/*.sql
@@ -181,7 +181,7 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*SoakReport, error) {
 		return nil, err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return nil, err
 	}
 	srv, client, key, err := startService(ctx, o)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast/httpapi/httpbench"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestSoakCounted runs the service soak for a fixed amount of work (4

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // docBlock is a shell block of a document and the answer documented under

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holdfast/holdfast/mariadbcluster"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -27,7 +27,7 @@ import (
 // (exit 0) and takes the private server's URL file with it.
 func TestServeMariaDB(t *testing.T) {
 	t.Parallel()
-	if _, _, err := mariadbcluster.FindBinaries(); err != nil {
+	if _, _, err := mysqlcluster.FindBinaries(); err != nil {
 		t.Skip(err)
 	}
 	dir := t.TempDir()

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/pgcluster"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // goBlocks returns the ```go blocks of path's section heading, in order.
@@ -63,9 +63,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 	"github.com/holdfast/holdfast/postgres"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
 )
 
 var (
@@ -76,7 +76,7 @@ var (
 	_ = holdfast.Key{}
 	_ = pgcluster.Start
 	_ = postgres.New
-	_ = migrate.Up
+	_ = migrations.Up
 )
 
 func main() {

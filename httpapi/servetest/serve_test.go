@@ -23,8 +23,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/mysqltest"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestMain starts PostgreSQL and a private MariaDB (TestServeMySQLURL).

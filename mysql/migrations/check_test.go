@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // TestCheck: Check and Applied only read. On an empty database Check is

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // shardExceptions are the shop-scoped keys allowed not to lead with

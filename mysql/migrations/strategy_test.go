@@ -8,7 +8,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 // TestStrategiesMatchSchema: the schema's CHECK on inventory_levels.strategy

@@ -11,8 +11,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqlops"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqlops"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/ops"
 )
 

@@ -13,7 +13,7 @@
 //
 // The root account of a new server gets a random password, set before Start
 // returns; URL and DSN carry it.
-package mariadbcluster
+package mysqlcluster
 
 import (
 	"bytes"

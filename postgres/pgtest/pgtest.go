@@ -23,8 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/pgcluster"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/internal/heavy"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 var (
@@ -77,7 +78,7 @@ func run(m Runner) int {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		return 1
 	}
-	if _, err := migrate.Up(ctx, pool); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		pool.Close()
 		fmt.Fprintln(os.Stderr, "pgtest: migrate:", err)
 		return 1
@@ -161,4 +162,13 @@ func withDatabase(u, db string) string {
 	}
 	p.Path = "/" + db
 	return p.String()
+}
+
+// MainHeavy is Main for a heavy test binary: it holds the machine-wide
+// heavy lock (heavy.Lock) from before its server starts until it stops.
+func MainHeavy(m *testing.M) {
+	release := heavy.Lock()
+	code := run(m)
+	release()
+	os.Exit(code)
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/mysqlops"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqlops"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/ops"
 )
 

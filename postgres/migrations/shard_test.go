@@ -1,4 +1,4 @@
-package migrate_test
+package migrations_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/holdfast/holdfast/pgtest"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // shardExceptions are the shop-scoped keys allowed not to lead with
@@ -47,7 +47,7 @@ func TestShardByShop(t *testing.T) {
 	t.Parallel()
 	db := pgtest.EmptyDB(t, 2)
 	ctx := context.Background()
-	if _, err := migrate.Up(ctx, db.Pool); err != nil {
+	if _, err := migrations.Up(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
 	// One row per shop-scoped table and unique index (or none: a NULL index

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holdfast/holdfast/mysqlbench"
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqlbench"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }

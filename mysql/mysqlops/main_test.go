@@ -3,7 +3,7 @@ package mysqlops_test
 import (
 	"testing"
 
-	"github.com/holdfast/holdfast/mysqltest"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }

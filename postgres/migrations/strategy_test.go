@@ -1,4 +1,4 @@
-package migrate_test
+package migrations_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/pgtest"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestStrategiesMatchSchema: the schema's CHECK on inventory_levels.strategy
@@ -18,7 +18,7 @@ func TestStrategiesMatchSchema(t *testing.T) {
 	t.Parallel()
 	db := pgtest.EmptyDB(t, 2)
 	ctx := context.Background()
-	if _, err := migrate.Up(ctx, db.Pool); err != nil {
+	if _, err := migrations.Up(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
 	insert := func(item int, s string) error {

@@ -1,4 +1,4 @@
-package migrate_test
+package migrations_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/holdfast/holdfast/pgtest"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 // TestStorageOptions migrates an empty database and reads the storage
@@ -21,7 +21,7 @@ func TestStorageOptions(t *testing.T) {
 	t.Parallel()
 	db := pgtest.EmptyDB(t, 2)
 	ctx := context.Background()
-	if _, err := migrate.Up(ctx, db.Pool); err != nil {
+	if _, err := migrations.Up(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.Pool.Query(ctx, `
@@ -45,9 +45,9 @@ SELECT c.relname::text, coalesce(c.reloptions, '{}'::text[])
 			k, v, _ := strings.Cut(o, "=")
 			have[k] = v
 		}
-		want := migrate.PartitionStorage()
+		want := migrations.PartitionStorage()
 		if name == "inventory_counters" {
-			want = migrate.CounterStorage()
+			want = migrations.CounterStorage()
 		} else {
 			partitions++
 		}

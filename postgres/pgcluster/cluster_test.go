@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
 
 // logLines collects a cluster's lifecycle lines.

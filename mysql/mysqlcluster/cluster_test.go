@@ -1,4 +1,4 @@
-package mariadbcluster_test
+package mysqlcluster_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
 )
 
 // TestStartRestartStop: a private server starts on its own port (never
@@ -20,11 +20,11 @@ import (
 // root, keeps its data across a crash and restart, and leaves nothing
 // behind.
 func TestStartRestartStop(t *testing.T) {
-	if _, _, err := mariadbcluster.FindBinaries(); err != nil {
+	if _, _, err := mysqlcluster.FindBinaries(); err != nil {
 		t.Skip(err) // scripts/setup installs them; CI runs it
 	}
 	ctx := context.Background()
-	c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+	c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

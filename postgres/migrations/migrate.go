@@ -4,7 +4,7 @@
 // transaction-scoped advisory lock that serialises the runners (so it works
 // through PgBouncer in transaction pooling mode too), and commits together
 // with its row in holdfast_migrations.
-package migrate
+package migrations
 
 import (
 	"context"

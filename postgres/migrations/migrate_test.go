@@ -1,4 +1,4 @@
-package migrate_test
+package migrations_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/holdfast/holdfast/pgtest"
-	"github.com/holdfast/holdfast/postgres/migrate"
+	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -18,7 +18,7 @@ func TestConcurrentUp(t *testing.T) {
 	t.Parallel()
 	db := pgtest.EmptyDB(t, 10)
 	ctx := context.Background()
-	if err := migrate.Check(ctx, db.Pool); !errors.Is(err, migrate.ErrSchemaBehind) {
+	if err := migrations.Check(ctx, db.Pool); !errors.Is(err, migrations.ErrSchemaBehind) {
 		t.Fatalf("empty database: %v", err)
 	}
 	var wg sync.WaitGroup
@@ -28,7 +28,7 @@ func TestConcurrentUp(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			applied[i], errs[i] = migrate.Up(ctx, db.Pool)
+			applied[i], errs[i] = migrations.Up(ctx, db.Pool)
 		}()
 	}
 	wg.Wait()
@@ -39,18 +39,18 @@ func TestConcurrentUp(t *testing.T) {
 		}
 		total += len(applied[i])
 	}
-	if total != len(migrate.All()) {
-		t.Fatalf("%d migrations applied in all, want %d", total, len(migrate.All()))
+	if total != len(migrations.All()) {
+		t.Fatalf("%d migrations applied in all, want %d", total, len(migrations.All()))
 	}
-	again, err := migrate.Up(ctx, db.Pool)
+	again, err := migrations.Up(ctx, db.Pool)
 	if err != nil || len(again) != 0 {
 		t.Fatalf("re-run: %v %v", again, err)
 	}
-	if err := migrate.Check(ctx, db.Pool); err != nil {
+	if err := migrations.Check(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM holdfast_migrations").Scan(&n); err != nil || n != len(migrate.All()) {
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM holdfast_migrations").Scan(&n); err != nil || n != len(migrations.All()) {
 		t.Fatalf("holdfast_migrations has %d rows (%v)", n, err)
 	}
 	// The partitions carry the pool's storage options; the parent cannot.

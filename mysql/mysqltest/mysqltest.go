@@ -29,14 +29,14 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/holdfast/holdfast/mariadbcluster"
+	"github.com/holdfast/holdfast/internal/heavy"
 	"github.com/holdfast/holdfast/mysql/migrations"
-	"github.com/holdfast/holdfast/pgtest"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
 )
 
 var (
 	server  *mysql.Config // the server under test, no database
-	cluster *mariadbcluster.Cluster
+	cluster *mysqlcluster.Cluster
 	seq     atomic.Int64
 )
 
@@ -48,10 +48,10 @@ func Main(m *testing.M) {
 
 // MainHeavy is Main for a heavy test binary (the MySQL engine's own: the
 // conformance suite, the seed race and the fault tests keep every core
-// busy): it holds the machine-wide heavy-suite lock (pgtest.Heavy) from
+// busy): it holds the machine-wide heavy-suite lock (heavy.Lock) from
 // before its server starts until it stops.
 func MainHeavy(m *testing.M) {
-	release := pgtest.Heavy()
+	release := heavy.Lock()
 	code := run(m)
 	release()
 	os.Exit(code)
@@ -75,7 +75,7 @@ func run(m interface{ Run() int }) int {
 		cfg.DBName = ""
 		server = cfg
 	} else {
-		c, err := mariadbcluster.Start(ctx, mariadbcluster.Options{})
+		c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "mysqltest:", err)
 			return 1
@@ -203,7 +203,7 @@ func Configure(cfg *mysql.Config) {
 
 // Cluster is the private server the tests run on, or nil when they run on
 // TEST_MYSQL_URL. Fault tests use it to restart the server.
-func Cluster() *mariadbcluster.Cluster { return cluster }
+func Cluster() *mysqlcluster.Cluster { return cluster }
 
 // Server is the driver configuration of the server under test, with no
 // database selected.
