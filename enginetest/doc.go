@@ -37,7 +37,7 @@
 // release judged by an oracle, under an injected clock, the database's own
 // and an application clock stepped against it; and a history of
 // concurrent calls checked for linearizability against the model of a key
-// (faulttest.Model). Every test ends with CheckInvariant over the engine's
+// (history.Model, package internal/history). Every test ends with CheckInvariant over the engine's
 // whole database.
 //
 // Time is injected (Config.Now, moved with Clock.Advance): no test sleeps

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/internal/history"
 )
 
 // Issue #16: editing a held checkout (Engine.Edit) and partial claims
@@ -673,7 +673,7 @@ func testEditRacesLifecycle(t *testing.T, h *Harness) {
 // stale, repeated or future one, keeping or moving the expiry. Exclusive
 // of the checkout's reserves and extends, as extends are. It returns the
 // answer's result ("" when it did not run).
-func editHistory(e *env, hist *faulttest.History, w int, r *rand.Rand, pick func(*rand.Rand) (*histCheckout, bool), keys []holdfast.Key, ttls []time.Duration) string {
+func editHistory(e *env, hist *history.History, w int, r *rand.Rand, pick func(*rand.Rand) (*histCheckout, bool), keys []holdfast.Key, ttls []time.Duration) string {
 	co, ok := pick(r)
 	if !ok || !co.busy.TryLock() {
 		return ""
@@ -695,11 +695,11 @@ func editHistory(e *env, hist *faulttest.History, w int, r *rand.Rand, pick func
 		co.edits, co.qty = rev-1, q
 	}
 	co.busy.Unlock()
-	out := faulttest.Output{Result: faulttest.Classify(err)}
+	out := history.Output{Result: history.Classify(err)}
 	if err == nil {
 		out.Exp, out.Replayed = got.ExpiresAt.UnixMicro(), got.Replayed
 	}
-	hist.Add(w, faulttest.Input{Op: faulttest.OpEdit, Key: co.key, CO: co.num, Qty: q, Rev: rev, Now: now.UnixMicro(), TTL: ttl.Microseconds()}, call, out)
+	hist.Add(w, history.Input{Op: history.OpEdit, Key: co.key, CO: co.num, Qty: q, Rev: rev, Now: now.UnixMicro(), TTL: ttl.Microseconds()}, call, out)
 	if out.Replayed {
 		return "replayed"
 	}

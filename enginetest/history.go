@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/internal/history"
 )
 
 // seedFor is the seed of a randomized test: HOLDFAST_SEED when set (to
@@ -50,7 +50,7 @@ type histCheckout struct {
 // re-reserve, claim, release, extend, adjust and level calls over three keys,
 // records every call and its answer, moves the clock and sweeps between
 // epochs with nothing running, and checks that the history is
-// linearizable against the model of a key (faulttest.Model): every answer
+// linearizable against the model of a key (history.Model): every answer
 // the engine gave is one a single correct key could have given in some
 // order consistent with real time.
 func testHistory(t *testing.T, h *Harness) {
@@ -67,13 +67,13 @@ func testHistory(t *testing.T, h *Harness) {
 			e := h.newEnv(t, holdfast.Config{Strategy: s, PoolCap: 5, Slots: 3, LowWaterPercent: 50}, Options{Conns: workers + 4})
 			e.allowOver = true
 			ctx := ctxb()
-			hist := faulttest.NewHistory()
+			hist := history.NewHistory()
 			life := holdfast.HoldLifetimeMaxDefault.Microseconds()
 			keys := []holdfast.Key{key(1, 1), key(1, 2), key(1, 3)}
 			for i, k := range keys {
 				call := hist.Now()
 				e.stock(k, 12)
-				hist.Add(0, faulttest.Input{Op: faulttest.OpSet, Key: i, Delta: 12}, call, faulttest.Output{Result: faulttest.ResOK})
+				hist.Add(0, history.Input{Op: history.OpSet, Key: i, Delta: 12}, call, history.Output{Result: history.ResOK})
 			}
 			var mu sync.Mutex
 			var cos []*histCheckout
@@ -91,7 +91,7 @@ func testHistory(t *testing.T, h *Harness) {
 			ttls := []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute}
 			var bad errorSink
 			untyped := func(op string, err error) {
-				if faulttest.Classify(err) == faulttest.ResUntyped {
+				if history.Classify(err) == history.ResUntyped {
 					bad.add("%s returned an untyped error: %v", op, err)
 				}
 			}
@@ -104,28 +104,28 @@ func testHistory(t *testing.T, h *Harness) {
 				got, err := e.e.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: co.id, TTL: ttl,
 					Lines: []holdfast.Line{{ItemID: keys[co.key].ItemID, LocationID: keys[co.key].LocationID, Quantity: co.qty}}})
 				untyped("reserve", err)
-				out := faulttest.Output{Result: faulttest.Classify(err)}
+				out := history.Output{Result: history.Classify(err)}
 				if err == nil {
 					out.Exp, out.Replayed = micros(got.ExpiresAt), got.Replayed
 				}
-				hist.Add(w, faulttest.Input{Op: faulttest.OpReserve, Key: co.key, CO: co.num, Qty: co.qty, Now: micros(now), TTL: ttl.Microseconds(), Life: life}, call, out)
+				hist.Add(w, history.Input{Op: history.OpReserve, Key: co.key, CO: co.num, Qty: co.qty, Now: micros(now), TTL: ttl.Microseconds(), Life: life}, call, out)
 			}
-			end := func(w int, op faulttest.Op, co *histCheckout) {
+			end := func(w int, op history.Op, co *histCheckout) {
 				now := e.Clock.Now()
 				call := hist.Now()
 				var got *holdfast.Hold
 				var err error
-				if op == faulttest.OpClaim {
+				if op == history.OpClaim {
 					got, err = e.e.Claim(ctx, 1, co.id)
 				} else {
 					got, err = e.e.Release(ctx, 1, co.id)
 				}
 				untyped(string(op), err)
-				out := faulttest.Output{Result: faulttest.Classify(err)}
+				out := history.Output{Result: history.Classify(err)}
 				if err == nil {
 					out.Status = got.Status
 				}
-				hist.Add(w, faulttest.Input{Op: op, Key: co.key, CO: co.num, Now: micros(now)}, call, out)
+				hist.Add(w, history.Input{Op: op, Key: co.key, CO: co.num, Now: micros(now)}, call, out)
 			}
 			rng := rand.New(rand.NewPCG(seed, 1))
 			for epoch := range epochs {
@@ -157,11 +157,11 @@ func testHistory(t *testing.T, h *Harness) {
 								}
 							case x < 57:
 								if co, ok := pick(r); ok {
-									end(w, faulttest.OpClaim, co)
+									end(w, history.OpClaim, co)
 								}
 							case x < 67:
 								if co, ok := pick(r); ok {
-									end(w, faulttest.OpRelease, co)
+									end(w, history.OpRelease, co)
 								}
 							case x < 77:
 								if co, ok := pick(r); ok && co.busy.TryLock() {
@@ -171,11 +171,11 @@ func testHistory(t *testing.T, h *Harness) {
 									got, err := e.e.Extend(ctx, 1, co.id, ttl)
 									co.busy.Unlock()
 									untyped("extend", err)
-									out := faulttest.Output{Result: faulttest.Classify(err)}
+									out := history.Output{Result: history.Classify(err)}
 									if err == nil {
 										out.Exp = micros(got.ExpiresAt)
 									}
-									hist.Add(w, faulttest.Input{Op: faulttest.OpExtend, Key: co.key, CO: co.num, Now: micros(now), TTL: ttl.Microseconds()}, call, out)
+									hist.Add(w, history.Input{Op: history.OpExtend, Key: co.key, CO: co.num, Now: micros(now), TTL: ttl.Microseconds()}, call, out)
 								}
 							case x < 86:
 								i := r.IntN(len(keys))
@@ -183,19 +183,19 @@ func testHistory(t *testing.T, h *Harness) {
 								call := hist.Now()
 								l, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: keys[i], Delta: delta, Reason: "history adjust"})
 								untyped("adjust", err)
-								out := faulttest.Output{Result: faulttest.Classify(err)}
+								out := history.Output{Result: history.Classify(err)}
 								if err == nil {
 									out.Available, out.Held = l.Available, l.Held
 								}
-								hist.Add(w, faulttest.Input{Op: faulttest.OpAdjust, Key: i, Delta: delta}, call, out)
+								hist.Add(w, history.Input{Op: history.OpAdjust, Key: i, Delta: delta}, call, out)
 							case x < 94 || e.Refill == nil:
 								i := r.IntN(len(keys))
 								call := hist.Now()
 								l, err := e.e.Level(ctx, keys[i])
 								untyped("level", err)
 								if err == nil {
-									hist.Add(w, faulttest.Input{Op: faulttest.OpLevel, Key: i}, call,
-										faulttest.Output{Result: faulttest.ResOK, Available: l.Available, Held: l.Held})
+									hist.Add(w, history.Input{Op: history.OpLevel, Key: i}, call,
+										history.Output{Result: history.ResOK, Available: l.Available, Held: l.Held})
 								}
 							default:
 								if err := e.Refill(ctx); err != nil {
@@ -223,7 +223,7 @@ func testHistory(t *testing.T, h *Harness) {
 							break
 						}
 					}
-					hist.Add(0, faulttest.Input{Op: faulttest.OpSweep, Key: -1, Now: micros(now)}, call, faulttest.Output{Result: faulttest.ResOK})
+					hist.Add(0, history.Input{Op: history.OpSweep, Key: -1, Now: micros(now)}, call, history.Output{Result: history.ResOK})
 				}
 			}
 			bad.check(t)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 // size scales a schedule for the long form.

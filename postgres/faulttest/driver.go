@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/history"
 )
 
 // Strategies are the engine's allocation strategies, the default (batch)
@@ -85,7 +86,7 @@ func (s *Stats) add(op string, err error) {
 	if s.ops == nil {
 		s.ops = map[string]int{}
 	}
-	s.ops[op+" "+Classify(err)]++
+	s.ops[op+" "+history.Classify(err)]++
 }
 
 // Count returns how many op operations ended with result.
@@ -360,7 +361,7 @@ func (s Schedule) Run(ctx context.Context, e *Env) *Stats {
 	e.Quiesce(ctx)
 	e.T.Logf("combiner: %d batch transactions, %d of them serving 2+ reservations", e.Hook.Batches.Load(), e.Hook.Combined.Load())
 	e.Tally.Inject("random pause at statement boundary", int(e.Hook.Pauses.Load()))
-	e.Tally.Inject("(consequence) call answered with unknown outcome", stats.Result(ResUnknown))
+	e.Tally.Inject("(consequence) call answered with unknown outcome", stats.Result(history.ResUnknown))
 	return stats
 }
 

@@ -1,6 +1,6 @@
-// Package faulttest is holdfast's fault-injection and history-checking kit:
+// Package faulttest is holdfast's fault-injection kit for PostgreSQL:
 // the pieces its fault suites (in this directory's tests and in
-// faulttest/restart) use to break the engine's surroundings on purpose and to
+// postgres/faulttest/restart) use to break the engine's surroundings on purpose and to
 // prove afterwards that nothing was oversold or lost.
 //
 //   - Hook is a pgx tracer installed on the engine's pool: random pauses at
@@ -14,9 +14,9 @@
 //     what the client was told (Book) and every operation's call and return
 //     (History), and Verify checks the invariant, that every acknowledged
 //     hold is still claimable, and that no unit leaked.
-//   - Model is a porcupine model of inventory keys (partitioned by the keys
-//     carts connect); History.Check checks a recorded history for
-//     linearizability against it and fails on anything but a proof.
+//   - The recorded history is checked for linearizability by package
+//     internal/history (engine-neutral: the behaviour suite uses it too),
+//     which fails on anything but a proof.
 //   - Tally counts injected faults and the checks run after them.
 //
 // See docs/FAULTS.md for the faults, what is checked and how to run the

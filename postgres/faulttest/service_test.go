@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
 	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 // The HTTP service under a client retry storm: every reserve, claim and

@@ -14,7 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/internal/history"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 // A pool of two connections, forty clients with short deadlines and slow
@@ -46,8 +47,8 @@ var _ = scenario("pool/exhausted", func(t *testing.T) {
 				octx, cancel := context.WithTimeout(ctx, time.Duration(5+(g%20)*10)*time.Millisecond)
 				_, err := e.Reserve(octx, g, 1, co, lines, time.Minute)
 				cancel()
-				res := faulttest.Classify(err)
-				if err != nil && res == faulttest.ResUnknown && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, holdfast.ErrUnavailable) && !errors.Is(err, holdfast.ErrOutcomeUnknown) {
+				res := history.Classify(err)
+				if err != nil && res == history.ResUnknown && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, holdfast.ErrUnavailable) && !errors.Is(err, holdfast.ErrOutcomeUnknown) {
 					t.Errorf("unexpected error kind: %v", err)
 				}
 				if err == nil && g%2 == 0 {
@@ -63,7 +64,7 @@ var _ = scenario("pool/exhausted", func(t *testing.T) {
 	}
 	wg.Wait()
 	e.Hook.SetPauses(0, 0, 0)
-	e.Tally.Inject("pool exhausted: call ended by its deadline", results[faulttest.ResUnknown])
+	e.Tally.Inject("pool exhausted: call ended by its deadline", results[history.ResUnknown])
 	t.Logf("reserve results: %v", results)
 	e.Verify(ctx)
 })

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 

@@ -13,7 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/internal/history"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 // TestSoak runs mixed load for HOLDFAST_SOAK (a duration, e.g. 2h) with the
@@ -77,7 +78,7 @@ func TestSoak(t *testing.T) {
 				err := fn()
 				el := time.Since(start)
 				ops.Add(1)
-				if err != nil && faulttest.Classify(err) != faulttest.ResInsufficient {
+				if err != nil && history.Classify(err) != history.ResInsufficient {
 					errs.Add(1)
 				}
 				mu.Lock()

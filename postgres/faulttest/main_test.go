@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 

@@ -9,7 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/internal/history"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 // Every request is sent eight times at once with the same checkout id (a
@@ -67,15 +68,15 @@ var _ = scenario("storm/concurrent-retries", func(t *testing.T) {
 						h, err := fn(ctx)
 						mu.Lock()
 						defer mu.Unlock()
-						switch faulttest.Classify(err) {
-						case faulttest.ResOK:
+						switch history.Classify(err) {
+						case history.ResOK:
 							ok++
 							if !h.Replayed {
 								fresh++
 							}
-						case faulttest.ResUnknown:
+						case history.ResUnknown:
 							unknown++
-						case faulttest.ResNotFound:
+						case history.ResNotFound:
 							if !notFound {
 								e.Violation("%s: a duplicate in a retry storm found no hold of an acknowledged reservation: %v", s, err)
 							}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/history"
 )
 
 // The engine's operations through the Env: each records its outcome in the
@@ -22,13 +23,13 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 	st := e.strict(shop, lines)
 	call := e.call()
 	h, err := e.Client.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: co, Lines: lines, TTL: ttl})
-	res := Classify(err)
+	res := history.Classify(err)
 	e.untyped("reserve", err)
 	e.mu.Lock()
 	en, num := e.entry(shop, co, lines)
-	out := Output{Result: res}
+	out := history.Output{Result: res}
 	switch res {
-	case ResOK:
+	case history.ResOK:
 		out.Exp = micros(h.ExpiresAt)
 		out.Replayed = h.Replayed
 		if !en.Acked {
@@ -50,15 +51,15 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 			e.Violation("reserve of checkout %v succeeded after it was acknowledged %s", co, en.Status)
 			e.mu.Lock()
 		}
-	case ResUnknown, ResUntyped:
+	case history.ResUnknown, history.ResUntyped:
 		if en.Acked {
 			en.Doubt = true
 		}
-	case ResClaimed, ResReleased, ResExpired:
+	case history.ResClaimed, history.ResReleased, history.ResExpired:
 		out.Late = true
 	}
 	e.mu.Unlock()
-	e.recordCart(client, Input{Op: OpReserve, CO: num, Now: micros(now), TTL: ttl.Microseconds(), Life: e.Cfg.HoldLifetimeMax.Microseconds(),
+	e.recordCart(client, history.Input{Op: history.OpReserve, CO: num, Now: micros(now), TTL: ttl.Microseconds(), Life: e.Cfg.HoldLifetimeMax.Microseconds(),
 		Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
 	return h, err
 }
@@ -67,7 +68,7 @@ func (e *Env) Reserve(ctx context.Context, client int, shop int64, co uuid.UUID,
 // client was told before: a claim or release that finds an acknowledged,
 // unexpired hold gone (when no other operation on the checkout overlapped
 // it) is a lost hold.
-func (e *Env) end(ctx context.Context, client int, op Op, shop int64, co uuid.UUID) (*holdfast.Hold, error) {
+func (e *Env) end(ctx context.Context, client int, op history.Op, shop int64, co uuid.UUID) (*holdfast.Hold, error) {
 	now := e.Clock.Now()
 	e.mu.Lock()
 	en, num := e.entry(shop, co, nil)
@@ -86,33 +87,33 @@ func (e *Env) end(ctx context.Context, client int, op Op, shop int64, co uuid.UU
 	call := e.call()
 	var h *holdfast.Hold
 	var err error
-	if op == OpClaim {
+	if op == history.OpClaim {
 		h, err = e.Client.Claim(ctx, shop, co)
 	} else {
 		h, err = e.Client.Release(ctx, shop, co)
 	}
-	res := Classify(err)
+	res := history.Classify(err)
 	e.untyped(string(op), err)
 
 	e.mu.Lock()
 	en.inflight--
 	overlapped = overlapped || en.starts != myStart
 	certain := snap.Acked && snap.Status == holdfast.StatusHeld && !snap.Doubt && !en.Doubt && !overlapped
-	out := Output{Result: res}
+	out := history.Output{Result: res}
 	var lost string
 	switch res {
-	case ResOK:
+	case history.ResOK:
 		out.Status = h.Status
-		if certain && op == OpClaim && h.Status != holdfast.StatusClaimed {
+		if certain && op == history.OpClaim && h.Status != holdfast.StatusClaimed {
 			lost = fmt.Sprintf("claim of acknowledged hold %v answered %s", co, h.Status)
 		}
 		en.Status = h.Status
 		if en.endedAt.IsZero() {
 			en.endedAt = time.Now()
 		}
-	case ResUnknown, ResUntyped:
+	case history.ResUnknown, history.ResUntyped:
 		en.Doubt = true
-	case ResExpired, ResNotFound, ResReleased, ResClaimed:
+	case history.ResExpired, history.ResNotFound, history.ResReleased, history.ResClaimed:
 		if certain && en.Exp.After(e.Clock.Now()) {
 			lost = fmt.Sprintf("%s of acknowledged, unexpired hold %v (expires %v, clock %v): %v", op, co, en.Exp, now, err)
 		}
@@ -122,18 +123,18 @@ func (e *Env) end(ctx context.Context, client int, op Op, shop int64, co uuid.UU
 		e.Violation("%s", lost)
 	}
 	e.checked(1)
-	e.recordCart(client, Input{Op: op, CO: num, Now: micros(now), Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
+	e.recordCart(client, history.Input{Op: op, CO: num, Now: micros(now), Strict: !e.lenient(st, shop, lines)}, shop, lines, call, out)
 	return h, err
 }
 
 // Claim claims through the engine and records the outcome.
 func (e *Env) Claim(ctx context.Context, client int, shop int64, co uuid.UUID) (*holdfast.Hold, error) {
-	return e.end(ctx, client, OpClaim, shop, co)
+	return e.end(ctx, client, history.OpClaim, shop, co)
 }
 
 // Release releases through the engine and records the outcome.
 func (e *Env) Release(ctx context.Context, client int, shop int64, co uuid.UUID) (*holdfast.Hold, error) {
-	return e.end(ctx, client, OpRelease, shop, co)
+	return e.end(ctx, client, history.OpRelease, shop, co)
 }
 
 // Extend extends through the engine and records the outcome.
@@ -153,13 +154,13 @@ func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, 
 
 	call := e.call()
 	h, err := e.Client.Extend(ctx, shop, co, ttl)
-	res := Classify(err)
+	res := history.Classify(err)
 	e.untyped("extend", err)
 	e.mu.Lock()
 	en.extending--
-	out := Output{Result: res}
+	out := history.Output{Result: res}
 	switch res {
-	case ResOK:
+	case history.ResOK:
 		out.Exp = micros(h.ExpiresAt)
 		switch {
 		case en.extOverlap:
@@ -171,9 +172,9 @@ func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, 
 		case !en.Doubt:
 			en.Exp = h.ExpiresAt
 		}
-	case ResClaimed, ResReleased, ResExpired:
+	case history.ResClaimed, history.ResReleased, history.ResExpired:
 		out.Late = true
-	case ResUnknown, ResUntyped:
+	case history.ResUnknown, history.ResUntyped:
 		// It may have moved the expiry either way.
 		if c := now.Add(ttl); c.Before(en.Exp) {
 			en.Exp = c
@@ -183,7 +184,7 @@ func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, 
 		en.extOverlap = false
 	}
 	e.mu.Unlock()
-	e.recordCart(client, Input{Op: OpExtend, CO: num, Now: micros(now), TTL: ttl.Microseconds()}, shop, lines, call, out)
+	e.recordCart(client, history.Input{Op: history.OpExtend, CO: num, Now: micros(now), TTL: ttl.Microseconds()}, shop, lines, call, out)
 	return h, err
 }
 
@@ -191,13 +192,13 @@ func (e *Env) Extend(ctx context.Context, client int, shop int64, co uuid.UUID, 
 func (e *Env) Adjust(ctx context.Context, client int, k holdfast.Key, delta int) (*holdfast.Level, error) {
 	call := e.call()
 	l, err := e.Client.Adjust(ctx, k, delta, "faulttest adjust", "")
-	res := Classify(err)
+	res := history.Classify(err)
 	e.untyped("adjust", err)
-	out := Output{Result: res}
-	if res == ResOK {
+	out := history.Output{Result: res}
+	if res == history.ResOK {
 		out.Available, out.Held = l.Available, l.Held
 	}
-	e.record(client, e.keyIndex(k), Input{Op: OpAdjust, Delta: delta}, call, out)
+	e.record(client, e.keyIndex(k), history.Input{Op: history.OpAdjust, Delta: delta}, call, out)
 	return l, err
 }
 
@@ -205,10 +206,10 @@ func (e *Env) Adjust(ctx context.Context, client int, k holdfast.Key, delta int)
 func (e *Env) Level(ctx context.Context, client int, k holdfast.Key) (*holdfast.Level, error) {
 	call := e.call()
 	l, err := e.Client.Level(ctx, k)
-	res := Classify(err)
+	res := history.Classify(err)
 	e.untyped("level", err)
-	if res == ResOK {
-		e.record(client, e.keyIndex(k), Input{Op: OpLevel}, call, Output{Result: res, Available: l.Available, Held: l.Held})
+	if res == history.ResOK {
+		e.record(client, e.keyIndex(k), history.Input{Op: history.OpLevel}, call, history.Output{Result: res, Available: l.Available, Held: l.Held})
 	}
 	return l, err
 }
@@ -243,7 +244,7 @@ func (e *Env) SweepAll(ctx context.Context, client int) {
 		}
 	}
 	if e.Hist != nil {
-		e.Hist.Add(client, Input{Op: OpSweep, Key: -1, Now: micros(now)}, call, Output{Result: ResOK})
+		e.Hist.Add(client, history.Input{Op: history.OpSweep, Key: -1, Now: micros(now)}, call, history.Output{Result: history.ResOK})
 	}
 }
 
@@ -269,8 +270,8 @@ func (e *Env) Sweep(ctx context.Context, client int) (int, error) {
 	delete(e.sweeps, rec)
 	e.mu.Unlock()
 	if e.Hist != nil {
-		in := Input{Op: OpSweep, Key: -1, Now: micros(now), Partial: true}
-		if len(rec.cos) > SkipMax {
+		in := history.Input{Op: history.OpSweep, Key: -1, Now: micros(now), Partial: true}
+		if len(rec.cos) > history.SkipMax {
 			in.SkipAll = true
 		} else {
 			for _, co := range slices.Sorted(maps.Keys(rec.cos)) {
@@ -278,7 +279,7 @@ func (e *Env) Sweep(ctx context.Context, client int) (int, error) {
 				in.NSkip++
 			}
 		}
-		e.Hist.Add(client, in, call, Output{Result: Classify(err)})
+		e.Hist.Add(client, in, call, history.Output{Result: history.Classify(err)})
 	}
 	return n, err
 }
@@ -301,10 +302,10 @@ func (e *Env) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strate
 	if i >= 0 {
 		e.Keys[i].changing--
 		e.Keys[i].gen++
-		switch Classify(err) {
-		case ResOK:
+		switch history.Classify(err) {
+		case history.ResOK:
 			e.Keys[i].Strategy = s
-		case ResUnknown, ResUntyped:
+		case history.ResUnknown, history.ResUntyped:
 			e.Keys[i].uncertain = true
 		}
 	}

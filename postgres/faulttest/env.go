@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/history"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
@@ -77,7 +78,7 @@ type Env struct {
 	Hook    *Hook
 	Proxy   *Proxy
 	Tally   *Tally
-	Hist    *History // nil unless Options.History
+	Hist    *history.History // nil unless Options.History
 	Keys    []KeyInfo
 	Cfg     holdfast.Config
 
@@ -112,7 +113,7 @@ func New(t testing.TB, o Options) *Env {
 	e := &Env{T: t, DB: db, Clock: NewClock(), Hook: &Hook{}, Tally: &Tally{},
 		book: map[uuid.UUID]*Entry{}, coNum: map[uuid.UUID]int{}, sweeps: map[*sweepRec]bool{}}
 	if o.History {
-		e.Hist = NewHistory()
+		e.Hist = history.NewHistory()
 	}
 	var err error
 	e.Admin, err = newPool(db.URL, appAdmin, 4, nil)
@@ -232,7 +233,7 @@ func (e *Env) AddKey(k holdfast.Key, s holdfast.Strategy, n int) int {
 	i := len(e.Keys) - 1
 	e.mu.Unlock()
 	if e.Hist != nil {
-		e.Hist.Add(0, Input{Op: OpSet, Key: i, Delta: n}, call, Output{Result: ResOK})
+		e.Hist.Add(0, history.Input{Op: history.OpSet, Key: i, Delta: n}, call, history.Output{Result: history.ResOK})
 	}
 	return i
 }

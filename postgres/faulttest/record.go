@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/history"
 )
 
 // Recording calls in the history, and whether a call's answers are judged
@@ -22,8 +23,8 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 // cart fills in's cart from lines (keys of the Env); ok is false when the
 // history cannot model it (a key not in the Env, too many lines).
-func (e *Env) cart(in *Input, shop int64, lines []holdfast.Line) bool {
-	if len(lines) == 0 || len(lines) > CartLinesMax {
+func (e *Env) cart(in *history.Input, shop int64, lines []holdfast.Line) bool {
+	if len(lines) == 0 || len(lines) > history.CartLinesMax {
 		return false
 	}
 	for i, l := range lines {
@@ -31,7 +32,7 @@ func (e *Env) cart(in *Input, shop int64, lines []holdfast.Line) bool {
 		if k < 0 {
 			return false
 		}
-		in.Cart[i] = CartLine{Key: k, Qty: l.Quantity}
+		in.Cart[i] = history.CartLine{Key: k, Qty: l.Quantity}
 	}
 	in.NCart = len(lines)
 	in.Key, in.Qty = in.Cart[0].Key, in.Cart[0].Qty
@@ -64,14 +65,14 @@ func (e *Env) lenient(st strictness, shop int64, lines []holdfast.Line) bool {
 }
 
 // recordCart records an operation on a checkout whose cart has lines.
-func (e *Env) recordCart(client int, in Input, shop int64, lines []holdfast.Line, call int64, out Output) {
+func (e *Env) recordCart(client int, in history.Input, shop int64, lines []holdfast.Line, call int64, out history.Output) {
 	if e.Hist == nil || !e.cart(&in, shop, lines) {
 		return
 	}
 	e.Hist.Add(client, in, call, out)
 }
 
-func (e *Env) record(client, key int, in Input, call int64, out Output) {
+func (e *Env) record(client, key int, in history.Input, call int64, out history.Output) {
 	if e.Hist == nil || key < 0 {
 		return
 	}
@@ -87,7 +88,7 @@ func (e *Env) call() int64 {
 }
 
 func (e *Env) untyped(op string, err error) {
-	if Classify(err) == ResUntyped {
+	if history.Classify(err) == history.ResUntyped {
 		e.Violation("%s returned an untyped error: %v", op, err)
 	}
 }

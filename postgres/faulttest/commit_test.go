@@ -12,7 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/internal/history"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 func rounds(short int) int {
@@ -74,11 +75,11 @@ var _ = scenario("commit/killed-before", func(t *testing.T) {
 				e.Violation("%s: held %d after one reserve of 2 from %d", s, l.Held, before.Held)
 			}
 			armed.Store(1)
-			op := faulttest.OpClaim
+			op := history.OpClaim
 			if i%2 == 1 {
-				op = faulttest.OpRelease
+				op = history.OpRelease
 			}
-			if op == faulttest.OpClaim {
+			if op == history.OpClaim {
 				_, err = e.Claim(ctx, 0, 1, co)
 			} else {
 				_, err = e.Release(ctx, 0, 1, co)
@@ -88,7 +89,7 @@ var _ = scenario("commit/killed-before", func(t *testing.T) {
 			}
 			l := level(t, e, k)
 			wantAvail := before.Available
-			if op == faulttest.OpClaim {
+			if op == history.OpClaim {
 				wantAvail -= 2
 			}
 			if l.Held != before.Held || l.Available != wantAvail {
@@ -205,12 +206,12 @@ var _ = scenario("commit/answer-lost", func(t *testing.T) {
 					if l := level(t, e, k); l.Held != before.Held+3 {
 						e.Violation("double hold? held %d after one reserve of 3 from %d", l.Held, before.Held)
 					}
-					op := faulttest.OpClaim
+					op := history.OpClaim
 					if i%2 == 1 {
-						op = faulttest.OpRelease
+						op = history.OpRelease
 					}
 					end := func() (*holdfast.Hold, error) {
-						if op == faulttest.OpClaim {
+						if op == history.OpClaim {
 							return e.Claim(ctx, 0, 1, co)
 						}
 						return e.Release(ctx, 0, 1, co)
@@ -228,7 +229,7 @@ var _ = scenario("commit/answer-lost", func(t *testing.T) {
 					}
 					l := level(t, e, k)
 					wantAvail := before.Available
-					if op == faulttest.OpClaim {
+					if op == history.OpClaim {
 						wantAvail -= 3
 					}
 					if l.Held != before.Held || l.Available != wantAvail {

@@ -1,4 +1,9 @@
-package faulttest
+// Package history records concurrent calls on an engine (any engine: it knows
+// only package holdfast's answers) and checks them linearizable against the
+// model of a key with porcupine: the behaviour suite (enginetest) and the
+// fault suites record into a History and Check it; a failed check saves the
+// history and prints how to replay and explain it.
+package history
 
 import (
 	"context"
@@ -799,7 +804,7 @@ func CheckOperations(name string, ops []porcupine.Operation, timeout time.Durati
 	if err := os.WriteFile(base+".json", raw, 0o644); err != nil {
 		return res, fmt.Errorf("history check %s (and saving it failed: %v)", res, err)
 	}
-	replay := fmt.Sprintf("replay: HOLDFAST_HISTORY=%s.json go test -run TestExplainHistory -v ./faulttest/", base)
+	replay := fmt.Sprintf("replay: HOLDFAST_HISTORY=%s.json go test -run TestExplainHistory -v ./internal/history/", base)
 	if res == porcupine.Unknown {
 		return res, fmt.Errorf("history check inconclusive: timed out after %v over %d operations; history saved, %s", timeout, len(ops), replay)
 	}

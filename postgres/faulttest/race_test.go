@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/faulttest"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 )
 
 type actor struct{}

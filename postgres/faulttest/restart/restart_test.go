@@ -13,8 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/holdfast/holdfast/faulttest"
 	"github.com/holdfast/holdfast/internal/heavy"
+	"github.com/holdfast/holdfast/internal/history"
+	"github.com/holdfast/holdfast/postgres/faulttest"
 	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgcluster"
 	"github.com/holdfast/holdfast/postgres/pgtest"
@@ -149,9 +150,9 @@ func restartUnderLoad(t *testing.T, o faulttest.Options) {
 		},
 	}.Run(ctx, e)
 	t.Logf("seed %d: %s", seed, st)
-	if st.Count("reserve", faulttest.ResUnknown)+st.Count("claim", faulttest.ResUnknown)+
-		st.Count("release", faulttest.ResUnknown)+st.Count("level", faulttest.ResUnknown)+
-		st.Count("adjust", faulttest.ResUnknown) == 0 {
+	if st.Count("reserve", history.ResUnknown)+st.Count("claim", history.ResUnknown)+
+		st.Count("release", history.ResUnknown)+st.Count("level", history.ResUnknown)+
+		st.Count("adjust", history.ResUnknown) == 0 {
 		t.Log("no call overlapped a restart (all succeeded around it)")
 	}
 	e.Verify(ctx)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/internal/history"
 )
 
 // The Env's final checks, after the faults: the invariant, every
@@ -43,11 +44,11 @@ func (e *Env) Verify(ctx context.Context) int {
 		readAt := e.Clock.Now()
 		h, err := e.Checker.Hold(ctx, en.Shop, co)
 		n++
-		if out := (Output{Result: Classify(err)}); out.Result == ResOK || out.Result == ResNotFound {
+		if out := (history.Output{Result: history.Classify(err)}); out.Result == history.ResOK || out.Result == history.ResNotFound {
 			if h != nil {
 				out.Status, out.Exp = h.Status, micros(h.ExpiresAt)
 			}
-			e.recordCart(verifier, Input{Op: OpHold, CO: num, Now: micros(readAt)}, en.Shop, en.Lines, call, out)
+			e.recordCart(verifier, history.Input{Op: history.OpHold, CO: num, Now: micros(readAt)}, en.Shop, en.Lines, call, out)
 		}
 		if errors.Is(err, holdfast.ErrNotFound) {
 			if en.Acked {
@@ -71,11 +72,11 @@ func (e *Env) Verify(ctx context.Context) int {
 		call = e.call()
 		ch, err := e.Checker.Claim(ctx, en.Shop, co)
 		n++
-		out := Output{Result: Classify(err)}
+		out := history.Output{Result: history.Classify(err)}
 		if ch != nil {
 			out.Status = ch.Status
 		}
-		e.recordCart(verifier, Input{Op: OpClaim, CO: num, Now: micros(now), Strict: !e.lenient(st, en.Shop, h.Lines)}, en.Shop, en.Lines, call, out)
+		e.recordCart(verifier, history.Input{Op: history.OpClaim, CO: num, Now: micros(now), Strict: !e.lenient(st, en.Shop, h.Lines)}, en.Shop, en.Lines, call, out)
 		switch {
 		case err == nil:
 			claimed++
@@ -126,7 +127,7 @@ func (e *Env) Verify(ctx context.Context) int {
 	e.checked(n)
 	if e.Hist != nil {
 		started := time.Now()
-		res, err := e.Hist.CheckNamed(e.T.Name(), CheckTimeoutDefault)
+		res, err := e.Hist.CheckNamed(e.T.Name(), history.CheckTimeoutDefault)
 		e.checked(1)
 		n++
 		if err != nil {
