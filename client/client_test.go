@@ -13,6 +13,7 @@ import (
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -27,7 +28,7 @@ func server(t *testing.T) (*postgres.Client, string, string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Client: hc})
+	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: pgstore.Service(hc.Pool())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func server(t *testing.T) (*postgres.Client, string, string, func()) {
 		}
 	}
 	t.Cleanup(stop)
-	key, _, err := httpapi.CreateKey(ctx, db.Pool, 1, false)
+	key, _, err := httpapi.CreateKey(ctx, pgstore.Service(db.Pool), 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

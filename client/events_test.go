@@ -11,6 +11,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 )
 
 // TestClientEvents: the client pages the feed, long-polls for the next
@@ -124,7 +125,7 @@ func TestClientWebhooks(t *testing.T) {
 	t.Parallel()
 	hc, url, shopKey, _ := server(t)
 	ctx := context.Background()
-	admin, _, err := httpapi.CreateKey(ctx, hc.Pool(), 0, true)
+	admin, _, err := httpapi.CreateKey(ctx, pgstore.Service(hc.Pool()), 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 )
 
 // TestClientSetStrategy: an admin key sets a key's strategy and pool cap;
@@ -20,7 +21,7 @@ func TestClientSetStrategy(t *testing.T) {
 	if _, err := hc.Adjust(ctx, k, 10, "test", ""); err != nil {
 		t.Fatal(err)
 	}
-	admin, _, err := httpapi.CreateKey(ctx, hc.Pool(), 0, true)
+	admin, _, err := httpapi.CreateKey(ctx, pgstore.Service(hc.Pool()), 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
@@ -56,12 +57,12 @@ func newServer(t *testing.T) *server {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The webhook deliverer runs as in holdfast serve, polling often.
-	del, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: hc, Poll: 100 * time.Millisecond,
+	del, err := webhook.NewDeliverer(webhook.Config{Store: pgstore.Webhooks(db.Pool), Events: hc, Poll: 100 * time.Millisecond,
 		BackoffMin: 200 * time.Millisecond, Timeout: 5 * time.Second, Logger: log, Options: loopbackHooks})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Client: hc, KeyCacheTTL: -1, Logger: log, Workers: []httpapi.Worker{del},
+	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: pgstore.Service(hc.Pool()), KeyCacheTTL: -1, Logger: log, Workers: []httpapi.Worker{del},
 		Console: httpapi.ConsoleConfig{ChartInterval: 250 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +81,10 @@ func newServer(t *testing.T) *server {
 		}
 	})
 	s := &server{t: t, url: "http://" + ln.Addr().String(), hc: hc, db: db}
-	if s.admin, _, err = httpapi.CreateKey(ctx, db.Pool, 0, true); err != nil {
+	if s.admin, _, err = httpapi.CreateKey(ctx, pgstore.Service(db.Pool), 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if s.shop, _, err = httpapi.CreateKey(ctx, db.Pool, 1, false); err != nil {
+	if s.shop, _, err = httpapi.CreateKey(ctx, pgstore.Service(db.Pool), 1, false); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -157,7 +158,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		http.Error(w, "maintenance", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	reg := webhook.NewRegistry(s.db.Pool).With(loopbackHooks)
+	reg := webhook.NewRegistry(pgstore.Webhooks(s.db.Pool)).With(loopbackHooks)
 	for _, u := range []string{hook.URL + "/holdfast", down.URL + "/hooks"} {
 		if _, err := reg.Add(context.Background(), 1, u, nil); err != nil {
 			t.Fatal(err)
@@ -415,14 +416,14 @@ func TestConsoleSessions(t *testing.T) {
 		t.Errorf("bearer shop key: %d", res.StatusCode)
 	}
 	// Revoking the key ends its session.
-	if _, err := httpapi.RevokeKey(context.Background(), s.db.Pool, s.admin); err != nil {
+	if _, err := httpapi.RevokeKey(context.Background(), pgstore.Service(s.db.Pool), s.admin); err != nil {
 		t.Fatal(err)
 	}
 	if res, _ := get(t, c, s.url+"/console/"); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("a revoked key's session got %d", res.StatusCode)
 	}
 	// Logout clears the cookie.
-	admin2, _, err := httpapi.CreateKey(context.Background(), s.db.Pool, 0, true)
+	admin2, _, err := httpapi.CreateKey(context.Background(), pgstore.Service(s.db.Pool), 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

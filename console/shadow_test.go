@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
@@ -60,7 +61,7 @@ func newShadowServer(t *testing.T) (*shadow.Engine, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: sh, Pool: db.Pool, Logger: log, KeyCacheTTL: -1, Workers: []httpapi.Worker{sh}})
+	srv, err := httpapi.New(httpapi.Config{Engine: sh, Store: pgstore.Service(db.Pool), Logger: log, KeyCacheTTL: -1, Workers: []httpapi.Worker{sh}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func newShadowServer(t *testing.T) (*shadow.Engine, string, string) {
 		}
 	})
 	base := "http://" + ln.Addr().String()
-	admin, _, err := httpapi.CreateKey(ctx, db.Pool, 0, true)
+	admin, _, err := httpapi.CreateKey(ctx, pgstore.Service(db.Pool), 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -120,7 +121,7 @@ func TestConsoleChartsTellTheTruth(t *testing.T) {
 		http.Error(w, "maintenance", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	reg := webhook.NewRegistry(s.db.Pool).With(loopbackHooks)
+	reg := webhook.NewRegistry(pgstore.Webhooks(s.db.Pool)).With(loopbackHooks)
 	var hooks []int64
 	for _, u := range []string{up.URL + "/holdfast", down.URL + "/hooks"} {
 		ep, err := reg.Add(context.Background(), 1, u, nil)

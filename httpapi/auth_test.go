@@ -84,14 +84,14 @@ func testAuth(t *testing.T, engine string) {
 
 	// A revoked key is refused (the test server does not cache keys).
 	ctx := context.Background()
-	if _, err := httpapi.RevokeKeyIn(ctx, e.store, e.keys["shop2"]); err != nil {
+	if _, err := httpapi.RevokeKey(ctx, e.store, e.keys["shop2"]); err != nil {
 		t.Fatal(err)
 	}
 	e.expect(req{method: "GET", path: "/v1/shops/2/inventory/7/1", key: "shop2"}, 401, "key_revoked")
-	if _, err := httpapi.RevokeKeyIn(ctx, e.store, e.keys["shop2"]); err != httpapi.ErrKeyNotFound {
+	if _, err := httpapi.RevokeKey(ctx, e.store, e.keys["shop2"]); err != httpapi.ErrKeyNotFound {
 		t.Fatalf("second revoke: %v", err)
 	}
-	keys, err := httpapi.ListKeysIn(ctx, e.store, 100)
+	keys, err := httpapi.ListKeys(ctx, e.store, 100)
 	if err != nil || len(keys) != 3 {
 		t.Fatalf("list: %v %v", keys, err)
 	}
@@ -105,7 +105,7 @@ func testAuth(t *testing.T, engine string) {
 		t.Fatalf("%d revoked keys, want 1", revoked)
 	}
 	// Revoke by id.
-	if _, err := httpapi.RevokeKeyIn(ctx, e.store, strconv.FormatInt(keys[0].ID, 10)); err != nil && err != httpapi.ErrKeyNotFound {
+	if _, err := httpapi.RevokeKey(ctx, e.store, strconv.FormatInt(keys[0].ID, 10)); err != nil && err != httpapi.ErrKeyNotFound {
 		t.Fatal(err)
 	}
 }
@@ -120,14 +120,14 @@ func testRefusedKeySaysWhy(t *testing.T, engine string) {
 	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	path := "/v1/shops/1/inventory/7/1"
-	revoked, rk, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1})
+	revoked, rk, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := httpapi.RevokeKeyIn(ctx, e.store, revoked); err != nil {
+	if _, err := httpapi.RevokeKey(ctx, e.store, revoked); err != nil {
 		t.Fatal(err)
 	}
-	expired, ek, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(time.Hour)})
+	expired, ek, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func testCreateKeyArgs(t *testing.T, engine string) {
 		shop  int64
 		admin bool
 	}{{0, false}, {1, true}, {-1, false}} {
-		if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: c.shop, Admin: c.admin}); err == nil {
+		if _, _, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: c.shop, Admin: c.admin}); err == nil {
 			t.Errorf("CreateKey(%d, %v) accepted", c.shop, c.admin)
 		}
 	}

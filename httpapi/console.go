@@ -8,7 +8,6 @@ import (
 
 	"github.com/holdfast/holdfast/console"
 	"github.com/holdfast/holdfast/ops"
-	"github.com/holdfast/holdfast/postgres"
 )
 
 // ConsoleConfig configures the operator console (package console) that the
@@ -26,16 +25,10 @@ type ConsoleConfig struct {
 	// ChartInterval is the interval each point of its charts stands for
 	// (console.ChartIntervalDefault).
 	ChartInterval time.Duration
-	// Doctor runs the doctor for its doctor page. Defaults to ops.Doctor
-	// on Pool.
+	// Doctor runs the doctor for its doctor page. Defaults to the Store's
+	// Doctor method when it has one (pgstore's); else the page is off.
 	Doctor func(ctx context.Context) (*ops.Report, error)
 }
-
-var (
-	sqlConsoleAdminLive = stmt("console", "console_admin_live")
-	sqlConsoleShops     = stmt("console", "console_shops")
-	sqlConsoleHead      = stmt("console", "console_events_head")
-)
 
 // consoleRoutes mounts the console.
 func (s *Server) consoleRoutes() error {
@@ -43,26 +36,17 @@ func (s *Server) consoleRoutes() error {
 	if cc.Off || s.store == nil {
 		return nil
 	}
-	pool, store := s.pool, s.store
+	store := s.store
 	doctor := cc.Doctor
-	if doctor == nil && pool != nil { // on MySQL: no doctor page (mysqlops has its own)
-		doctor = func(ctx context.Context) (*ops.Report, error) { return ops.Doctor(ctx, pool, ops.DoctorConfig{}) }
-	}
-	// The event feed's head is read where the engine's events live:
-	// PostgreSQL (its engine, or the shadow layer over it), or the MySQL
-	// engine's database.
-	var head func(ctx context.Context, shop int64) (int64, error)
-	if _, pg := s.eng.(*postgres.Client); pool != nil && (pg || s.cfg.Shadow != nil) {
-		head = func(ctx context.Context, shop int64) (int64, error) {
-			var n int64
-			err := pool.QueryRow(ctx, sqlConsoleHead, shop).Scan(&n)
-			return n, err
-		}
-	} else if ms, ok := store.(myStore); ok {
-		head = ms.eventsHead
+	if d, ok := store.(interface {
+		Doctor(ctx context.Context) (*ops.Report, error)
+	}); ok && doctor == nil {
+		doctor = d.Doctor
 	}
 	con, err := console.New(console.Config{
-		EventsHead: head,
+		// The event feed's head is read where the engine's events live:
+		// the engine's database, the Store's.
+		EventsHead: store.EventsHead,
 		Webhooks:   s.registry().List,
 		Engine:     s.eng,
 		Authenticate: func(ctx context.Context, key string) (int64, bool, error) {
@@ -74,8 +58,8 @@ func (s *Server) consoleRoutes() error {
 			}
 			return p.keyID, p.admin, err
 		},
-		AdminLive:     store.adminLive,
-		Shops:         store.shops,
+		AdminLive:     store.AdminLive,
+		Shops:         store.Shops,
 		Doctor:        doctor,
 		Shadow:        s.cfg.Shadow,
 		Secret:        cc.Secret,

@@ -11,8 +11,6 @@ import (
 	"sync"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mysql"
-	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -190,7 +188,7 @@ func toAPIError(route string, err error) *apiError {
 		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeOutcomeUnknown,
 			"the database did not acknowledge the change: it may or may not have applied; retry with the same checkout id (reservations, claims, releases) or adjustment_id (stock changes), or read the state before changing it again"
 	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, context.Canceled), dbUnreachable(err):
+		errors.Is(err, context.Canceled):
 		e.Status, e.Code, e.Message, e.RetryAfter = http.StatusServiceUnavailable, CodeUnavailable,
 			"the database is unavailable; retry later (reservations with the same checkout id)", 1
 	default:
@@ -201,10 +199,19 @@ func toAPIError(route string, err error) *apiError {
 
 // dbUnreachable reports errors of the database connection itself, met
 // outside the engine (key lookups, readiness): the engine maps its own to
-// holdfast.ErrUnavailable, and each engine package is the one place that
-// classifies its database's errors.
-func dbUnreachable(err error) bool {
-	return postgres.Unreachable(err) || mysql.Unreachable(err)
+// holdfast.ErrUnavailable, and the Store classifies its database's
+// (Store.Unreachable).
+func (s *Server) dbUnreachable(err error) bool {
+	return s.store != nil && s.store.Unreachable(err)
+}
+
+// apiErrorOf is toAPIError for an error met by this server: the Store's
+// connection errors answer as the engine's (holdfast.ErrUnavailable).
+func (s *Server) apiErrorOf(route string, err error) *apiError {
+	if err != nil && !errors.Is(err, holdfast.ErrUnavailable) && s.dbUnreachable(err) {
+		err = fmt.Errorf("%w: %w", holdfast.ErrUnavailable, err)
+	}
+	return toAPIError(route, err)
 }
 
 // bufPool recycles response buffers.

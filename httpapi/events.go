@@ -170,7 +170,7 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	c := &call{s: s, r: r, ctx: holdfast.WithTag(ctx, "http"), route: routeEventsStream}
-	fail := func(err error) { writeError(w, toAPIError(routeEventsStream, err)) }
+	fail := func(err error) { writeError(w, s.apiErrorOf(routeEventsStream, err)) }
 	if err := s.prepare(c, info, routeOpts{}); err != nil {
 		fail(err)
 		return
@@ -240,18 +240,12 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// registry is the webhook registry in the server's database: PostgreSQL's
-// (Pool), or the MySQL engine's.
+// registry is the webhook registry in the server's database (the Store's).
 // A registration first runs the engine's sequencing pass when it has one,
 // so an endpoint registered without after starts past the key events
 // derived from earlier events too.
 func (s *Server) registry() *webhook.Registry {
-	var reg *webhook.Registry
-	if ms, ok := s.store.(myStore); ok && s.pool == nil {
-		reg = webhook.NewMySQLRegistry(ms.db).With(s.cfg.Webhooks)
-	} else {
-		reg = webhook.NewRegistry(s.pool).With(s.cfg.Webhooks) // New sets pool for a PostgresStore
-	}
+	reg := webhook.NewRegistry(s.store.Webhooks()).With(s.cfg.Webhooks)
 	if sq, ok := s.eng.(webhook.Sequencer); ok {
 		reg = reg.SequencedBy(sq)
 	}

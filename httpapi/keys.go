@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -15,28 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/holdfast/holdfast/internal/sqltext"
-)
-
-//go:embed sql/*.sql
-var sqlFiles embed.FS
-
-// stmt returns an embedded statement with its sqlcommenter comment.
-func stmt(route, name string) string { return statements.Tagged(route, name) }
-
-var statements = sqltext.Load("httpapi", sqlFiles, "sql")
-
-var (
-	sqlKeyLookup = stmt("auth", "key_lookup")
-	sqlKeyTouch  = stmt("auth", "key_touch")
-	sqlKeyInsert = stmt("keys", "key_insert")
-	sqlKeyRevoke = stmt("keys", "key_revoke")
-	sqlKeyList   = stmt("keys", "key_list")
-	sqlKeyLive   = stmt("keys", "key_live")
-	sqlKeyExpire = stmt("keys", "key_expire")
 )
 
 // keyPrefix starts every API key, so keys are recognisable in secret
@@ -119,21 +96,16 @@ type KeySpec struct {
 var ErrKeyNotFound = errors.New("httpapi: no live key with that id")
 
 // CreateKey stores a new key with every scope for shopID (admin false) or
-// an admin key reaching every shop (admin true, shopID 0), and returns the
-// key. It is shown once: only its hash is stored. See CreateKeyWith.
-func CreateKey(ctx context.Context, pool *pgxpool.Pool, shopID int64, admin bool) (string, *APIKey, error) {
-	return CreateKeyWith(ctx, pool, KeySpec{ShopID: shopID, Admin: admin})
+// an admin key reaching every shop (admin true, shopID 0) in st, and
+// returns the key. It is shown once: only its hash is stored. See
+// CreateKeyWith.
+func CreateKey(ctx context.Context, st Store, shopID int64, admin bool) (string, *APIKey, error) {
+	return CreateKeyWith(ctx, st, KeySpec{ShopID: shopID, Admin: admin})
 }
 
-// CreateKeyWith stores a new key as spec says in a PostgreSQL database and
-// returns it (shown once). See CreateKeyIn for any Store.
-func CreateKeyWith(ctx context.Context, pool *pgxpool.Pool, spec KeySpec) (string, *APIKey, error) {
-	return CreateKeyIn(ctx, PostgresStore(pool), spec)
-}
-
-// CreateKeyIn stores a new key as spec says in st and returns it (shown
+// CreateKeyWith stores a new key as spec says in st and returns it (shown
 // once).
-func CreateKeyIn(ctx context.Context, st Store, spec KeySpec) (string, *APIKey, error) {
+func CreateKeyWith(ctx context.Context, st Store, spec KeySpec) (string, *APIKey, error) {
 	switch {
 	case spec.Admin == (spec.ShopID != 0):
 		return "", nil, errors.New("httpapi: a key is either for one shop (shop id > 0) or admin")
@@ -157,7 +129,7 @@ func CreateKeyIn(ctx context.Context, st Store, spec KeySpec) (string, *APIKey, 
 		exp := spec.ExpiresAt
 		rec.ExpiresAt = &exp
 	}
-	if err := st.insertKey(ctx, hash[:], rec); err != nil {
+	if err := st.InsertKey(ctx, hash[:], rec); err != nil {
 		return "", nil, fmt.Errorf("httpapi: create key: %w", err)
 	}
 	return key, rec, nil
@@ -206,7 +178,8 @@ func normScopes(in []Scope) ([]Scope, error) {
 	return out, nil
 }
 
-func scopeStrings(s []Scope) []string {
+// ScopeStrings is scopes as the strings a store keeps.
+func ScopeStrings(s []Scope) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
 		out[i] = string(x)
@@ -227,20 +200,15 @@ func idOrHash(idOrKey string) (int64, []byte, error) {
 	return n, nil, nil
 }
 
-// RevokeKey revokes a live key given its id or the key itself, and returns
-// its id. Servers notice within their key cache TTL (Config.KeyCacheTTL).
-// See RevokeKeyIn for any Store.
-func RevokeKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string) (int64, error) {
-	return RevokeKeyIn(ctx, PostgresStore(pool), idOrKey)
-}
-
-// RevokeKeyIn is RevokeKey in st.
-func RevokeKeyIn(ctx context.Context, st Store, idOrKey string) (int64, error) {
+// RevokeKey revokes a live key in st given its id or the key itself, and
+// returns its id. Servers notice within their key cache TTL
+// (Config.KeyCacheTTL).
+func RevokeKey(ctx context.Context, st Store, idOrKey string) (int64, error) {
 	id, hash, err := idOrHash(idOrKey)
 	if err != nil {
 		return 0, err
 	}
-	got, err := st.revokeKey(ctx, id, hash)
+	got, err := st.RevokeKey(ctx, id, hash)
 	if errors.Is(err, ErrKeyNotFound) {
 		return 0, err
 	}
@@ -253,14 +221,8 @@ func RevokeKeyIn(ctx context.Context, st Store, idOrKey string) (int64, error) {
 // RotateKey replaces a live key (by id or the key itself): it creates a
 // new key with the same shop, scopes and name, and makes the old one
 // expire after grace (0: at once), so both work while callers switch over.
-// It returns the new key (shown once) and its record. See RotateKeyIn for
-// any Store.
-func RotateKey(ctx context.Context, pool *pgxpool.Pool, idOrKey string, grace time.Duration) (string, *APIKey, error) {
-	return RotateKeyIn(ctx, PostgresStore(pool), idOrKey, grace)
-}
-
-// RotateKeyIn is RotateKey in st.
-func RotateKeyIn(ctx context.Context, st Store, idOrKey string, grace time.Duration) (string, *APIKey, error) {
+// It returns the new key (shown once) and its record.
+func RotateKey(ctx context.Context, st Store, idOrKey string, grace time.Duration) (string, *APIKey, error) {
 	id, hash, err := idOrHash(idOrKey)
 	if err != nil {
 		return "", nil, err
@@ -272,7 +234,7 @@ func RotateKeyIn(ctx context.Context, st Store, idOrKey string, grace time.Durat
 	if err != nil {
 		return "", nil, err
 	}
-	rec, err := st.rotateKey(ctx, id, hash, newHash[:], grace)
+	rec, err := st.RotateKey(ctx, id, hash, newHash[:], grace)
 	if errors.Is(err, ErrKeyNotFound) {
 		return "", nil, err
 	}
@@ -282,15 +244,10 @@ func RotateKeyIn(ctx context.Context, st Store, idOrKey string, grace time.Durat
 	return key, rec, nil
 }
 
-// ListKeys returns at most limit keys, newest first, revoked ones included.
-// See ListKeysIn for any Store.
-func ListKeys(ctx context.Context, pool *pgxpool.Pool, limit int) ([]APIKey, error) {
-	return ListKeysIn(ctx, PostgresStore(pool), limit)
-}
-
-// ListKeysIn is ListKeys in st.
-func ListKeysIn(ctx context.Context, st Store, limit int) ([]APIKey, error) {
-	keys, err := st.listKeys(ctx, limit)
+// ListKeys returns at most limit keys of st, newest first, revoked ones
+// included.
+func ListKeys(ctx context.Context, st Store, limit int) ([]APIKey, error) {
+	keys, err := st.ListKeys(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: list keys: %w", err)
 	}
@@ -503,16 +460,16 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 		}
 		defer func() { <-a.lookups }()
 	}
-	k, found, err := a.store.lookupKey(ctx, hash[:])
+	k, found, err := a.store.LookupKey(ctx, hash[:])
 	now := time.Now()
-	if err == nil && (!found || subtle.ConstantTimeCompare(k.hash, hash[:]) != 1 || k.revoked || k.expired) {
+	if err == nil && (!found || subtle.ConstantTimeCompare(k.Hash, hash[:]) != 1 || k.Revoked || k.Expired) {
 		bad := &badKeyError{reason: keyUnknown}
 		switch {
-		case !found || subtle.ConstantTimeCompare(k.hash, hash[:]) != 1:
-		case k.revoked:
-			bad.reason, bad.keyID = keyRevoked, k.id
+		case !found || subtle.ConstantTimeCompare(k.Hash, hash[:]) != 1:
+		case k.Revoked:
+			bad.reason, bad.keyID = keyRevoked, k.ID
 		default:
-			bad.reason, bad.keyID = keyExpired, k.id
+			bad.reason, bad.keyID = keyExpired, k.ID
 		}
 		a.mu.Lock()
 		delete(a.cache, hash)
@@ -528,8 +485,8 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 	if err != nil {
 		return principal{}, err
 	}
-	p := principal{keyID: k.id, shop: k.shop, admin: k.admin}
-	for _, s := range k.scopes {
+	p := principal{keyID: k.ID, shop: k.Shop, admin: k.Admin}
+	for _, s := range k.Scopes {
 		switch s {
 		case ScopeStorefront:
 			p.storefront = true
@@ -539,8 +496,8 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 	}
 	if a.ttl > 0 {
 		exp := now.Add(a.ttl)
-		if k.left != nil {
-			if e := now.Add(*k.left); e.Before(exp) {
+		if k.Left != nil {
+			if e := now.Add(*k.Left); e.Before(exp) {
 				exp = e
 			}
 		}
@@ -590,7 +547,7 @@ func (a *authenticator) touch(id int64, now time.Time) {
 		defer func() { <-a.touching }()
 		ctx, cancel := context.WithTimeout(a.touchCtx, 5*time.Second)
 		defer cancel()
-		_ = a.store.touchKey(ctx, id)
+		_ = a.store.TouchKey(ctx, id)
 	}()
 }
 

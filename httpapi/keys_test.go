@@ -26,7 +26,7 @@ func testKeyScopes(t *testing.T, engine string) {
 	e := newEnvOn(t, engine, envOpts{})
 	ctx := context.Background()
 	mk := func(name string, scopes ...httpapi.Scope) string {
-		key, rec, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, Name: name, Scopes: scopes})
+		key, rec, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: 1, Name: name, Scopes: scopes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func testKeyScopes(t *testing.T, engine string) {
 		t.Fatalf("level: %s", r.body)
 	}
 
-	keys, err := httpapi.ListKeysIn(ctx, e.store, 10)
+	keys, err := httpapi.ListKeys(ctx, e.store, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func testKeyScopes(t *testing.T, engine string) {
 	if s := byName[""].Scopes; !slices.Equal(s, httpapi.ScopesAll) {
 		t.Fatalf("CreateKey scopes %v", s)
 	}
-	if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, Scopes: []httpapi.Scope{"root"}}); err == nil {
+	if _, _, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: 1, Scopes: []httpapi.Scope{"root"}}); err == nil {
 		t.Fatal("an unknown scope was accepted")
 	}
 	if _, err := httpapi.ParseScopes("storefront,all"); err != nil {
@@ -91,7 +91,7 @@ func testKeyScopes(t *testing.T, engine string) {
 	}
 	// The last use is recorded (in the background, at most once a minute).
 	waitFor(t, "last_used_at", func() bool {
-		keys, err := httpapi.ListKeysIn(ctx, e.store, 10)
+		keys, err := httpapi.ListKeys(ctx, e.store, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 	inv := "/v1/shops/1/inventory/7/1"
 	get := func(key string) req { return req{method: "GET", path: inv, key: key} }
 
-	key, rec, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, Name: "temp", ExpiresAt: time.Now().Add(time.Hour)})
+	key, rec, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: 1, Name: "temp", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +124,12 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 	e.sqlOn("UPDATE api_keys SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1",
 		"UPDATE api_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?", rec.ID)
 	e.expect(get("temp"), 401, "key_expired")
-	if _, _, err := httpapi.CreateKeyIn(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(-time.Minute)}); err == nil {
+	if _, _, err := httpapi.CreateKeyWith(ctx, e.store, httpapi.KeySpec{ShopID: 1, ExpiresAt: time.Now().Add(-time.Minute)}); err == nil {
 		t.Fatal("a key expiring in the past was created")
 	}
 
 	// Rotation with a grace period: two valid keys for shop 1.
-	newKey, newRec, err := httpapi.RotateKeyIn(ctx, e.store, e.keys["shop1"], time.Hour)
+	newKey, newRec, err := httpapi.RotateKey(ctx, e.store, e.keys["shop1"], time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 		t.Fatalf("rotated key %+v", newRec)
 	}
 	// Rotating again without grace retires the current key at once.
-	newer, _, err := httpapi.RotateKeyIn(ctx, e.store, newKey, 0)
+	newer, _, err := httpapi.RotateKey(ctx, e.store, newKey, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func testKeyExpiryAndRotation(t *testing.T, engine string) {
 	e.expect(get("shop1-new"), 401, "key_expired")
 	e.expect(get("shop1-newer"), 200, "")
 	e.expect(get("shop1"), 200, "") // still within its hour
-	if _, _, err := httpapi.RotateKeyIn(ctx, e.store, newKey, 0); !errors.Is(err, httpapi.ErrKeyNotFound) {
+	if _, _, err := httpapi.RotateKey(ctx, e.store, newKey, 0); !errors.Is(err, httpapi.ErrKeyNotFound) {
 		t.Fatalf("rotating an expired key: %v", err)
 	}
 }

@@ -19,10 +19,18 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/mysql/mysqlstore"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// The internal tests reach PostgreSQL's store through this (export_test.go).
+func init() {
+	httpapi.PostgresStoreForTest = func(pool *pgxpool.Pool) httpapi.Store { return pgstore.Service(pool) }
+}
 
 func TestMain(m *testing.M) {
 	// Fuzz workers run only FuzzDecodeReserve, which needs no database.
@@ -97,16 +105,16 @@ func newEnvOn(t *testing.T, engine string, o envOpts) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.hc, e.eng, e.store = hc, hc, httpapi.PostgresStore(e.db.Pool)
-		o.server.Client = hc
+		e.hc, e.eng, e.store = hc, hc, pgstore.Service(e.db.Pool)
+		o.server.Engine, o.server.Store = hc, e.store
 	case engineMariaDB:
 		e.my = mysqltest.DB(t, o.maxConns)
 		mc, err := mysql.New(e.my.DB, o.engine)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.eng, e.store = mc, httpapi.MySQLStore(e.my.DB)
-		o.server.Engine = mc // its Store is MySQLStore on mc's pool
+		e.eng, e.store = mc, mysqlstore.Service(e.my.DB)
+		o.server.Engine, o.server.Store, o.server.Strategies = mc, e.store, mysql.Strategies()
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
@@ -139,7 +147,7 @@ func newEnvOn(t *testing.T, engine string, o envOpts) *env {
 	e.srv, e.url, e.logs, e.stop = srv, "http://"+ln.Addr().String(), logs, stop
 	e.keys, e.http = map[string]string{}, &http.Client{Timeout: 30 * time.Second}
 	for name, shop := range map[string]int64{"shop1": 1, "shop2": 2, "admin": 0} {
-		key, _, err := httpapi.CreateKeyIn(context.Background(), e.store, httpapi.KeySpec{ShopID: shop, Admin: shop == 0})
+		key, _, err := httpapi.CreateKeyWith(context.Background(), e.store, httpapi.KeySpec{ShopID: shop, Admin: shop == 0})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ func (s *Server) routes() {
 				err = &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "/metrics needs an admin key (or serve it on its own address)"}
 			}
 			if err != nil {
-				writeError(w, toAPIError("metrics", err))
+				writeError(w, s.apiErrorOf("metrics", err))
 				return
 			}
 			info.keyID = p.keyID

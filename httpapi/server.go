@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
@@ -30,8 +29,6 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/console"
-	"github.com/holdfast/holdfast/metrics"
-	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/shadow"
 	"github.com/holdfast/holdfast/webhook"
 )
@@ -42,9 +39,6 @@ const (
 	BodyMax = 1 << 20
 	// MaxInFlightDefault bounds the database operations in flight.
 	MaxInFlightDefault = 16
-	// QueueWaitDefault is unused: see Config.QueueWait. Kept so existing
-	// callers compile.
-	QueueWaitDefault = 250 * time.Millisecond
 	// RequestTimeoutDefault bounds one request's work; past it the answer
 	// is 503 unavailable.
 	RequestTimeoutDefault = 10 * time.Second
@@ -66,26 +60,22 @@ type Worker interface {
 	Stop(ctx context.Context) error
 }
 
-// Config configures a Server. The zero value of each field but Engine (or
-// Client) means its default.
+// Config configures a Server. The zero value of each field but Engine and
+// Store means its default.
 type Config struct {
-	// Engine is the engine the API translates to. Required unless Client
-	// is set. Request validation uses its bounds (LinesPerCartMax,
-	// QuantityMax, HoldLifetimeMax) when it offers Config() holdfast.Config,
-	// as *postgres.Client does.
+	// Engine is the engine the API translates to. Required. Request
+	// validation uses its bounds (LinesPerCartMax, QuantityMax,
+	// HoldLifetimeMax) when it offers Config() holdfast.Config, as both of
+	// holdfast's engines do.
 	Engine holdfast.Engine
-	// Client is a shorthand for Engine: the PostgreSQL engine, whose pool
-	// also serves Pool.
-	Client *postgres.Client
-	// Pool is used for key lookups, readiness and webhooks. Required
-	// unless Client or Store is set, or Engine is a MySQL engine (then it
-	// defaults to Client.Pool(); with a MySQL engine it stays nil).
-	Pool *pgxpool.Pool
-	// Store is where the service keeps its API keys and checks readiness.
-	// Defaults to PostgresStore(Pool), or MySQLStore on the pool of a
-	// MySQL engine (*mysql.Client), whose database then also holds the
-	// webhook registry (webhook.NewMySQLRegistry).
+	// Store is where the service keeps its API keys and webhook registry,
+	// in the engine's database, and checks readiness: pgstore.Service or
+	// mysqlstore.Service. Required.
 	Store Store
+	// Strategies are the allocation strategies the engine offers, for the
+	// strategy routes' validation. Defaults to the engine's Strategies()
+	// when it has that method, else holdfast.Strategies().
+	Strategies []holdfast.Strategy
 	// Webhooks are the destinations webhook registrations may name and
 	// the key their secrets are sealed with (holdfast serve
 	// --webhook-allow-networks, --webhook-key-file); the deliverer must
@@ -109,15 +99,6 @@ type Config struct {
 	// to CombineInFlightMax). Defaults to 16; keep it below the pool's
 	// size.
 	MaxInFlight int
-	// PerShopInFlight is no longer used: admission is work-conserving
-	// (one shop alone may take every slot) and round robin between shops
-	// that compete. Kept so existing callers compile.
-	PerShopInFlight int
-	// QueueWait is no longer used: a request waits for a slot within its
-	// own deadline (RequestTimeout, or a shorter X-Request-Timeout), and is
-	// turned away early only when the observed queue says it would not
-	// make it. Kept so existing callers compile.
-	QueueWait time.Duration
 	// RequestTimeout bounds one request. Defaults to 10s. A client may ask
 	// for less with the X-Request-Timeout header (a Go duration: "250ms").
 	RequestTimeout time.Duration
@@ -164,7 +145,6 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	eng    holdfast.Engine
-	pool   *pgxpool.Pool // nil on MySQL
 	store  Store
 	log    *slog.Logger
 	adm    *admission
@@ -194,31 +174,19 @@ func OpenAPI() []byte { return openAPI }
 
 // New returns a Server. It registers its metrics on cfg.Registry.
 func New(cfg Config) (*Server, error) {
-	if cfg.Engine == nil && cfg.Client != nil {
-		cfg.Engine = cfg.Client
-	}
-	if cfg.Pool == nil && cfg.Client != nil {
-		cfg.Pool = cfg.Client.Pool()
-	}
 	if sh, ok := cfg.Engine.(*shadow.Engine); ok && cfg.Shadow == nil {
 		cfg.Shadow = sh
 	}
 	if cfg.Engine == nil {
-		return nil, errors.New("httpapi: Config.Engine (or Client) is required")
+		return nil, errors.New("httpapi: Config.Engine is required")
 	}
 	if cfg.Store == nil {
-		cfg.Store = defaultStore(cfg)
-	}
-	if cfg.Store == nil {
-		return nil, errors.New("httpapi: Config.Pool (or Store) is required for API keys")
-	}
-	if st, ok := cfg.Store.(pgStore); ok && cfg.Pool == nil {
-		cfg.Pool = st.pool // the webhooks, the console's doctor and the pool's metrics
+		return nil, errors.New("httpapi: Config.Store is required (pgstore.Service, mysqlstore.Service): the API keys live there")
 	}
 	return newServer(cfg)
 }
 
-// newServer builds a server from a checked cfg (Pool may be nil only for
+// newServer builds a server from a checked cfg (Store may be nil only for
 // the ceiling).
 func newServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
@@ -253,7 +221,6 @@ func newServer(cfg Config) (*Server, error) {
 		tracer: cfg.TracerProvider.Tracer("github.com/holdfast/holdfast/httpapi"),
 		cfg:    cfg,
 		eng:    cfg.Engine,
-		pool:   cfg.Pool,
 		store:  cfg.Store,
 		log:    cfg.Logger,
 		adm:    newAdmission(cfg.MaxInFlight, QueueMax),
@@ -294,10 +261,8 @@ func newServer(cfg Config) (*Server, error) {
 		Help: "Answers to requests with a missing or bad key being held before they are sent (Config.RefusalDelay).",
 	}, func() float64 { return float64(s.refuse.held.Load()) })
 	cs := append([]prometheus.Collector{s.requests, s.duration, s.inFlight, waiting, combining, refused, held}, cfg.Collectors...)
-	if cfg.Pool != nil {
-		cs = append(cs, metrics.NewPoolCollector(cfg.Pool, "api"))
-	} else if ms, ok := cfg.Store.(myStore); ok {
-		cs = append(cs, metrics.NewSQLPoolCollector(ms.db, "api"))
+	if c, ok := cfg.Store.(prometheus.Collector); ok {
+		cs = append(cs, c) // the pool's statistics, pool="api"
 	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
@@ -666,7 +631,7 @@ func (s *Server) handle(pattern, route string, o routeOpts, fn handlerFunc) {
 			status, body, err = fn(c)
 		}
 		if err != nil {
-			ae := toAPIError(route, err)
+			ae := s.apiErrorOf(route, err)
 			if span.IsRecording() {
 				span.SetAttributes(attribute.Int("http.response.status_code", ae.Status), attribute.String("holdfast.error_code", ae.Code))
 				if ae.Status >= 500 {
@@ -810,8 +775,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	version, err := s.store.ready(ctx)
-	if errors.Is(err, errSchemaNotCurrent) {
+	version, err := s.store.Ready(ctx)
+	if errors.Is(err, ErrSchemaNotCurrent) {
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: CodeSchemaNotCurrent, Message: err.Error(), RetryAfter: 5})
 		return
 	}

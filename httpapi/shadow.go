@@ -72,7 +72,7 @@ func (s *Server) admin(pattern, route string, o routeOpts, fn handlerFunc) {
 			status, body, err = fn(c)
 		}
 		if err != nil {
-			ae := toAPIError(route, err)
+			ae := s.apiErrorOf(route, err)
 			if ae.Status >= 500 && ae.Code != CodeOverloaded {
 				s.log.Warn("request failed", "request_id", w.Header().Get("X-Request-Id"), "route", route, "code", ae.Code, "error", err.Error())
 			}

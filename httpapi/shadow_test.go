@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
@@ -67,7 +68,7 @@ func newShadowEnv(t *testing.T) (*env, *shadow.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: sh, Pool: db.Pool, Logger: log, KeyCacheTTL: -1,
+	srv, err := httpapi.New(httpapi.Config{Engine: sh, Store: pgstore.Service(db.Pool), Logger: log, KeyCacheTTL: -1,
 		Collectors: sh.Collectors(), Workers: []httpapi.Worker{sh}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,10 +86,10 @@ func newShadowEnv(t *testing.T) (*env, *shadow.Engine) {
 		once.Do(func() { cancel(); serveErr = <-done })
 		return serveErr
 	}
-	e := &env{t: t, db: db, hc: hc, eng: hc, name: enginePostgres, store: httpapi.PostgresStore(db.Pool), srv: srv, clock: clock, url: "http://" + ln.Addr().String(), logs: logs, stop: stop,
+	e := &env{t: t, db: db, hc: hc, eng: hc, name: enginePostgres, store: pgstore.Service(db.Pool), srv: srv, clock: clock, url: "http://" + ln.Addr().String(), logs: logs, stop: stop,
 		keys: map[string]string{}, http: &http.Client{Timeout: 30 * time.Second}}
 	for name, shop := range map[string]int64{"shop1": 1, "admin": 0} {
-		key, _, err := httpapi.CreateKey(ctx, db.Pool, shop, shop == 0)
+		key, _, err := httpapi.CreateKey(ctx, pgstore.Service(db.Pool), shop, shop == 0)
 		if err != nil {
 			t.Fatal(err)
 		}

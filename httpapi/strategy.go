@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/wire"
 )
 
@@ -55,11 +54,14 @@ func (s *Server) setStrategy(c *call) (int, any, error) {
 	return http.StatusOK, wire.FromLevel(l), nil
 }
 
-// strategies are the engine's own allocation strategies: MariaDB offers a
-// subset (mysql.Strategies).
+// strategies are the engine's own allocation strategies
+// (Config.Strategies; MySQL offers a subset, mysql.Strategies).
 func (s *Server) strategies() []holdfast.Strategy {
-	if _, ok := s.eng.(*mysql.Client); ok {
-		return mysql.Strategies()
+	if len(s.cfg.Strategies) > 0 {
+		return s.cfg.Strategies
+	}
+	if e, ok := s.eng.(interface{ Strategies() []holdfast.Strategy }); ok {
+		return e.Strategies()
 	}
 	return holdfast.Strategies()
 }

@@ -25,13 +25,13 @@ func TestServeOutlivesNoKeyTouch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Client: hc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	srv, err := New(Config{Engine: hc, Store: PostgresStoreForTest(hc.Pool()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		DrainTimeout: 200 * time.Millisecond, KeyCacheTTL: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	key, k, err := CreateKey(ctx, db.Pool, 1, false)
+	key, k, err := CreateKey(ctx, PostgresStoreForTest(db.Pool), 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,11 @@ func TestServeOutlivesNoKeyTouch(t *testing.T) {
 func TestKeyLookupOutlivesItsCaller(t *testing.T) {
 	db := pgtest.DB(t, 4)
 	ctx := context.Background()
-	key, k, err := CreateKey(ctx, db.Pool, 1, false)
+	key, k, err := CreateKey(ctx, PostgresStoreForTest(db.Pool), 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAuthenticator(PostgresStore(db.Pool), time.Hour)
+	a := newAuthenticator(PostgresStoreForTest(db.Pool), time.Hour)
 	defer a.stop(ctx)
 	// Take every lookup slot, so the lookup waits where it can be seen.
 	for range KeyLookupsMax {

@@ -3,15 +3,15 @@ package ops
 import (
 	"context"
 	"fmt"
-
-	"github.com/holdfast/holdfast/webhook"
 )
+
+var sqlWebhookDeadCount = statement("webhook_dead_count")
 
 // webhooks reports dead letters: events a webhook endpoint did not accept
 // within the delivery's retry horizon (package webhook).
 func (d *doctor) webhooks(ctx context.Context) error {
-	letters, endpoints, err := webhook.DeadLetterCount(ctx, d.pool)
-	if err != nil {
+	var letters, endpoints int64
+	if err := d.pool.QueryRow(ctx, sqlWebhookDeadCount).Scan(&letters, &endpoints); err != nil {
 		return err
 	}
 	if letters == 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
@@ -25,7 +26,7 @@ func TestDoctorWebhookDeadLetters(t *testing.T) {
 	if f := one(t, doctor(t, db.Pool, ops.DoctorConfig{Client: c}), "webhooks.dead_letters"); f.Severity != ops.SeverityOK {
 		t.Fatalf("no dead letters: %+v", f)
 	}
-	ep, err := webhook.NewRegistry(db.Pool).Add(ctx, 1, "https://example.com/hook", nil)
+	ep, err := webhook.NewRegistry(pgstore.Webhooks(db.Pool)).Add(ctx, 1, "https://example.com/hook", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
@@ -66,14 +67,14 @@ func benchmarkDelivery(b *testing.B, live bool) {
 			}
 			w.WriteHeader(http.StatusNoContent)
 		}))
-		ep, err := webhook.NewRegistry(db.Pool).With(testOptions).Add(ctx, 1, srv.URL, nil)
+		ep, err := webhook.NewRegistry(pgstore.Webhooks(db.Pool)).With(testOptions).Add(ctx, 1, srv.URL, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		mu.Lock()
 		secret = ep.Secret
 		mu.Unlock()
-		d, err := webhook.NewDeliverer(webhook.Config{Pool: db.Pool, Events: c, Options: testOptions})
+		d, err := webhook.NewDeliverer(webhook.Config{Store: pgstore.Webhooks(db.Pool), Events: c, Options: testOptions})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
 )
@@ -45,15 +42,12 @@ type Events interface {
 	Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error)
 }
 
-// Config configures a Deliverer. The zero value of each field but Pool (or
-// DB) and Events means its default.
+// Config configures a Deliverer. The zero value of each field but Store
+// and Events means its default.
 type Config struct {
-	// Pool is the database of the registry, on PostgreSQL. Required unless
-	// DB is set.
-	Pool *pgxpool.Pool
-	// DB is the database of the registry on MySQL/MariaDB (configured as
-	// the MySQL engine's), instead of Pool.
-	DB *sql.DB
+	// Store is the registry's store (pgstore.Webhooks,
+	// mysqlstore.Webhooks). Required.
+	Store Store
 	// Events is the feed, the engine. Required.
 	Events Events
 	// Workers bounds the endpoints delivered to at once (the pool). A slow
@@ -73,7 +67,7 @@ type Config struct {
 	Poll time.Duration
 	// Slice bounds how long one lease of an endpoint starts new requests
 	// (the last one may take Timeout more): then the endpoint goes to the
-	// back of the line of due endpoints. Endpoints are leased oldest due
+	// back of the line of due endpoints. Endpoints are Leased oldest due
 	// first, so an endpoint with events waits for a worker at most
 	// ceil(D/Workers) × (Slice + Timeout) + Poll, D the endpoints due
 	// before it (at most every registered endpoint, EndpointsPerShopMax
@@ -93,10 +87,10 @@ type Config struct {
 
 // Deliverer is the delivery pool of holdfast serve: Start, Stop (the
 // httpapi.Worker shape). Several, in several processes, share the work:
-// each endpoint is leased to one at a time.
+// each endpoint is Leased to one at a time.
 type Deliverer struct {
 	cfg    Config
-	st     store
+	st     Store
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -104,12 +98,8 @@ type Deliverer struct {
 
 // NewDeliverer returns a Deliverer; it does nothing until Start.
 func NewDeliverer(cfg Config) (*Deliverer, error) {
-	if (cfg.Pool == nil) == (cfg.DB == nil) || cfg.Events == nil {
-		return nil, errors.New("webhook: Config.Events and one of Config.Pool and Config.DB are required")
-	}
-	var st store = pgStore{pool: cfg.Pool}
-	if cfg.DB != nil {
-		st = myStore{db: cfg.DB}
+	if cfg.Store == nil || cfg.Events == nil {
+		return nil, errors.New("webhook: Config.Store and Config.Events are required")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -148,7 +138,7 @@ func NewDeliverer(cfg Config) (*Deliverer, error) {
 			return nil, err
 		}
 	}
-	return &Deliverer{cfg: cfg, st: st}, nil
+	return &Deliverer{cfg: cfg, st: cfg.Store}, nil
 }
 
 // Start starts the pool; it does not block.
@@ -211,7 +201,7 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 			for _, ep := range eps {
 				<-free
 				wg.Add(1)
-				go func(ep leased) {
+				go func(ep Leased) {
 					defer wg.Done()
 					more := d.deliver(ctx, ep)
 					free <- struct{}{}
@@ -233,13 +223,6 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-type leased struct {
-	id, shop, cursor int64
-	url, secret      string
-	attempts         int
-	firstFailed      *time.Time
-}
-
 // sequencer is the engine's SequenceEvents (postgres.Client,
 // mysql.Client): an endpoint is due when its shop's sequenced cursor is
 // past the endpoint's, so the deliverer sequences before it leases.
@@ -247,20 +230,20 @@ type sequencer interface {
 	SequenceEvents(ctx context.Context) (int, error)
 }
 
-func (d *Deliverer) lease(ctx context.Context, n int) ([]leased, error) {
+func (d *Deliverer) lease(ctx context.Context, n int) ([]Leased, error) {
 	if sq, ok := d.cfg.Events.(sequencer); ok {
 		if _, err := sq.SequenceEvents(ctx); err != nil {
 			return nil, fmt.Errorf("sequencing events: %w", err)
 		}
 	}
-	return d.st.lease(ctx, 2*d.cfg.Timeout+leaseExtra, n)
+	return d.st.Lease(ctx, 2*d.cfg.Timeout+leaseExtra, n)
 }
 
 // deliver sends ep's next events in cursor order until one fails, the
 // batch ends or the slice (Config.Slice) is over, then gives the lease
 // back (the endpoint goes to the back of the line). It reports whether
 // more may be waiting (a full batch or a cut one).
-func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
+func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 	start := time.Now()
 	// The bookkeeping outlives a Stop in the middle of a request: a
 	// delivery that was answered is recorded.
@@ -268,16 +251,16 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 	defer func() {
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		defer cancel()
-		_ = d.st.unlease(c, ep.id)
+		_ = d.st.Unlease(c, ep.ID)
 	}()
-	secret, err := openSecret(d.cfg.SecretKey, ep.shop, ep.secret)
+	secret, err := openSecret(d.cfg.SecretKey, ep.Shop, ep.Secret)
 	if err != nil {
 		// Visible where the endpoint's state is read (last_error: webhooks
 		// list, the API) and retried with backoff, not every poll; its
 		// events are not dead-lettered: they are deliverable once this
 		// deliverer has the key the secret was sealed with.
-		ep.attempts++
-		wait := d.cfg.BackoffMin << min(ep.attempts-1, 30)
+		ep.Attempts++
+		wait := d.cfg.BackoffMin << min(ep.Attempts-1, 30)
 		if wait > d.cfg.BackoffMax || wait <= 0 {
 			wait = d.cfg.BackoffMax
 		}
@@ -286,15 +269,15 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 			msg = "the endpoint's secret is sealed with a webhook key and this server has none: give it the key (--webhook-key, --webhook-key-file)"
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
-		_, ferr := d.st.failed(c, ep.id, ep.attempts, msg, wait, d.cfg.Horizon)
+		_, ferr := d.st.Failed(c, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
 		cancel()
-		if ferr != nil || ep.attempts == 1 {
-			d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.id, "shop", ep.shop, "err", err.Error(), "retry_in", wait.String())
+		if ferr != nil || ep.Attempts == 1 {
+			d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.ID, "shop", ep.Shop, "err", err.Error(), "retry_in", wait.String())
 		}
 		return false
 	}
-	ep.secret = secret
-	evs, err := d.cfg.Events.Events(ctx, ep.shop, ep.cursor, BatchMax)
+	ep.Secret = secret
+	evs, err := d.cfg.Events.Events(ctx, ep.Shop, ep.Cursor, BatchMax)
 	var expired *holdfast.CursorExpiredError
 	if errors.As(err, &expired) {
 		// Events this endpoint had not received were purged (kept past
@@ -302,18 +285,18 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		// silently, record the gap as a dead letter and move past it.
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		defer cancel()
-		body, _ := json.Marshal(purgedGap{ShopID: ep.shop, From: expired.After + 1, To: expired.Oldest})
+		body, _ := json.Marshal(purgedGap{ShopID: ep.Shop, From: expired.After + 1, To: expired.Oldest})
 		msg := fmt.Sprintf("events %d..%d were purged (past the event retention) before delivery", expired.After+1, expired.Oldest)
-		if err := d.st.deadLetter(c, ep.id, ep.shop, expired.Oldest, body, ep.attempts, msg); err != nil {
-			d.cfg.Logger.Warn("webhooks: recording purged events", "endpoint", ep.id, "shop", ep.shop, "err", err.Error())
+		if err := d.st.DeadLetter(c, ep.ID, ep.Shop, expired.Oldest, body, ep.Attempts, msg); err != nil {
+			d.cfg.Logger.Warn("webhooks: recording purged events", "endpoint", ep.ID, "shop", ep.Shop, "err", err.Error())
 			return false
 		}
-		d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.id, "shop", ep.shop, "cursor", expired.Oldest, "err", msg)
+		d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.ID, "shop", ep.Shop, "cursor", expired.Oldest, "err", msg)
 		return true
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			d.cfg.Logger.Warn("webhooks: reading events", "shop", ep.shop, "err", err.Error())
+			d.cfg.Logger.Warn("webhooks: reading events", "shop", ep.Shop, "err", err.Error())
 		}
 		return false
 	}
@@ -331,16 +314,16 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		if sendErr == nil {
-			err = d.st.delivered(c, ep.id, ev.Cursor)
+			err = d.st.Delivered(c, ep.ID, ev.Cursor)
 			cancel()
 			if err != nil {
 				return false
 			}
-			ep.attempts = 0
+			ep.Attempts = 0
 			continue
 		}
-		ep.attempts++
-		wait := d.cfg.BackoffMin << min(ep.attempts-1, 30)
+		ep.Attempts++
+		wait := d.cfg.BackoffMin << min(ep.Attempts-1, 30)
 		if wait > d.cfg.BackoffMax || wait <= 0 {
 			wait = d.cfg.BackoffMax
 		}
@@ -348,11 +331,11 @@ func (d *Deliverer) deliver(ctx context.Context, ep leased) bool {
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}
-		past, err := d.st.failed(c, ep.id, ep.attempts, msg, wait, d.cfg.Horizon)
+		past, err := d.st.Failed(c, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
 		if err == nil && past {
-			err = d.st.deadLetter(c, ep.id, ep.shop, ev.Cursor, body, ep.attempts, msg)
+			err = d.st.DeadLetter(c, ep.ID, ep.Shop, ev.Cursor, body, ep.Attempts, msg)
 			if err == nil {
-				d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.id, "shop", ep.shop, "cursor", ev.Cursor, "attempts", ep.attempts, "err", msg)
+				d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.ID, "shop", ep.Shop, "cursor", ev.Cursor, "attempts", ep.Attempts, "err", msg)
 			}
 		}
 		cancel()
@@ -370,18 +353,18 @@ type purgedGap struct {
 }
 
 // send POSTs one event; nil only for a 2xx answer.
-func (d *Deliverer) send(ctx context.Context, ep leased, cursor int64, body []byte) error {
+func (d *Deliverer) send(ctx context.Context, ep Leased, cursor int64, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "holdfast-webhooks")
-	req.Header.Set(SignatureHeader, Sign(ep.secret, time.Now(), body))
+	req.Header.Set(SignatureHeader, Sign(ep.Secret, time.Now(), body))
 	req.Header.Set(CursorHeader, strconv.FormatInt(cursor, 10))
-	req.Header.Set(EndpointHeader, strconv.FormatInt(ep.id, 10))
+	req.Header.Set(EndpointHeader, strconv.FormatInt(ep.ID, 10))
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
 		return err

@@ -10,8 +10,10 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/mysql/mysqlstore"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/webhook"
 )
@@ -40,6 +42,8 @@ type backend struct {
 	reg  *webhook.Registry
 	pool *pgxpool.Pool // PostgreSQL
 	db   *sql.DB       // MariaDB
+	// store is the registry's store on the engine's database.
+	store webhook.Store
 }
 
 func newBackend(t *testing.T, engine string, maxConns int) backend {
@@ -56,14 +60,14 @@ func newBackendConfig(t *testing.T, engine string, maxConns int, cfg holdfast.Co
 		if err != nil {
 			t.Fatal(err)
 		}
-		return backend{eng: mc, reg: webhook.NewMySQLRegistry(d.DB).With(testOptions), db: d.DB}
+		return backend{eng: mc, reg: webhook.NewRegistry(mysqlstore.Webhooks(d.DB)).With(testOptions), db: d.DB, store: mysqlstore.Webhooks(d.DB)}
 	}
 	d := pgtest.DB(t, maxConns)
 	hc, err := postgres.New(d.Pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return backend{eng: hc, reg: webhook.NewRegistry(d.Pool).With(testOptions), pool: d.Pool}
+	return backend{eng: hc, reg: webhook.NewRegistry(pgstore.Webhooks(d.Pool)).With(testOptions), pool: d.Pool, store: pgstore.Webhooks(d.Pool)}
 }
 
 // testOptions allow the tests' local receivers (loopback) and encrypt
@@ -76,7 +80,7 @@ var testOptions = webhook.Options{
 // config is c on this backend's database and feed, with testOptions
 // unless c has options of its own.
 func (b backend) config(c webhook.Config) webhook.Config {
-	c.Pool, c.DB, c.Events = b.pool, b.db, b.eng
+	c.Store, c.Events = b.store, b.eng
 	if c.AllowNetworks == nil && c.SecretKey == nil {
 		c.Options = testOptions
 	}

@@ -38,8 +38,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
-	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -49,20 +47,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/internal/sqltext"
 )
-
-//go:embed sql/*.sql
-var sqlFiles embed.FS
-
-var statements = sqltext.Load("webhook", sqlFiles, "sql")
-
-// stmt returns an embedded statement with its sqlcommenter comment.
-func stmt(name string) string { return statements.Tagged("webhooks", name) }
 
 // Headers of a delivery.
 const (
@@ -124,10 +110,10 @@ var ErrNotFound = errors.New("webhook: no such endpoint")
 // ErrTooMany: the shop has EndpointsPerShopMax endpoints already.
 var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
 
-// Registry is the endpoints of every shop, in PostgreSQL or MySQL/MariaDB.
-// Safe for concurrent use.
+// Registry is the endpoints of every shop, in a Store. Safe for concurrent
+// use.
 type Registry struct {
-	st   store
+	st   Store
 	opts Options
 	seq  Sequencer
 }
@@ -157,13 +143,9 @@ func (r *Registry) With(o Options) *Registry {
 	return &c
 }
 
-// NewRegistry returns the registry in pool's database (migrated to 008).
-func NewRegistry(pool *pgxpool.Pool) *Registry { return &Registry{st: pgStore{pool: pool}} }
-
-// NewMySQLRegistry returns the registry in a MySQL/MariaDB database
-// (package mysql/migrations, migration 009), db configured as the MySQL
-// engine's (mysql.Configure).
-func NewMySQLRegistry(db *sql.DB) *Registry { return &Registry{st: myStore{db: db}} }
+// NewRegistry returns the registry kept in st (pgstore.Webhooks,
+// mysqlstore.Webhooks).
+func NewRegistry(st Store) *Registry { return &Registry{st: st} }
 
 func argError(field, format string, args ...any) error {
 	return &holdfast.ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -239,7 +221,7 @@ func (r *Registry) Add(ctx context.Context, shop int64, rawURL string, after *in
 			return nil, err
 		}
 	}
-	ep, err := r.st.insertEndpoint(ctx, shop, rawURL, stored, after, EndpointsPerShopMax)
+	ep, err := r.st.InsertEndpoint(ctx, shop, rawURL, stored, after, EndpointsPerShopMax)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +234,7 @@ func (r *Registry) List(ctx context.Context, shop int64) ([]Endpoint, error) {
 	if err := validShop(shop); err != nil {
 		return nil, err
 	}
-	return r.st.listEndpoints(ctx, shop)
+	return r.st.ListEndpoints(ctx, shop)
 }
 
 // Remove deletes a shop's endpoint and its dead letters and returns the
@@ -265,7 +247,7 @@ func (r *Registry) Remove(ctx context.Context, shop, id int64) (*Endpoint, error
 	if id <= 0 {
 		return nil, argError("webhook_id", "must be positive")
 	}
-	return r.st.deleteEndpoint(ctx, shop, id)
+	return r.st.DeleteEndpoint(ctx, shop, id)
 }
 
 // DeadLetters returns a shop's dead letters, newest first, at most limit
@@ -277,39 +259,7 @@ func (r *Registry) DeadLetters(ctx context.Context, shop int64, limit int) ([]De
 	if limit < 1 || limit > DeadLettersLimitMax {
 		return nil, argError("limit", "must be between 1 and %d", DeadLettersLimitMax)
 	}
-	return r.st.deadLetters(ctx, shop, limit)
-}
-
-// DeadLetterCount is how many dead letters there are, and on how many
-// endpoints, over every shop (the doctor's check).
-func DeadLetterCount(ctx context.Context, q interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}) (letters, endpoints int64, err error) {
-	err = q.QueryRow(ctx, stmt("dead_count")).Scan(&letters, &endpoints)
-	return letters, endpoints, err
-}
-
-func scanEndpoint(row pgx.Row, withDead bool) (*Endpoint, error) {
-	var ep Endpoint
-	var lastErr *string
-	dst := []any{&ep.ID, &ep.ShopID, &ep.URL, &ep.Cursor, &ep.Attempts, &ep.NextAt, &lastErr, &ep.CreatedAt}
-	if withDead {
-		dst = append(dst, &ep.DeadLetters)
-	}
-	if err := row.Scan(dst...); err != nil {
-		return nil, err
-	}
-	if lastErr != nil {
-		ep.LastError = *lastErr
-	}
-	ep.CreatedAt = ep.CreatedAt.UTC()
-	if ep.NextAt != nil && ep.Attempts > 0 { // due time of a retry
-		t := ep.NextAt.UTC()
-		ep.NextAt = &t
-	} else {
-		ep.NextAt = nil // an idle endpoint's next_at is only its turn in the lease order
-	}
-	return &ep, nil
+	return r.st.DeadLetters(ctx, shop, limit)
 }
 
 // Sign returns the Holdfast-Signature header value for body sent at t.

@@ -16,6 +16,7 @@ import (
 	"github.com/holdfast/holdfast/client"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 )
 
 func init() { startHTTPBackend = startDemoHTTP }
@@ -24,7 +25,8 @@ func init() { startHTTPBackend = startDemoHTTP }
 // fresh key for shop, and returns a backend that drives it through the Go
 // client. The func stops the server (draining) and revokes the key.
 func startDemoHTTP(ctx context.Context, hc *postgres.Client, pool *pgxpool.Pool, shop int64) (demoBackend, func(), error) {
-	key, rec, err := httpapi.CreateKey(ctx, pool, shop, false)
+	store := pgstore.Service(pool)
+	key, rec, err := httpapi.CreateKey(ctx, store, shop, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,8 +34,8 @@ func startDemoHTTP(ctx context.Context, hc *postgres.Client, pool *pgxpool.Pool,
 	// pool can spare, and wait for one rather than fail fast.
 	inflight := max(1, int(pool.Config().MaxConns)-4)
 	srv, err := httpapi.New(httpapi.Config{
-		Client: hc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		MaxInFlight: inflight, PerShopInFlight: inflight, QueueWait: 5 * time.Second,
+		Engine: hc, Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxInFlight: inflight,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -53,7 +55,7 @@ func startDemoHTTP(ctx context.Context, hc *postgres.Client, pool *pgxpool.Pool,
 	stop := func() {
 		cancel()
 		<-done
-		_, _ = httpapi.RevokeKey(context.Background(), pool, key)
+		_, _ = httpapi.RevokeKey(context.Background(), store, key)
 	}
 	return demoHTTP{client.New(url, key, client.WithHTTPClient(hcl))}, stop, nil
 }

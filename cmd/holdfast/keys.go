@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/mysql/mysqlstore"
 	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 )
 
 func init() { register(newKeysCmd) }
@@ -82,7 +84,7 @@ printed once, alone on the last line (` + "`holdfast keys create --shop 1 | tail
 		// useless, so a directory without one is an error, not a new
 		// cluster (database.go).
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, setsUpSchema, func(ctx context.Context, st httpapi.Store) error {
-			key, rec, err := httpapi.CreateKeyIn(ctx, st, spec)
+			key, rec, err := httpapi.CreateKeyWith(ctx, st, spec)
 			if err != nil {
 				return err
 			}
@@ -111,7 +113,7 @@ once, alone on the last line.`,
 			return usageError("--grace must not be negative")
 		}
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
-			key, rec, err := httpapi.RotateKeyIn(ctx, st, args[0], *grace)
+			key, rec, err := httpapi.RotateKey(ctx, st, args[0], *grace)
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
 				return notLive(ctx, st, args[0])
 			}
@@ -136,7 +138,7 @@ once, alone on the last line.`,
 	}
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
-			id, err := httpapi.RevokeKeyIn(ctx, st, args[0])
+			id, err := httpapi.RevokeKey(ctx, st, args[0])
 			if errors.Is(err, httpapi.ErrKeyNotFound) {
 				return notLive(ctx, st, args[0])
 			}
@@ -159,7 +161,7 @@ once, alone on the last line.`,
 			return usageError("keys list takes --limit between 1 and 100000")
 		}
 		return withKeyStore(cmd.Context(), *engine, existing, *dataDir, readsSchema, func(ctx context.Context, st httpapi.Store) error {
-			keys, err := httpapi.ListKeysIn(ctx, st, *limit)
+			keys, err := httpapi.ListKeys(ctx, st, *limit)
 			if err != nil {
 				return err
 			}
@@ -232,8 +234,8 @@ func writeKeys(w io.Writer, keys []httpapi.APIKey) error {
 // migrated.
 func withKeyStore(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, f func(context.Context, httpapi.Store) error) error {
 	return withServiceDB(ctx, engineFlag, mode, dataDir, schema,
-		func(db *sql.DB) error { return f(ctx, httpapi.MySQLStore(db)) },
-		func(pool *pgxpool.Pool) error { return f(ctx, httpapi.PostgresStore(pool)) })
+		func(db *sql.DB) error { return f(ctx, mysqlstore.Service(db)) },
+		func(pool *pgxpool.Pool) error { return f(ctx, pgstore.Service(pool)) })
 }
 
 // schemaUse says what a command does with the schema.
@@ -334,7 +336,7 @@ func redact(s string) string {
 // expired), else that no key has it.
 func notLive(ctx context.Context, st httpapi.Store, ref string) error {
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
-		keys, err := httpapi.ListKeysIn(ctx, st, keysScanMax)
+		keys, err := httpapi.ListKeys(ctx, st, keysScanMax)
 		if err == nil {
 			for _, k := range keys {
 				if k.ID != id {

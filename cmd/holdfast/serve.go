@@ -26,6 +26,7 @@ import (
 	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -49,10 +50,6 @@ func newServeCmd() *cobra.Command {
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.IntVar(&f.maxConns, "max-conns", 20, "database connection pool size")
 	fs.IntVar(&f.maxInFlight, "max-inflight", 0, "connection slots: database operations holding a connection of their own at once; one shop alone may take every slot, competing shops take turns; combined reservations wait in the engine's combiner without one (default: max-conns - 4)")
-	fs.IntVar(&f.perShop, "per-shop-inflight", 0, "ignored: admission is work-conserving and fair between shops")
-	fs.DurationVar(&f.queueWait, "queue-wait", httpapi.QueueWaitDefault, "ignored: a request waits for a slot within its own deadline (--request-timeout)")
-	_ = fs.MarkDeprecated("per-shop-inflight", "it is accepted and ignored: one shop alone may use every slot, shops that compete take turns")
-	_ = fs.MarkDeprecated("queue-wait", "it is accepted and ignored: a request waits for a slot within its own deadline (--request-timeout)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve net/http/pprof's /debug/pprof/ on --metrics-addr (never on the API's address)")
 	fs.BoolVar(&f.logErrorsOnly, "log-errors-only", false, "log only requests answered 400 and above; successes are still counted in the metrics")
 	fs.StringVar(&f.legacy.legacyURL, "legacy", "", "put the shadow layer in front of this Redis legacy store (redis://[user:password@]host:port/db) and holdfast; modes per shop, admin routes under /v1/admin/shadow/ (docs/MIGRATION.md)")
@@ -71,12 +68,12 @@ func newServeCmd() *cobra.Command {
 
 // serveFlags are serve's settings.
 type serveFlags struct {
-	addr, dataDir, metricsAddr, logFormat, otlpEndpoint   string
-	legacy                                                shadowFlags // --legacy and its companions, as `holdfast shadow` takes them
-	engine                                                *string     // --engine: postgres or mariadb (serve_mysql.go)
-	doMigrate, pprof, logErrorsOnly                       bool
-	sweep, replenish, queueWait, drain, reqTimeout        time.Duration
-	maxConns, maxInFlight, perShop, maxQuantity, maxLines int
+	addr, dataDir, metricsAddr, logFormat, otlpEndpoint string
+	legacy                                              shadowFlags // --legacy and its companions, as `holdfast shadow` takes them
+	engine                                              *string     // --engine: postgres or mariadb (serve_mysql.go)
+	doMigrate, pprof, logErrorsOnly                     bool
+	sweep, replenish, drain, reqTimeout                 time.Duration
+	maxConns, maxInFlight, maxQuantity, maxLines        int
 
 	hooks webhookFlags // --webhook-allow-networks, --webhook-key, --webhook-key-file
 }
@@ -227,7 +224,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	}
 	defer closeHooks()
 	cfg := httpapi.Config{
-		Engine: hc, Pool: pool, Logger: log, Registry: reg,
+		Engine: hc, Store: pgstore.Service(pool), Logger: log, Registry: reg,
 		Collectors: []prometheus.Collector{engine, mon.Sampler, mon.Bloat,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
 		Workers:      []httpapi.Worker{hc, mon, hooks},

@@ -20,7 +20,10 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
+	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/mysql/mysqlstore"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -109,12 +112,12 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 	if err != nil {
 		return err
 	}
-	hooks, err := webhook.NewDeliverer(webhook.Config{DB: hooksDB, Events: mc, Logger: log, Options: hookOpts})
+	hooks, err := webhook.NewDeliverer(webhook.Config{Store: mysqlstore.Webhooks(hooksDB), Events: mc, Logger: log, Options: hookOpts})
 	if err != nil {
 		return err
 	}
 	srv, err := httpapi.New(httpapi.Config{
-		Engine: mc, Logger: log, Registry: reg,
+		Engine: mc, Store: mysqlstore.Service(mc.DB()), Strategies: mysql.Strategies(), Logger: log, Registry: reg,
 		Collectors:   []prometheus.Collector{engine, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
 		Workers:      []httpapi.Worker{mc, hooks},
 		MaxInFlight:  f.maxInFlight,
@@ -160,6 +163,6 @@ func writeMySQLURL(dataDir, url string) (string, error) {
 // mysql:// DATABASE_URL).
 func withRegistry(ctx context.Context, engineFlag string, mode dbMode, dataDir string, schema schemaUse, opts webhook.Options, f func(context.Context, *webhook.Registry) error) error {
 	return withServiceDB(ctx, engineFlag, mode, dataDir, schema,
-		func(db *sql.DB) error { return f(ctx, webhook.NewMySQLRegistry(db).With(opts)) },
-		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pool).With(opts)) })
+		func(db *sql.DB) error { return f(ctx, webhook.NewRegistry(mysqlstore.Webhooks(db)).With(opts)) },
+		func(pool *pgxpool.Pool) error { return f(ctx, webhook.NewRegistry(pgstore.Webhooks(pool)).With(opts)) })
 }

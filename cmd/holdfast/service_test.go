@@ -20,6 +20,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -67,7 +68,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 	}
 	byKey := func(key string) httpapi.APIKey {
 		t.Helper()
-		keys, err := httpapi.ListKeys(ctx, pool, 100)
+		keys, err := httpapi.ListKeys(ctx, pgstore.Service(pool), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +104,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 		t.Fatalf("--admin --scopes all: %+v", rec)
 	}
 
-	keysBefore, err := httpapi.ListKeys(ctx, pool, 100)
+	keysBefore, err := httpapi.ListKeys(ctx, pgstore.Service(pool), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 	if code, _, errOut := run(t, "keys", "rotate", "999999"); code != 1 || !strings.Contains(errOut, "no live key matches") || strings.Contains(errOut, "shows the live keys") {
 		t.Errorf("rotate of no key: exit %d %q", code, errOut)
 	}
-	if keysAfter, _ := httpapi.ListKeys(ctx, pool, 100); len(keysAfter) != len(keysBefore) {
+	if keysAfter, _ := httpapi.ListKeys(ctx, pgstore.Service(pool), 100); len(keysAfter) != len(keysBefore) {
 		t.Fatalf("refused commands made keys: %d, then %d", len(keysBefore), len(keysAfter))
 	}
 
@@ -144,7 +145,7 @@ func TestKeysCreateRotateList(t *testing.T) {
 	if nrec.ShopID != 5 || nrec.Name != "checkout web" || fmt.Sprint(nrec.Scopes) != "[storefront]" {
 		t.Fatalf("rotated key: %+v", nrec)
 	}
-	keys, err := httpapi.ListKeys(ctx, pool, 100)
+	keys, err := httpapi.ListKeys(ctx, pgstore.Service(pool), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,10 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"serve", "--pprof"}, "--pprof needs --metrics-addr"},
 		{[]string{"serve", "--legacy", "http://admin:sekret@example.com"}, "--legacy must be a Redis URL"},
 		{[]string{"serve", "--legacy", "redis://127.0.0.1:1/0", "--hold-lifetime-max", "1ms"}, "--hold-lifetime-max must be between"},
-		{[]string{"serve", "--per-shop-inflight", "3", "--queue-wait", "1s", "--log-format", "xml"}, "--log-format must be json or text"},
+		{[]string{"serve", "--log-format", "xml"}, "--log-format must be json or text"},
+		// Removed (they were accepted and ignored): now unknown flags.
+		{[]string{"serve", "--per-shop-inflight", "3"}, "unknown flag: --per-shop-inflight"},
+		{[]string{"serve", "--queue-wait", "1s"}, "unknown flag: --queue-wait"},
 	} {
 		code, out, errOut := run(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {
@@ -200,10 +204,6 @@ func TestServeFlagErrors(t *testing.T) {
 			t.Errorf("%q: the output carries the URL's password", c.args)
 		}
 	}
-	_, out, errOut := run(t, "serve", "--per-shop-inflight", "3", "--log-format", "xml")
-	if !strings.Contains(out+errOut, "--per-shop-inflight has been deprecated") {
-		t.Errorf("no deprecation notice for --per-shop-inflight: %q %q", out, errOut)
-	}
 	_, help, _ := run(t, "serve", "--help")
 	for _, want := range []string{"connection slots", "--pprof", "--log-errors-only", "--legacy", "HOLDFAST_LEGACY", "--legacy-key-template", "HOLDFAST_HOLD_LIFETIME_MAX"} {
 		if !strings.Contains(help, want) {
@@ -211,7 +211,7 @@ func TestServeFlagErrors(t *testing.T) {
 		}
 	}
 	if strings.Contains(help, "--queue-wait") || strings.Contains(help, "--per-shop-inflight") {
-		t.Error("serve --help lists a deprecated flag")
+		t.Error("serve --help lists a removed flag")
 	}
 }
 
@@ -313,11 +313,11 @@ func TestServe(t *testing.T) {
 
 	t.Run("defaults", func(t *testing.T) {
 		base := startServe(t)
-		shopKey, _, err := httpapi.CreateKey(ctx, pool, 1, false)
+		shopKey, _, err := httpapi.CreateKey(ctx, pgstore.Service(pool), 1, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		adminKey, _, err := httpapi.CreateKey(ctx, pool, 0, true)
+		adminKey, _, err := httpapi.CreateKey(ctx, pgstore.Service(pool), 0, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,11 +373,11 @@ func TestServe(t *testing.T) {
 		maddr := freeAddr(t)
 		t.Setenv("HOLDFAST_LEGACY", redisURL)
 		base := startServe(t, "--metrics-addr", maddr, "--pprof", "--log-errors-only", "--max-quantity", "5")
-		adminKey, _, err := httpapi.CreateKey(ctx, pool, 0, true)
+		adminKey, _, err := httpapi.CreateKey(ctx, pgstore.Service(pool), 0, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		shopKey, _, err := httpapi.CreateKey(ctx, pool, 17, false)
+		shopKey, _, err := httpapi.CreateKey(ctx, pgstore.Service(pool), 17, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -271,7 +272,7 @@ func startWebhooks(ctx context.Context, db *database, engine webhook.Events, opt
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := webhook.NewDeliverer(webhook.Config{Pool: pool, Events: engine, Logger: log, Options: opts})
+	d, err := webhook.NewDeliverer(webhook.Config{Store: pgstore.Webhooks(pool), Events: engine, Logger: log, Options: opts})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/httpapi/httpbench"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -33,11 +34,11 @@ func TestProfileServeHot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Client: hc, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: pgstore.Service(hc.Pool()), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := httpapi.CreateKey(ctx, db.Pool, 1, false)
+	key, _, err := httpapi.CreateKey(ctx, pgstore.Service(db.Pool), 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

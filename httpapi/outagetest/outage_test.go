@@ -19,6 +19,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -119,7 +120,7 @@ func start(t *testing.T, db *pgtest.Database, via *proxy, cfg httpapi.Config) *e
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Client = hc
+	cfg.Engine, cfg.Store = hc, pgstore.Service(pool)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.RequestTimeout = 5 * time.Second
 	srv, err := httpapi.New(cfg)
@@ -141,7 +142,7 @@ func start(t *testing.T, db *pgtest.Database, via *proxy, cfg httpapi.Config) *e
 	})
 	e := &env{t: t, hc: hc, url: "http://" + ln.Addr().String(), keys: map[string]string{}, http: &http.Client{Timeout: 30 * time.Second}}
 	for name, shop := range map[string]int64{"shop1": 1, "admin": 0} {
-		key, _, err := httpapi.CreateKey(context.Background(), db.Pool, shop, shop == 0)
+		key, _, err := httpapi.CreateKey(context.Background(), pgstore.Service(db.Pool), shop, shop == 0)
 		if err != nil {
 			t.Fatal(err)
 		}

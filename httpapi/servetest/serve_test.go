@@ -24,6 +24,7 @@ import (
 
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -217,7 +218,7 @@ func TestServeAndKeys(t *testing.T) {
 	if st, _ := call(t, "GET", s.url+"/metrics", key, ""); st != 403 {
 		t.Fatalf("/metrics with a shop key: %d, want 403", st)
 	}
-	admin, _, err := httpapi.CreateKey(context.Background(), db.Pool, 0, true)
+	admin, _, err := httpapi.CreateKey(context.Background(), pgstore.Service(db.Pool), 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

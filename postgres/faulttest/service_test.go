@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres/faulttest"
+	"github.com/holdfast/holdfast/postgres/pgstore"
 )
 
 // The HTTP service under a client retry storm: every reserve, claim and
@@ -30,14 +31,14 @@ var _ = scenario("service/retry-storm", func(t *testing.T) {
 	seed := faulttest.Seed(t)
 	e := faulttest.New(t, faulttest.Options{Proxy: true, MaxConns: 12})
 	ctx := context.Background()
-	srv, err := httpapi.New(httpapi.Config{Client: e.Client, Pool: e.Admin, MaxInFlight: 10,
+	srv, err := httpapi.New(httpapi.Config{Engine: e.Client, Store: pgstore.Service(e.Admin), MaxInFlight: 10,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	key, _, err := httpapi.CreateKey(ctx, e.Admin, 1, false)
+	key, _, err := httpapi.CreateKey(ctx, pgstore.Service(e.Admin), 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

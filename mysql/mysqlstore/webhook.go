@@ -1,54 +1,49 @@
-package webhook
+package mysqlstore
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"errors"
 	"time"
 
-	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/holdfast/holdfast/webhook"
 )
-
-//go:embed sql/mysql/*.sql
-var mysqlFiles embed.FS
-
-var mysqlStatements = sqltext.Load("webhook", mysqlFiles, "sql/mysql")
-
-// mysqlStmt returns an embedded MySQL statement with its sqlcommenter
-// comment.
-func mysqlStmt(name string) string { return mysqlStatements.Tagged("webhooks", name) }
 
 var (
-	myEndpointCount  = mysqlStmt("endpoint_count")
-	myEndpointLock   = mysqlStmt("endpoint_lock")
-	myEndpointHead   = mysqlStmt("endpoint_head")
-	myEndpointUnlock = mysqlStmt("endpoint_unlock")
-	myEndpointInsert = mysqlStmt("endpoint_insert")
-	myEndpointGet    = mysqlStmt("endpoint_get")
-	myEndpointDelete = mysqlStmt("endpoint_delete")
-	myEndpointDead   = mysqlStmt("endpoint_dead_count")
-	myEndpointList   = mysqlStmt("endpoint_list")
-	myDeadLetters    = mysqlStmt("dead_letters")
-	myLeaseDue       = mysqlStmt("lease_due")
-	myLease          = mysqlStmt("lease")
-	myUnlease        = mysqlStmt("unlease")
-	myDelivered      = mysqlStmt("delivered")
-	myFailed         = mysqlStmt("failed")
-	myFailedPast     = mysqlStmt("failed_past")
-	myDeadLetter     = mysqlStmt("dead_letter")
-	myDeadLetterSkip = mysqlStmt("dead_letter_skip")
+	myEndpointCount  = webhookStmt("endpoint_count")
+	myEndpointLock   = webhookStmt("endpoint_lock")
+	myEndpointHead   = webhookStmt("endpoint_head")
+	myEndpointUnlock = webhookStmt("endpoint_unlock")
+	myEndpointInsert = webhookStmt("endpoint_insert")
+	myEndpointGet    = webhookStmt("endpoint_get")
+	myEndpointDelete = webhookStmt("endpoint_delete")
+	myEndpointDead   = webhookStmt("endpoint_dead_count")
+	myEndpointList   = webhookStmt("endpoint_list")
+	myDeadLetters    = webhookStmt("dead_letters")
+	myLeaseDue       = webhookStmt("lease_due")
+	myLease          = webhookStmt("lease")
+	myUnlease        = webhookStmt("unlease")
+	myDelivered      = webhookStmt("delivered")
+	myFailed         = webhookStmt("failed")
+	myFailedPast     = webhookStmt("failed_past")
+	myDeadLetter     = webhookStmt("dead_letter")
+	myDeadLetterSkip = webhookStmt("dead_letter_skip")
 )
 
-// myStore is the store in MySQL/MariaDB. Where PostgreSQL answers with one
-// statement (RETURNING, writable CTEs), it runs a short transaction.
-type myStore struct{ db *sql.DB }
+// Webhooks returns the webhook registry's store in a MySQL/MariaDB database
+// (package mysql/migrations, migration 009), db configured as the MySQL
+// engine's (mysql.Configure). Where PostgreSQL answers with one statement
+// (RETURNING, writable CTEs), it runs a short transaction. Safe for
+// concurrent use.
+func Webhooks(db *sql.DB) webhook.Store { return webhooks{db: db} }
+
+type webhooks struct{ db *sql.DB }
 
 // inTx runs fn in a transaction at READ COMMITTED, set explicitly: the
 // server's default (REPEATABLE READ in InnoDB) takes gap locks on the
 // endpoints' index that would serialize leasing and registering.
-func (s myStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s webhooks) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return inTxOn(ctx, s.db, fn)
 }
 
@@ -70,8 +65,8 @@ func inTxOn(ctx context.Context, db interface {
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dst ...any) error }
 
-func scanMyEndpoint(row scanner, withDead bool) (*Endpoint, error) {
-	var ep Endpoint
+func scanMyEndpoint(row scanner, withDead bool) (*webhook.Endpoint, error) {
+	var ep webhook.Endpoint
 	var next sql.NullTime
 	var lastErr sql.NullString
 	dst := []any{&ep.ID, &ep.ShopID, &ep.URL, &ep.Cursor, &ep.Attempts, &next, &lastErr, &ep.CreatedAt}
@@ -82,11 +77,10 @@ func scanMyEndpoint(row scanner, withDead bool) (*Endpoint, error) {
 		return nil, err
 	}
 	ep.LastError = lastErr.String
-	ep.CreatedAt = ep.CreatedAt.UTC()
-	if next.Valid && ep.Attempts > 0 { // due time of a retry; an idle endpoint's is its turn
-		t := next.Time.UTC()
-		ep.NextAt = &t
+	if next.Valid {
+		ep.NextAt = &next.Time
 	}
+	ep.Normalize()
 	return &ep, nil
 }
 
@@ -97,7 +91,7 @@ const endpointLockWait = 5 // seconds
 // endpointLockWait.
 var errEndpointLock = errors.New("webhook: another registration for the shop holds its lock")
 
-func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*Endpoint, error) {
+func (s webhooks) InsertEndpoint(ctx context.Context, shop int64, url, secret string, after *int64, max int) (*webhook.Endpoint, error) {
 	// The lock is the session's: taken and released on one connection,
 	// released after the commit, so the next registration counts this one.
 	conn, err := s.db.Conn(ctx)
@@ -120,14 +114,14 @@ func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret str
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	var ep *Endpoint
+	var ep *webhook.Endpoint
 	err = inTxOn(ctx, conn, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, myEndpointCount, shop).Scan(&n); err != nil {
 			return err
 		}
 		if n >= max {
-			return ErrTooMany
+			return webhook.ErrTooMany
 		}
 		var cursor int64
 		if after != nil {
@@ -149,13 +143,13 @@ func (s myStore) insertEndpoint(ctx context.Context, shop int64, url, secret str
 	return ep, err
 }
 
-func (s myStore) listEndpoints(ctx context.Context, shop int64) ([]Endpoint, error) {
+func (s webhooks) ListEndpoints(ctx context.Context, shop int64) ([]webhook.Endpoint, error) {
 	rows, err := s.db.QueryContext(ctx, myEndpointList, shop)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Endpoint{}
+	out := []webhook.Endpoint{}
 	for rows.Next() {
 		ep, err := scanMyEndpoint(rows, true)
 		if err != nil {
@@ -166,13 +160,13 @@ func (s myStore) listEndpoints(ctx context.Context, shop int64) ([]Endpoint, err
 	return out, rows.Err()
 }
 
-func (s myStore) deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint, error) {
-	var ep *Endpoint
+func (s webhooks) DeleteEndpoint(ctx context.Context, shop, id int64) (*webhook.Endpoint, error) {
+	var ep *webhook.Endpoint
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		ep, err = scanMyEndpoint(tx.QueryRowContext(ctx, myEndpointGet, shop, id), false)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+			return webhook.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -188,15 +182,15 @@ func (s myStore) deleteEndpoint(ctx context.Context, shop, id int64) (*Endpoint,
 	return ep, err
 }
 
-func (s myStore) deadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error) {
+func (s webhooks) DeadLetters(ctx context.Context, shop int64, limit int) ([]webhook.DeadLetter, error) {
 	rows, err := s.db.QueryContext(ctx, myDeadLetters, shop, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []DeadLetter{}
+	out := []webhook.DeadLetter{}
 	for rows.Next() {
-		var d DeadLetter
+		var d webhook.DeadLetter
 		var ev []byte
 		if err := rows.Scan(&d.ID, &d.EndpointID, &d.ShopID, &d.Cursor, &ev, &d.Attempts, &d.LastError, &d.DeadAt); err != nil {
 			return nil, err
@@ -207,8 +201,8 @@ func (s myStore) deadLetters(ctx context.Context, shop int64, limit int) ([]Dead
 	return out, rows.Err()
 }
 
-func (s myStore) lease(ctx context.Context, leaseFor time.Duration, n int) ([]leased, error) {
-	var out []leased
+func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]webhook.Leased, error) {
+	var out []webhook.Leased
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		rows, err := tx.QueryContext(ctx, myLeaseDue, n)
@@ -216,15 +210,15 @@ func (s myStore) lease(ctx context.Context, leaseFor time.Duration, n int) ([]le
 			return err
 		}
 		for rows.Next() {
-			var l leased
+			var l webhook.Leased
 			var ff sql.NullTime
-			if err := rows.Scan(&l.id, &l.shop, &l.url, &l.secret, &l.cursor, &l.attempts, &ff); err != nil {
+			if err := rows.Scan(&l.ID, &l.Shop, &l.URL, &l.Secret, &l.Cursor, &l.Attempts, &ff); err != nil {
 				rows.Close()
 				return err
 			}
 			if ff.Valid {
 				t := ff.Time
-				l.firstFailed = &t
+				l.FirstFailed = &t
 			}
 			out = append(out, l)
 		}
@@ -233,7 +227,7 @@ func (s myStore) lease(ctx context.Context, leaseFor time.Duration, n int) ([]le
 			return err
 		}
 		for _, l := range out { // at most n (the free workers)
-			if _, err := tx.ExecContext(ctx, myLease, leaseFor.Microseconds(), l.id); err != nil {
+			if _, err := tx.ExecContext(ctx, myLease, leaseFor.Microseconds(), l.ID); err != nil {
 				return err
 			}
 		}
@@ -245,17 +239,17 @@ func (s myStore) lease(ctx context.Context, leaseFor time.Duration, n int) ([]le
 	return out, nil
 }
 
-func (s myStore) unlease(ctx context.Context, id int64) error {
+func (s webhooks) Unlease(ctx context.Context, id int64) error {
 	_, err := s.db.ExecContext(ctx, myUnlease, id)
 	return err
 }
 
-func (s myStore) delivered(ctx context.Context, id, cursor int64) error {
+func (s webhooks) Delivered(ctx context.Context, id, cursor int64) error {
 	_, err := s.db.ExecContext(ctx, myDelivered, cursor, id)
 	return err
 }
 
-func (s myStore) failed(ctx context.Context, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
+func (s webhooks) Failed(ctx context.Context, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
 	var past bool
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, myFailed, attempts, msg, wait.Microseconds(), id); err != nil {
@@ -266,7 +260,7 @@ func (s myStore) failed(ctx context.Context, id int64, attempts int, msg string,
 	return past, err
 }
 
-func (s myStore) deadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error {
+func (s webhooks) DeadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, myDeadLetter, id, shop, cursor, string(event), attempts, msg); err != nil {
 			return err

@@ -1,64 +1,63 @@
-package httpapi
+package mysqlstore
 
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/holdfast/holdfast/internal/sqltext"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast/holdfast/httpapi"
+	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/webhook"
 )
-
-//go:embed sql/mysql/*.sql
-var mysqlFiles embed.FS
-
-// mysqlStmt returns an embedded MySQL statement with its sqlcommenter
-// comment.
-func mysqlStmt(route, name string) string { return mysqlStatements.Tagged(route, name) }
-
-var mysqlStatements = sqltext.Load("httpapi", mysqlFiles, "sql/mysql")
 
 var (
-	myKeyInsert      = mysqlStmt("keys", "key_insert")
-	myKeyCreated     = mysqlStmt("keys", "key_created")
-	myKeyLookup      = mysqlStmt("auth", "key_lookup")
-	myKeyTouch       = mysqlStmt("auth", "key_touch")
-	myKeyFind        = mysqlStmt("keys", "key_find")
-	myKeyRevoke      = mysqlStmt("keys", "key_revoke")
-	myKeyLive        = mysqlStmt("keys", "key_live")
-	myKeyExpire      = mysqlStmt("keys", "key_expire")
-	myKeyList        = mysqlStmt("keys", "key_list")
-	myAdminLive      = mysqlStmt("console", "console_admin_live")
-	myConsoleShops   = mysqlStmt("console", "console_shops")
-	myConsoleHead    = mysqlStmt("console", "console_events_head")
-	mySchemaVersions = mysqlStmt("readyz", "schema_versions")
+	myKeyInsert      = serviceStmt("keys", "key_insert")
+	myKeyCreated     = serviceStmt("keys", "key_created")
+	myKeyLookup      = serviceStmt("auth", "key_lookup")
+	myKeyTouch       = serviceStmt("auth", "key_touch")
+	myKeyFind        = serviceStmt("keys", "key_find")
+	myKeyRevoke      = serviceStmt("keys", "key_revoke")
+	myKeyLive        = serviceStmt("keys", "key_live")
+	myKeyExpire      = serviceStmt("keys", "key_expire")
+	myKeyList        = serviceStmt("keys", "key_list")
+	myAdminLive      = serviceStmt("console", "console_admin_live")
+	myConsoleShops   = serviceStmt("console", "console_shops")
+	myConsoleHead    = serviceStmt("console", "console_events_head")
+	mySchemaVersions = serviceStmt("readyz", "schema_versions")
 )
 
-// MySQLStore is the service's Store in a MySQL/MariaDB database migrated
-// by package mysql/migrations (its api_keys table, migration 008). db must
-// be configured as the MySQL engine's (mysql.Configure: times parsed as
-// UTC).
-func MySQLStore(db *sql.DB) Store { return myStore{db: db} }
-
-// defaultStore is the Store cfg implies: PostgreSQL on Pool, else the pool
-// of a MySQL engine; nil when neither.
-func defaultStore(cfg Config) Store {
-	if cfg.Pool != nil {
-		return PostgresStore(cfg.Pool)
-	}
-	if mc, ok := cfg.Engine.(*mysql.Client); ok {
-		return MySQLStore(mc.DB())
-	}
-	return nil
+// Service returns the HTTP service's store (httpapi.Store) in a
+// MySQL/MariaDB database migrated by package mysql/migrations: its
+// api_keys table (migration 008), the webhook registry (Webhooks), the
+// console's reads and readiness. db must be configured as the MySQL
+// engine's (mysql.Configure: times parsed as UTC). It is also a
+// prometheus.Collector of db's statistics (pool="api"). Safe for
+// concurrent use.
+func Service(db *sql.DB) *ServiceStore {
+	return &ServiceStore{db: db, Collector: metrics.NewSQLPoolCollector(db, "api")}
 }
 
-type myStore struct{ db *sql.DB }
+// ServiceStore is Service's store.
+type ServiceStore struct {
+	db *sql.DB
+	prometheus.Collector
+}
+
+var _ httpapi.Store = (*ServiceStore)(nil)
+
+// Webhooks is the webhook registry's store in the same database.
+func (s *ServiceStore) Webhooks() webhook.Store { return Webhooks(s.db) }
+
+// Unreachable reports MySQL connection errors (mysql.Unreachable).
+func (s *ServiceStore) Unreachable(err error) bool { return mysql.Unreachable(err) }
 
 type execQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -69,7 +68,7 @@ type execQuerier interface {
 // isolation is explicit, READ COMMITTED like the engine's (mysql.TxOptions):
 // the server's default, REPEATABLE READ, would take next-key locks on a
 // rotation's locking read and block key inserts meanwhile.
-func (s myStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *ServiceStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, mysql.TxOptions())
 	if err != nil {
 		return err
@@ -81,11 +80,11 @@ func (s myStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func (s myStore) insertKey(ctx context.Context, hash []byte, rec *APIKey) error {
+func (s *ServiceStore) InsertKey(ctx context.Context, hash []byte, rec *httpapi.APIKey) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error { return myInsertKey(ctx, tx, hash, rec) })
 }
 
-func myInsertKey(ctx context.Context, q execQuerier, hash []byte, rec *APIKey) error {
+func myInsertKey(ctx context.Context, q execQuerier, hash []byte, rec *httpapi.APIKey) error {
 	var shop, exp any
 	if !rec.Admin {
 		shop = rec.ShopID
@@ -93,7 +92,7 @@ func myInsertKey(ctx context.Context, q execQuerier, hash []byte, rec *APIKey) e
 	if rec.ExpiresAt != nil {
 		exp = rec.ExpiresAt.UTC()
 	}
-	res, err := q.ExecContext(ctx, myKeyInsert, hash, shop, rec.Admin, rec.Name, strings.Join(scopeStrings(rec.Scopes), ","), exp)
+	res, err := q.ExecContext(ctx, myKeyInsert, hash, shop, rec.Admin, rec.Name, strings.Join(httpapi.ScopeStrings(rec.Scopes), ","), exp)
 	if err != nil {
 		return err
 	}
@@ -104,47 +103,47 @@ func myInsertKey(ctx context.Context, q execQuerier, hash []byte, rec *APIKey) e
 }
 
 // parseScopes reads a stored comma list of scopes.
-func parseScopes(s string) []Scope {
-	var out []Scope
+func parseScopes(s string) []httpapi.Scope {
+	var out []httpapi.Scope
 	for _, f := range strings.Split(s, ",") {
 		if f != "" {
-			out = append(out, Scope(f))
+			out = append(out, httpapi.Scope(f))
 		}
 	}
 	return out
 }
 
-func (s myStore) lookupKey(ctx context.Context, hash []byte) (storedKey, bool, error) {
-	var k storedKey
+func (s *ServiceStore) LookupKey(ctx context.Context, hash []byte) (httpapi.StoredKey, bool, error) {
+	var k httpapi.StoredKey
 	var shop, leftUS sql.NullInt64
 	var scopes string
-	err := s.db.QueryRowContext(ctx, myKeyLookup, hash).Scan(&k.id, &k.hash, &shop, &k.admin, &scopes, &leftUS, &k.revoked, &k.expired)
+	err := s.db.QueryRowContext(ctx, myKeyLookup, hash).Scan(&k.ID, &k.Hash, &shop, &k.Admin, &scopes, &leftUS, &k.Revoked, &k.Expired)
 	if errors.Is(err, sql.ErrNoRows) {
-		return storedKey{}, false, nil
+		return httpapi.StoredKey{}, false, nil
 	}
 	if err != nil {
-		return storedKey{}, false, err
+		return httpapi.StoredKey{}, false, err
 	}
-	k.shop = shop.Int64
-	k.scopes = parseScopes(scopes)
+	k.Shop = shop.Int64
+	k.Scopes = parseScopes(scopes)
 	if leftUS.Valid {
 		d := time.Duration(leftUS.Int64) * time.Microsecond
-		k.left = &d
+		k.Left = &d
 	}
 	return k, true, nil
 }
 
-func (s myStore) touchKey(ctx context.Context, id int64) error {
+func (s *ServiceStore) TouchKey(ctx context.Context, id int64) error {
 	_, err := s.db.ExecContext(ctx, myKeyTouch, id)
 	return err
 }
 
-func (s myStore) revokeKey(ctx context.Context, id int64, hash []byte) (int64, error) {
+func (s *ServiceStore) RevokeKey(ctx context.Context, id int64, hash []byte) (int64, error) {
 	var got int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, myKeyFind, id, hash).Scan(&got)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrKeyNotFound
+			return httpapi.ErrKeyNotFound
 		}
 		if err != nil {
 			return err
@@ -155,16 +154,16 @@ func (s myStore) revokeKey(ctx context.Context, id int64, hash []byte) (int64, e
 	return got, err
 }
 
-func (s myStore) rotateKey(ctx context.Context, id int64, hash, newHash []byte, grace time.Duration) (*APIKey, error) {
-	var rec *APIKey
+func (s *ServiceStore) RotateKey(ctx context.Context, id int64, hash, newHash []byte, grace time.Duration) (*httpapi.APIKey, error) {
+	var rec *httpapi.APIKey
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		r := &APIKey{}
+		r := &httpapi.APIKey{}
 		var oldID int64
 		var shop sql.NullInt64
 		var scopes string
 		err := tx.QueryRowContext(ctx, myKeyLive, id, hash).Scan(&oldID, &shop, &r.Admin, &r.Name, &scopes)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrKeyNotFound
+			return httpapi.ErrKeyNotFound
 		}
 		if err != nil {
 			return err
@@ -181,15 +180,15 @@ func (s myStore) rotateKey(ctx context.Context, id int64, hash, newHash []byte, 
 	return rec, err
 }
 
-func (s myStore) listKeys(ctx context.Context, limit int) ([]APIKey, error) {
+func (s *ServiceStore) ListKeys(ctx context.Context, limit int) ([]httpapi.APIKey, error) {
 	rows, err := s.db.QueryContext(ctx, myKeyList, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var keys []APIKey
+	var keys []httpapi.APIKey
 	for rows.Next() {
-		var k APIKey
+		var k httpapi.APIKey
 		var shop sql.NullInt64
 		var scopes string
 		var exp, used, revoked sql.NullTime
@@ -210,13 +209,13 @@ func nullTime(t sql.NullTime) *time.Time {
 	return &t.Time
 }
 
-func (s myStore) adminLive(ctx context.Context, id int64) (bool, error) {
+func (s *ServiceStore) AdminLive(ctx context.Context, id int64) (bool, error) {
 	var ok bool
 	err := s.db.QueryRowContext(ctx, myAdminLive, id).Scan(&ok)
 	return ok, err
 }
 
-func (s myStore) shops(ctx context.Context, n int) ([]int64, error) {
+func (s *ServiceStore) Shops(ctx context.Context, n int) ([]int64, error) {
 	rows, err := s.db.QueryContext(ctx, myConsoleShops, n)
 	if err != nil {
 		return nil, err
@@ -235,7 +234,7 @@ func (s myStore) shops(ctx context.Context, n int) ([]int64, error) {
 
 // eventsHead is a shop's newest event cursor, for the console: the MySQL
 // engine's events live beside the keys.
-func (s myStore) eventsHead(ctx context.Context, shop int64) (int64, error) {
+func (s *ServiceStore) EventsHead(ctx context.Context, shop int64) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, myConsoleHead, shop).Scan(&n)
 	return n, err
@@ -243,7 +242,7 @@ func (s myStore) eventsHead(ctx context.Context, shop int64) (int64, error) {
 
 // ready: the schema is current when every embedded migration is recorded
 // and none newer is.
-func (s myStore) ready(ctx context.Context) (int, error) {
+func (s *ServiceStore) Ready(ctx context.Context) (int, error) {
 	all, err := migrations.All()
 	if err != nil {
 		return 0, err
@@ -267,12 +266,12 @@ func (s myStore) ready(ctx context.Context) (int, error) {
 	latest := all[len(all)-1].Version
 	for _, v := range have {
 		if v > latest {
-			return 0, asSchemaError(fmt.Errorf("the MySQL schema is at version %d, newer than this binary's %d", v, latest))
+			return 0, httpapi.SchemaError(fmt.Errorf("the MySQL schema is at version %d, newer than this binary's %d", v, latest))
 		}
 	}
 	for _, m := range all {
 		if !slices.Contains(have, m.Version) {
-			return 0, asSchemaError(fmt.Errorf("the MySQL schema lacks migration %03d_%s; run holdfast serve --engine mariadb (it migrates on start)", m.Version, m.Name))
+			return 0, httpapi.SchemaError(fmt.Errorf("the MySQL schema lacks migration %03d_%s; run holdfast serve --engine mysql (it migrates on start)", m.Version, m.Name))
 		}
 	}
 	return latest, nil

@@ -1,4 +1,4 @@
-package httpapi
+package mysqlstore
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
 
-// TestMySQLStoreReadCommitted: the API-key store's transactions set their
+// TestServiceReadCommitted: the API-key store's transactions set their
 // isolation, READ COMMITTED like every holdfast transaction on MySQL,
 // instead of taking the server's default (REPEATABLE READ, whose next-key
 // locks on a rotation's locking read block key inserts): a row committed
 // by another connection during the transaction is read by its next
 // statement (issue 24 item 8).
-func TestMySQLStoreReadCommitted(t *testing.T) {
+func TestServiceReadCommitted(t *testing.T) {
 	t.Parallel()
 	d := mysqltest.DB(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -26,7 +26,7 @@ func TestMySQLStoreReadCommitted(t *testing.T) {
 		}
 	}
 	var before, after int
-	err := myStore{db: d.DB}.inTx(ctx, func(tx *sql.Tx) error {
+	err := Service(d.DB).inTx(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, "SELECT n FROM iso_seen WHERE id = 1").Scan(&before); err != nil {
 			return err
 		}

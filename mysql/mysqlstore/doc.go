@@ -1,0 +1,33 @@
+// Package mysqlstore is what holdfast's service keeps in MySQL/MariaDB
+// beside the engine's tables, behind the small store interfaces the neutral
+// packages define: the webhook registry's endpoints and dead letters
+// (webhook.Store) and the API keys and the console's reads
+// (httpapi.Store). Every statement that writes holdfast's tables outside
+// package mysql is here, in sql/.
+//
+// Its twin for PostgreSQL is package postgres/pgstore; cmd/holdfast picks
+// one by --engine and hands it to the service.
+package mysqlstore
+
+import (
+	"embed"
+
+	"github.com/holdfast/holdfast/internal/sqltext"
+)
+
+//go:embed sql/*/*.sql
+var sqlFiles embed.FS
+
+var (
+	webhookStatements = sqltext.Load("mysqlstore", sqlFiles, "sql/webhook")
+	serviceStatements = sqltext.Load("mysqlstore", sqlFiles, "sql/service")
+)
+
+// serviceStmt returns an embedded statement of the HTTP service's store
+// with its sqlcommenter comment, tagged with what it serves (auth, keys,
+// console, readyz).
+func serviceStmt(tag, name string) string { return serviceStatements.Tagged(tag, name) }
+
+// webhookStmt returns an embedded webhook statement with its sqlcommenter
+// comment (tagged "webhooks", as the activity sampler groups them).
+func webhookStmt(name string) string { return webhookStatements.Tagged("webhooks", name) }
