@@ -31,7 +31,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/shadow"
 	"github.com/holdfast/holdfast/webhook"
 )
@@ -81,7 +81,7 @@ type Config struct {
 	// Shops lists shop ids for the overview (at most n). Optional.
 	Shops func(ctx context.Context, n int) ([]int64, error)
 	// Doctor runs the doctor. Optional: without it the doctor page says so.
-	Doctor func(ctx context.Context) (*ops.Report, error)
+	Doctor func(ctx context.Context) (*health.Report, error)
 	// EventsHead returns the shop's newest event cursor (0: none yet), so
 	// the shop page can show the most recent events of Engine.Events.
 	// Optional: without it the page has no events panel.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast/console"
-	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/health"
 )
 
 // ConsoleConfig configures the operator console (package console) that the
@@ -27,7 +27,7 @@ type ConsoleConfig struct {
 	ChartInterval time.Duration
 	// Doctor runs the doctor for its doctor page. Defaults to the Store's
 	// Doctor method when it has one (pgstore's); else the page is off.
-	Doctor func(ctx context.Context) (*ops.Report, error)
+	Doctor func(ctx context.Context) (*health.Report, error)
 }
 
 // consoleRoutes mounts the console.
@@ -39,7 +39,7 @@ func (s *Server) consoleRoutes() error {
 	store := s.store
 	doctor := cc.Doctor
 	if d, ok := store.(interface {
-		Doctor(ctx context.Context) (*ops.Report, error)
+		Doctor(ctx context.Context) (*health.Report, error)
 	}); ok && doctor == nil {
 		doctor = d.Doctor
 	}

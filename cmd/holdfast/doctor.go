@@ -8,8 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgops"
 )
 
 func init() { register(newDoctorCmd) }
@@ -61,7 +62,7 @@ holdfast's schema it says to run holdfast migrate.`,
 		if err != nil {
 			return configError(err)
 		}
-		rep, err := ops.Doctor(ctx, pool, ops.DoctorConfig{
+		rep, err := pgops.Doctor(ctx, pool, pgops.DoctorConfig{
 			Client:                    client,
 			IdleInTransactionWarn:     *idleWarn,
 			IdleInTransactionCritical: 12 * *idleWarn,
@@ -82,7 +83,7 @@ holdfast's schema it says to run holdfast migrate.`,
 		} else {
 			fmt.Fprint(out, rep.Text())
 		}
-		if n := rep.Count(ops.SeverityCritical); n > 0 {
+		if n := rep.Count(health.SeverityCritical); n > 0 {
 			return &exitError{code: 2, msg: fmt.Sprintf("%d critical findings", n)}
 		}
 		return nil

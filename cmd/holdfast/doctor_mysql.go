@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/mysql/mysqlops"
-	"github.com/holdfast/holdfast/ops"
 )
 
 // runMySQLDoctor is doctor on a MySQL/MariaDB database (DATABASE_URL=mysql://…,
@@ -48,7 +48,7 @@ func runMySQLDoctor(ctx context.Context, out io.Writer, dataDir string, asJSON b
 	} else {
 		fmt.Fprint(out, rep.Text())
 	}
-	if n := rep.Count(ops.SeverityCritical); n > 0 {
+	if n := rep.Count(health.SeverityCritical); n > 0 {
 		return &exitError{code: 2, msg: fmt.Sprintf("%d critical findings", n)}
 	}
 	return nil

@@ -23,9 +23,9 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/metrics"
-	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgops"
 	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -208,9 +208,9 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		return err
 	}
 	defer opsPool.Close()
-	mon := ops.NewMonitor(opsPool, ops.MonitorConfig{
-		Sampler: ops.SamplerConfig{Logger: log},
-		Bloat:   ops.BloatConfig{Logger: log},
+	mon := pgops.NewMonitor(opsPool, pgops.MonitorConfig{
+		Sampler: pgops.SamplerConfig{Logger: log},
+		Bloat:   pgops.BloatConfig{Logger: log},
 	})
 	// Webhook delivery (docs/API.md): its own bounded pool of workers and
 	// connections, so a slow endpoint never slows checkout.

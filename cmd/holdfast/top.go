@@ -14,8 +14,8 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/mysql/mysqlops"
-	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgops"
 )
 
 func init() { register(newTopCmd) }
@@ -86,13 +86,13 @@ func runTop(ctx context.Context, out io.Writer, dataDir string, interval time.Du
 	if err != nil {
 		return configError(err)
 	}
-	top := ops.NewTop(pool, hc.Config(), interval)
+	top := pgops.NewTop(pool, hc.Config(), interval)
 	return showTop(ctx, out, interval, once, func(ctx context.Context) (string, error) {
 		s, err := top.Collect(ctx)
 		if err != nil {
 			return "", err
 		}
-		return ops.Render(s), nil
+		return pgops.Render(s), nil
 	})
 }
 

@@ -16,7 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/postgres/pgops"
 )
 
 // tracingEnv are the standard OpenTelemetry variables that, set, turn
@@ -41,7 +41,7 @@ func (t *statementTracer) root(ctx context.Context, sql string) context.Context 
 	if trace.SpanFromContext(ctx).IsRecording() {
 		return ctx
 	}
-	route := ops.ParseComment(sql).Route
+	route := pgops.ParseComment(sql).Route
 	if route == "" {
 		route = "sql"
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/internal/sqltext"
-	"github.com/holdfast/holdfast/ops"
 )
 
 // CallerOf names the caller of a statement from its leading comment tag:
@@ -120,7 +120,7 @@ func (d *doctor) checkConnections(ctx context.Context) error {
 	if len(parts) == 0 {
 		parts = append(parts, "no other connections")
 	}
-	d.add("connections.by_caller", ops.SeverityOK,
+	d.add("connections.by_caller", health.SeverityOK,
 		fmt.Sprintf("connection-seconds by caller over %v: %s", window, strings.Join(parts, ", ")), "", "")
 	return nil
 }

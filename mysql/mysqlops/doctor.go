@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/internal/sqltext"
-	"github.com/holdfast/holdfast/ops"
 )
 
 //go:embed sql/*.sql
@@ -22,7 +22,7 @@ var sqlFiles embed.FS
 var statements = sqltext.Load("mysqlops", sqlFiles, "sql")
 
 // statement returns the embedded SQL file name.sql with ops' comment.
-func statement(name string) string { return statements.Tagged(ops.Route, name) }
+func statement(name string) string { return statements.Tagged(health.Op, name) }
 
 // Recommendations the doctor grades settings against.
 const (
@@ -98,21 +98,21 @@ func (c DoctorConfig) withDefaults() DoctorConfig {
 type doctor struct {
 	db       *sql.DB
 	cfg      DoctorConfig
-	findings []ops.Finding
+	findings []health.Finding
 }
 
-func (d *doctor) add(check string, sev ops.Severity, msg, meaning, action string) {
-	d.findings = append(d.findings, ops.Finding{Check: check, Severity: sev, Message: msg, Meaning: meaning, Action: action})
+func (d *doctor) add(check string, sev health.Severity, msg, meaning, action string) {
+	d.findings = append(d.findings, health.Finding{Check: check, Severity: sev, Message: msg, Meaning: meaning, Action: action})
 }
 
 // Doctor runs every check on db's server (and the engine's invariant check)
 // and returns the findings, worst first, in the report shape of package ops.
 // A check that cannot run (a permission, a timeout) is itself a warning;
 // Doctor returns an error only when the server cannot be reached.
-func Doctor(ctx context.Context, db *sql.DB, cfg DoctorConfig) (*ops.Report, error) {
+func Doctor(ctx context.Context, db *sql.DB, cfg DoctorConfig) (*health.Report, error) {
 	cfg = cfg.withDefaults()
 	d := &doctor{db: db, cfg: cfg}
-	rep := &ops.Report{At: time.Now()}
+	rep := &health.Report{At: time.Now()}
 	if err := db.QueryRowContext(ctx, statement("server")).Scan(&rep.Database, &rep.Server); err != nil {
 		return nil, fmt.Errorf("mysqlops: doctor: %w", err)
 	}
@@ -135,19 +135,19 @@ func Doctor(ctx context.Context, db *sql.DB, cfg DoctorConfig) (*ops.Report, err
 			return nil, ctx.Err()
 		}
 		if err != nil {
-			d.add(c.name, ops.SeverityWarn, "check could not run: "+err.Error(), "", "grant the doctor's user PROCESS (information_schema.INNODB_TRX, PROCESSLIST) and retry")
+			d.add(c.name, health.SeverityWarn, "check could not run: "+err.Error(), "", "grant the doctor's user PROCESS (information_schema.INNODB_TRX, PROCESSLIST) and retry")
 		}
 	}
-	slices.SortStableFunc(d.findings, func(a, b ops.Finding) int { return rank(b.Severity) - rank(a.Severity) })
+	slices.SortStableFunc(d.findings, func(a, b health.Finding) int { return rank(b.Severity) - rank(a.Severity) })
 	rep.Findings = d.findings
 	return rep, nil
 }
 
-func rank(s ops.Severity) int {
+func rank(s health.Severity) int {
 	switch s {
-	case ops.SeverityCritical:
+	case health.SeverityCritical:
 		return 2
-	case ops.SeverityWarn:
+	case health.SeverityWarn:
 		return 1
 	}
 	return 0
@@ -175,15 +175,15 @@ func (d *doctor) checkHistory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sev := ops.SeverityOK
+	sev := health.SeverityOK
 	switch {
 	case n >= d.cfg.HistoryCritical:
-		sev = ops.SeverityCritical
+		sev = health.SeverityCritical
 	case n >= d.cfg.HistoryWarn:
-		sev = ops.SeverityWarn
+		sev = health.SeverityWarn
 	}
 	msg := fmt.Sprintf("history list length %d (warn at %d, critical at %d)", n, d.cfg.HistoryWarn, d.cfg.HistoryCritical)
-	if sev == ops.SeverityOK {
+	if sev == health.SeverityOK {
 		d.add("purge.history_list_length", sev, msg, "", "")
 		return nil
 	}
@@ -249,14 +249,14 @@ func (d *doctor) checkTransactions(ctx context.Context) error {
 		who := fmt.Sprintf("thread %d (%s@%s, caller %s)", t.Thread, t.User, t.Host, t.Caller)
 		if t.State == "LOCK WAIT" && t.LockWait >= d.cfg.LockWaitWarn {
 			waits++
-			d.add("locks.wait", ops.SeverityWarn,
-				fmt.Sprintf("%s has waited %v for a row lock", who, ops.RoundDuration(t.LockWait)),
+			d.add("locks.wait", health.SeverityWarn,
+				fmt.Sprintf("%s has waited %v for a row lock", who, health.RoundDuration(t.LockWait)),
 				"a transaction holds rows others need; reservations queue behind it until innodb_lock_wait_timeout",
 				"find the holder among the long or idle transactions and end it; keep slow work out of transactions that lock reservation rows")
 		}
 		if t.Idle() {
 			sev := grade(t.Age, d.cfg.IdleInTransactionWarn, d.cfg.IdleInTransactionCritical)
-			if sev == ops.SeverityOK {
+			if sev == health.SeverityOK {
 				continue
 			}
 			idle++
@@ -267,7 +267,7 @@ func (d *doctor) checkTransactions(ctx context.Context) error {
 			continue
 		}
 		sev := grade(t.Age, d.cfg.TransactionWarn, d.cfg.TransactionCritical)
-		if sev == ops.SeverityOK {
+		if sev == health.SeverityOK {
 			continue
 		}
 		long++
@@ -276,18 +276,18 @@ func (d *doctor) checkTransactions(ctx context.Context) error {
 			"a long transaction holds its locks and its read view the whole time: purge cannot remove row versions newer than its start",
 			"bound the caller's transaction; KILL "+strconv.FormatInt(t.Thread, 10)+" ends it now")
 	}
-	d.add("transactions", ops.SeverityOK, fmt.Sprintf("%d open transactions: %d long, %d idle, %d waiting on locks", len(txs), long, idle, waits), "", "")
+	d.add("transactions", health.SeverityOK, fmt.Sprintf("%d open transactions: %d long, %d idle, %d waiting on locks", len(txs), long, idle, waits), "", "")
 	return nil
 }
 
-func grade(age, warn, critical time.Duration) ops.Severity {
+func grade(age, warn, critical time.Duration) health.Severity {
 	switch {
 	case age >= critical:
-		return ops.SeverityCritical
+		return health.SeverityCritical
 	case age >= warn:
-		return ops.SeverityWarn
+		return health.SeverityWarn
 	}
-	return ops.SeverityOK
+	return health.SeverityOK
 }
 
 func clip(s string, n int) string {
@@ -332,11 +332,11 @@ func (d *doctor) checkSettings(ctx context.Context) error {
 	}
 	switch iso {
 	case "READ-COMMITTED":
-		d.add("setting.isolation", ops.SeverityOK, "global transaction isolation READ-COMMITTED", "", "")
+		d.add("setting.isolation", health.SeverityOK, "global transaction isolation READ-COMMITTED", "", "")
 	case "":
-		d.add("setting.isolation", ops.SeverityWarn, "the server reports no transaction isolation setting", "", "")
+		d.add("setting.isolation", health.SeverityWarn, "the server reports no transaction isolation setting", "", "")
 	default:
-		d.add("setting.isolation", ops.SeverityWarn,
+		d.add("setting.isolation", health.SeverityWarn,
 			fmt.Sprintf("global transaction isolation is %s; holdfast recommends READ-COMMITTED", iso),
 			"holdfast's own transactions are READ COMMITTED regardless, but a caller's transaction begun with the server default and passed to a …Tx operation is "+iso+": there a SKIP LOCKED take on an empty range takes gap locks that block replenishment inserts and deadlock, and a refill inside it is refused (it would read a stale snapshot)",
 			"set transaction_isolation (tx_isolation before MariaDB 11.1) = READ-COMMITTED in the server configuration, or begin callers' transactions with mysql.TxOptions()")
@@ -344,25 +344,25 @@ func (d *doctor) checkSettings(ctx context.Context) error {
 	if v, ok := vars["innodb_lock_wait_timeout"]; ok {
 		n, _ := strconv.Atoi(v)
 		if n > LockWaitTimeoutMax {
-			d.add("setting.innodb_lock_wait_timeout", ops.SeverityWarn,
+			d.add("setting.innodb_lock_wait_timeout", health.SeverityWarn,
 				fmt.Sprintf("innodb_lock_wait_timeout is %d s globally; holdfast recommends at most %d", n, LockWaitTimeoutMax),
 				"a transaction stuck behind a row lock waits this long before it fails: a buyer waits, and a connection is held, for nothing (holdfast's own connections set 5 s, callers' connections get this)",
 				fmt.Sprintf("SET GLOBAL innodb_lock_wait_timeout = %d, and the same in the server configuration", mysqlLockWait))
 		} else {
-			d.add("setting.innodb_lock_wait_timeout", ops.SeverityOK, fmt.Sprintf("innodb_lock_wait_timeout %d s", n), "", "")
+			d.add("setting.innodb_lock_wait_timeout", health.SeverityOK, fmt.Sprintf("innodb_lock_wait_timeout %d s", n), "", "")
 		}
 	}
 	if v, ok := vars["innodb_thread_concurrency"]; ok {
 		if v != "0" {
-			d.add("setting.innodb_thread_concurrency", ops.SeverityWarn,
+			d.add("setting.innodb_thread_concurrency", health.SeverityWarn,
 				fmt.Sprintf("innodb_thread_concurrency is %s; holdfast recommends 0 (no limit)", v),
 				"InnoDB admits only this many threads at once and queues the rest: under a flash sale the queue, not the rows, becomes the bottleneck, and a thread holding row locks can wait in it while others wait on those locks (seed 003 re-evaluated this setting)",
 				"SET GLOBAL innodb_thread_concurrency = 0 and bound concurrency with the application's connection pools instead")
 		} else {
-			d.add("setting.innodb_thread_concurrency", ops.SeverityOK, "innodb_thread_concurrency 0 (no limit)", "", "")
+			d.add("setting.innodb_thread_concurrency", health.SeverityOK, "innodb_thread_concurrency 0 (no limit)", "", "")
 		}
 	} else {
-		d.add("setting.innodb_thread_concurrency", ops.SeverityOK, "innodb_thread_concurrency does not exist on this server (MariaDB 10.6 removed it: no InnoDB thread queue)", "", "")
+		d.add("setting.innodb_thread_concurrency", health.SeverityOK, "innodb_thread_concurrency does not exist on this server (MariaDB 10.6 removed it: no InnoDB thread queue)", "", "")
 	}
 	return nil
 }
@@ -372,7 +372,7 @@ const mysqlLockWait = 5
 
 func (d *doctor) checkInvariant(ctx context.Context) error {
 	if d.cfg.Engine == nil {
-		d.add("invariant", ops.SeverityWarn, "not checked: no engine given", "", "")
+		d.add("invariant", health.SeverityWarn, "not checked: no engine given", "", "")
 		return nil
 	}
 	rep, err := d.cfg.Engine.CheckInvariant(ctx)
@@ -380,10 +380,10 @@ func (d *doctor) checkInvariant(ctx context.Context) error {
 		return err
 	}
 	if rep.OK() {
-		d.add("invariant", ops.SeverityOK, fmt.Sprintf("pooled + held <= available on all %d keys", rep.Keys), "", "")
+		d.add("invariant", health.SeverityOK, fmt.Sprintf("pooled + held <= available on all %d keys", rep.Keys), "", "")
 		return nil
 	}
-	d.add("invariant", ops.SeverityCritical, "invariant broken: "+rep.String(),
+	d.add("invariant", health.SeverityCritical, "invariant broken: "+rep.String(),
 		"units are promised twice: a buyer can hold a unit that cannot be claimed",
 		"stop writes to the affected keys and investigate (this is a bug: report it with the report above)")
 	return nil

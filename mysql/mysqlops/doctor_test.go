@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/mysqlops"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
-	"github.com/holdfast/holdfast/ops"
 )
 
 func TestCallerOf(t *testing.T) {
@@ -70,7 +70,7 @@ func setGlobal(t *testing.T, db *sql.DB, names []string, value any) {
 	t.Fatalf("none of %v exists on the server", names)
 }
 
-func find(rep *ops.Report, check string, sev ops.Severity, contains string) *ops.Finding {
+func find(rep *health.Report, check string, sev health.Severity, contains string) *health.Finding {
 	for _, f := range rep.Find(check) {
 		if f.Severity == sev && strings.Contains(f.Message, contains) {
 			return &f
@@ -123,8 +123,8 @@ func TestDoctorFindsTrouble(t *testing.T) {
 			t.Errorf("healthy: no %s finding:\n%s", c, rep.Text())
 		}
 	}
-	if rep.Count(ops.SeverityCritical) != 0 || len(rep.Find("transactions.idle"))+len(rep.Find("transactions.long"))+len(rep.Find("locks")) != 0 ||
-		find(rep, "setting.isolation", ops.SeverityOK, "READ-COMMITTED") == nil || find(rep, "invariant", ops.SeverityOK, "") == nil {
+	if rep.Count(health.SeverityCritical) != 0 || len(rep.Find("transactions.idle"))+len(rep.Find("transactions.long"))+len(rep.Find("locks")) != 0 ||
+		find(rep, "setting.isolation", health.SeverityOK, "READ-COMMITTED") == nil || find(rep, "invariant", health.SeverityOK, "") == nil {
 		t.Fatalf("healthy server: unexpected findings:\n%s", rep.Text())
 	}
 
@@ -178,16 +178,16 @@ func TestDoctorFindsTrouble(t *testing.T) {
 	t.Logf("\n%s", rep.Text())
 	want := []struct {
 		check    string
-		sev      ops.Severity
+		sev      health.Severity
 		contains string
 	}{
-		{"transactions.idle", ops.SeverityWarn, fmt.Sprintf("thread %d ", idleID)},
-		{"locks.wait", ops.SeverityWarn, "caller shop/checkout"},
-		{"transactions.long", ops.SeverityWarn, "caller shop/checkout"},
-		{"purge.history_list_length", ops.SeverityWarn, "history list length"},
-		{"setting.isolation", ops.SeverityWarn, "REPEATABLE-READ"},
-		{"setting.innodb_lock_wait_timeout", ops.SeverityWarn, "50 s"},
-		{"invariant", ops.SeverityOK, "on all"},
+		{"transactions.idle", health.SeverityWarn, fmt.Sprintf("thread %d ", idleID)},
+		{"locks.wait", health.SeverityWarn, "caller shop/checkout"},
+		{"transactions.long", health.SeverityWarn, "caller shop/checkout"},
+		{"purge.history_list_length", health.SeverityWarn, "history list length"},
+		{"setting.isolation", health.SeverityWarn, "REPEATABLE-READ"},
+		{"setting.innodb_lock_wait_timeout", health.SeverityWarn, "50 s"},
+		{"invariant", health.SeverityOK, "on all"},
 	}
 	for _, w := range want {
 		if find(rep, w.check, w.sev, w.contains) == nil {

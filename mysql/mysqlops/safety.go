@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/holdfast/holdfast/ops"
+	"github.com/holdfast/holdfast/health"
 )
 
 // ReadSafetyStock reads the keys with a safety stock from a holdfast MySQL
-// database, listing at most n of those at or below it (ops.SafetyStock).
-func ReadSafetyStock(ctx context.Context, db *sql.DB, n int) (*ops.SafetyStock, error) {
-	s := &ops.SafetyStock{}
+// database, listing at most n of those at or below it (health.SafetyStock).
+func ReadSafetyStock(ctx context.Context, db *sql.DB, n int) (*health.SafetyStock, error) {
+	s := &health.SafetyStock{}
 	if err := db.QueryRowContext(ctx, statement("safety_stock")).Scan(&s.Keys, &s.Units, &s.AtSafety, &s.Below); err != nil {
 		return nil, fmt.Errorf("mysqlops: read safety stock: %w", err)
 	}
@@ -21,7 +21,7 @@ func ReadSafetyStock(ctx context.Context, db *sql.DB, n int) (*ops.SafetyStock, 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k ops.SafetyKey
+		var k health.SafetyKey
 		if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &k.Available, &k.Safety, &k.Held); err != nil {
 			return nil, err
 		}
@@ -30,12 +30,12 @@ func ReadSafetyStock(ctx context.Context, db *sql.DB, n int) (*ops.SafetyStock, 
 	return s, rows.Err()
 }
 
-// checkSafety adds the safety-stock findings (ops.SafetyFindings).
+// checkSafety adds the safety-stock findings (health.SafetyFindings).
 func (d *doctor) checkSafety(ctx context.Context) error {
 	s, err := ReadSafetyStock(ctx, d.db, 10)
 	if err != nil {
 		return err
 	}
-	d.findings = append(d.findings, ops.SafetyFindings(s)...)
+	d.findings = append(d.findings, health.SafetyFindings(s)...)
 	return nil
 }

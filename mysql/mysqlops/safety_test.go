@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/mysqlops"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
-	"github.com/holdfast/holdfast/ops"
 )
 
 // TestDoctorSafetyStock: on MariaDB too, the doctor lists the keys with a
@@ -29,7 +29,7 @@ func TestDoctorSafetyStock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if find(rep, "safety", ops.SeverityOK, "no key keeps a safety stock") == nil {
+	if find(rep, "safety", health.SeverityOK, "no key keeps a safety stock") == nil {
 		t.Fatalf("no safety stock:\n%s", rep.Text())
 	}
 	set := func(item int64, available, safety, hold int) {
@@ -54,14 +54,14 @@ func TestDoctorSafetyStock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := find(rep, "safety", ops.SeverityOK, "3 keys keep a safety stock (10 units withheld from sale); 2 at it")
+	f := find(rep, "safety", health.SeverityOK, "3 keys keep a safety stock (10 units withheld from sale); 2 at it")
 	if f == nil || !strings.Contains(f.Message, "1/2/1 available 5, held 0, safety 5") || !strings.Contains(f.Message, "1/3/1 available 5, held 4, safety 3") || strings.Contains(f.Message, "1/1/1") {
 		t.Fatalf("safety:\n%s", rep.Text())
 	}
-	if b := find(rep, "safety.below", ops.SeverityWarn, "1/3/1"); b == nil || strings.Contains(b.Message, "1/2/1") {
+	if b := find(rep, "safety.below", health.SeverityWarn, "1/3/1"); b == nil || strings.Contains(b.Message, "1/2/1") {
 		t.Fatalf("safety.below:\n%s", rep.Text())
 	}
-	if find(rep, "invariant", ops.SeverityOK, "") == nil {
+	if find(rep, "invariant", health.SeverityOK, "") == nil {
 		t.Fatalf("invariant:\n%s", rep.Text())
 	}
 }

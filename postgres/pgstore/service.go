@@ -10,11 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
-	"github.com/holdfast/holdfast/ops"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgops"
 	"github.com/holdfast/holdfast/webhook"
 )
 
@@ -35,7 +36,7 @@ var (
 // database migrated by package postgres/migrations: its api_keys table,
 // the webhook registry (Webhooks), the console's reads and readiness. It is
 // also a prometheus.Collector of pool's statistics (pool="api") and runs
-// the doctor for the console (ops.Doctor). Safe for concurrent use.
+// the doctor for the console (pgops.Doctor). Safe for concurrent use.
 func Service(pool *pgxpool.Pool) *ServiceStore {
 	return &ServiceStore{pool: pool, Collector: metrics.NewPoolCollector(pool, "api")}
 }
@@ -55,8 +56,8 @@ func (s *ServiceStore) Webhooks() webhook.Store { return Webhooks(s.pool) }
 func (s *ServiceStore) Unreachable(err error) bool { return postgres.Unreachable(err) }
 
 // Doctor runs the PostgreSQL doctor's checks, for the console.
-func (s *ServiceStore) Doctor(ctx context.Context) (*ops.Report, error) {
-	return ops.Doctor(ctx, s.pool, ops.DoctorConfig{})
+func (s *ServiceStore) Doctor(ctx context.Context) (*health.Report, error) {
+	return pgops.Doctor(ctx, s.pool, pgops.DoctorConfig{})
 }
 
 // EventsHead is a shop's newest event cursor, for the console.
