@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/rediscluster"
@@ -57,7 +58,7 @@ func newShadowServer(t *testing.T) (*shadow.Engine, string, string) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sh, err := shadow.New(ctx, db.Pool, store, hc, shadow.Config{Logger: log})
+	sh, err := shadow.New(ctx, pgshadow.NewStore(db.Pool), store, hc, shadow.Config{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/rediscluster"
@@ -64,7 +65,7 @@ func newShadowEnv(t *testing.T) (*env, *shadow.Engine) {
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	sh, err := shadow.New(ctx, db.Pool, store, hc, shadow.Config{HoldLifetimeMax: shadowLifetime, Now: clock.Now, Logger: log})
+	sh, err := shadow.New(ctx, pgshadow.NewStore(db.Pool), store, hc, shadow.Config{HoldLifetimeMax: shadowLifetime, Now: clock.Now, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func newShadowEnv(t *testing.T) (*env, *shadow.Engine) {
 // serving replica's cache), "" when it is not enrolled.
 func modeOf(t *testing.T, e *env, shop int64) shadow.Mode {
 	t.Helper()
-	admin, err := shadow.New(context.Background(), e.db.Pool, nil, nil, shadow.Config{})
+	admin, err := shadow.New(context.Background(), pgshadow.NewStore(e.db.Pool), nil, nil, shadow.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast/holdfast"
@@ -252,21 +251,11 @@ func (e *Engine) Flush(ctx context.Context) error {
 	if len(stats) == 0 && len(samples) == 0 {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		for k, s := range stats {
-			batch.Queue(e.sql("stats_add"), k.shop, k.op, k.kind, s.n, s.l, s.h)
-		}
-		shops := map[int64]bool{}
-		for _, s := range samples {
-			batch.Queue(e.sql("sample_add"), s.ShopID, s.Op, s.Kind, string(s.Request), string(s.Legacy), string(s.Holdfast))
-			shops[s.ShopID] = true
-		}
-		for shop := range shops {
-			batch.Queue(e.sql("sample_trim"), shop, SamplesPerShopMax)
-		}
-		return tx.SendBatch(ctx, batch).Close()
-	})
+	counts := make([]Counts, 0, len(stats))
+	for k, s := range stats {
+		counts = append(counts, Counts{ShopID: k.shop, Op: k.op, Kind: k.kind, N: s.n, Legacy: s.l, Holdfast: s.h})
+	}
+	err := e.st.AddComparisons(ctx, counts, samples, SamplesPerShopMax)
 	if err != nil {
 		e.rec.mu.Lock()
 		for k, s := range stats {

@@ -9,7 +9,7 @@
 //	store, _ := redis.New(rdb, pool, redis.Config{})   // package legacy/redis
 //	_ = store.Setup(ctx)
 //	hf, _ := postgres.New(pool, holdfast.Config{})
-//	sh, _ := shadow.New(ctx, pool, store, hf, shadow.Config{})
+//	sh, _ := shadow.New(ctx, pgshadow.NewStore(pool), store, hf, shadow.Config{})
 //	sh.Start(ctx)
 //	defer sh.Stop(ctx)
 //	_ = sh.Enroll(ctx, shopID)                        // legacy

@@ -2,7 +2,6 @@ package shadow
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,19 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/internal/maint"
-	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/legacy"
 )
-
-//go:embed sql/*.sql
-var sqlFiles embed.FS
-
-var statements = sqltext.Load("shadow", sqlFiles, "sql")
 
 // Bounds and defaults.
 const (
@@ -80,11 +72,10 @@ type Config struct {
 // safe for concurrent use; any number of Engines (replicas) may share a
 // database.
 type Engine struct {
-	pool *pgxpool.Pool
-	old  legacy.Store
-	hf   holdfast.Engine
-	cfg  Config
-	sqls map[string]string
+	st  Store
+	old legacy.Store
+	hf  holdfast.Engine
+	cfg Config
 
 	mu     sync.Mutex
 	modes  atomic.Pointer[modeTable]
@@ -98,12 +89,12 @@ type Engine struct {
 var _ holdfast.Engine = (*Engine)(nil)
 
 // New returns an Engine over the legacy store and the holdfast engine, with
-// its mode table and comparison records in pool's database (migration 004).
+// its mode table and comparison records in st (postgres/pgshadow.Store).
 // It loads the modes before returning. For admin use only (modes, reports,
 // plans, reverts) old and hf may be nil: Reconcile, SyncStock and moves to
 // shadow then return ErrNoBackends, and the holdfast.Engine operations must
 // not be called.
-func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.Engine, cfg Config) (*Engine, error) {
+func New(ctx context.Context, st Store, old legacy.Store, hf holdfast.Engine, cfg Config) (*Engine, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = PollIntervalDefault
 	}
@@ -131,7 +122,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	e := &Engine{pool: pool, old: old, hf: hf, cfg: cfg, sqls: statements.Map(), change: make(chan struct{}), metrics: newMetricSet()}
+	e := &Engine{st: st, old: old, hf: hf, cfg: cfg, change: make(chan struct{}), metrics: newMetricSet()}
 	e.rec.init()
 	e.modes.Store(&modeTable{revision: -1, shops: map[int64]ShopMode{}})
 	if err := e.Refresh(ctx); err != nil {
@@ -146,14 +137,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, old legacy.Store, hf holdfast.
 			Step: func(ctx context.Context) (bool, error) { _, err := old.ExpireOnce(ctx); return false, err }})
 	}
 	return e, nil
-}
-
-func (e *Engine) sql(name string) string {
-	s, ok := e.sqls[name]
-	if !ok {
-		panic("shadow: no statement " + name)
-	}
-	return s
 }
 
 // Legacy is the wrapped legacy store.

@@ -14,6 +14,7 @@ import (
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
@@ -94,7 +95,7 @@ func newRigWith(t *testing.T, conf func(*lredis.Config), wrap func(*lredis.Store
 	if wrap != nil {
 		ls = wrap(store)
 	}
-	sh, err := shadow.New(ctx, db.Pool, ls, hf, shadow.Config{HoldLifetimeMax: lifetime, Now: clock.Now})
+	sh, err := shadow.New(ctx, pgshadow.NewStore(db.Pool), ls, hf, shadow.Config{HoldLifetimeMax: lifetime, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

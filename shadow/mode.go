@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast"
 )
@@ -136,7 +135,7 @@ func (e *Engine) Enroll(ctx context.Context, shops ...int64) error {
 			return &ModeError{Err: ErrUnknownShop, Shop: s}
 		}
 	}
-	if _, err := e.pool.Exec(ctx, e.sql("enroll"), shops); err != nil {
+	if err := e.st.Enroll(ctx, shops); err != nil {
 		return fmt.Errorf("shadow: enroll: %w", err)
 	}
 	return e.Refresh(ctx)
@@ -160,29 +159,19 @@ func (e *Engine) SetMode(ctx context.Context, shop int64, to Mode, reason string
 		return fmt.Errorf("shadow: shop %d to shadow: %w", shop, ErrNoBackends)
 	}
 	var enteringShadow bool
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		var from Mode
-		var since *time.Time
-		var now time.Time
-		err := tx.QueryRow(ctx, e.sql("mode_lock"), shop).Scan(&from, &since, &now)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return &ModeError{Err: ErrUnknownShop, Shop: shop, Mode: to}
-		}
-		if err != nil {
-			return err
-		}
+	found, err := e.st.ChangeMode(ctx, shop, func(from Mode, since *time.Time, now time.Time) (*ModeChange, error) {
 		if err := checkStep(shop, from, to); err != nil {
-			return err
+			return nil, err
 		}
 		if from == to {
-			return nil
+			return nil, nil
 		}
 		if e.cfg.Now != nil {
 			now = e.cfg.Now()
 		}
 		if from == ModeShadow && to == ModePrimary && since != nil {
 			if ready := since.Add(e.cfg.HoldLifetimeMax); now.Before(ready) {
-				return &ModeError{Err: ErrWarming, Shop: shop, From: from, Mode: to, ReadyAt: ready}
+				return nil, &ModeError{Err: ErrWarming, Shop: shop, From: from, Mode: to, ReadyAt: ready}
 			}
 		}
 		var nowArg *time.Time
@@ -190,9 +179,11 @@ func (e *Engine) SetMode(ctx context.Context, shop int64, to Mode, reason string
 			nowArg = &now
 		}
 		enteringShadow = from == ModeLegacy && to == ModeShadow
-		_, err = tx.Exec(ctx, e.sql("mode_set"), shop, string(to), enteringShadow, reason, nowArg, string(from))
-		return err
+		return &ModeChange{From: from, To: to, EnteringShadow: enteringShadow, Reason: reason, Now: nowArg}, nil
 	})
+	if err == nil && !found {
+		err = &ModeError{Err: ErrUnknownShop, Shop: shop, Mode: to}
+	}
 	if err != nil {
 		var me *ModeError
 		if errors.As(err, &me) {
@@ -298,32 +289,23 @@ func (e *Engine) ShopModes() []ShopMode {
 
 // Refresh reloads the modes from the database when they changed.
 func (e *Engine) Refresh(ctx context.Context) error {
-	var rev int64
-	if err := e.pool.QueryRow(ctx, e.sql("revision")).Scan(&rev); err != nil {
+	rev, err := e.st.ModesRevision(ctx)
+	if err != nil {
 		return fmt.Errorf("shadow: poll modes: %w", err)
 	}
 	if cur := e.modes.Load(); cur.revision == rev && !cur.loaded.IsZero() {
 		return nil
 	}
-	rows, err := e.pool.Query(ctx, e.sql("modes"))
+	modes, modesRev, err := e.st.Modes(ctx)
 	if err != nil {
 		return fmt.Errorf("shadow: load modes: %w", err)
 	}
 	t := &modeTable{revision: rev, shops: map[int64]ShopMode{}, loaded: time.Now()}
-	for rows.Next() {
-		var m ShopMode
-		var since *time.Time
-		if err := rows.Scan(&m.ShopID, &m.Mode, &since, &m.ChangedAt, &t.revision); err != nil {
-			rows.Close()
-			return fmt.Errorf("shadow: load modes: %w", err)
-		}
-		if since != nil {
-			m.ShadowSince = *since
-		}
-		t.shops[m.ShopID] = m
+	if modesRev != 0 {
+		t.revision = modesRev
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("shadow: load modes: %w", err)
+	for _, m := range modes {
+		t.shops[m.ShopID] = m
 	}
 	e.mu.Lock()
 	if cur := e.modes.Load(); cur.revision <= t.revision {

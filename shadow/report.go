@@ -2,7 +2,6 @@ package shadow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -49,11 +48,10 @@ func (e *Engine) Report(ctx context.Context) ([]ShopReport, error) {
 	if err := e.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.pool.Query(ctx, e.sql("stats_read"))
+	counts, err := e.st.Counts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: report: %w", err)
 	}
-	defer rows.Close()
 	byShop := map[int64]*ShopReport{}
 	lat := map[int64][2]*stat{}
 	get := func(shop int64) *ShopReport {
@@ -65,13 +63,8 @@ func (e *Engine) Report(ctx context.Context) ([]ShopReport, error) {
 		}
 		return r
 	}
-	for rows.Next() {
-		var shop, n int64
-		var op, kind string
-		var l, h []int64
-		if err := rows.Scan(&shop, &op, &kind, &n, &l, &h); err != nil {
-			return nil, fmt.Errorf("shadow: report: %w", err)
-		}
+	for _, c := range counts {
+		shop, kind, n, l, h := c.ShopID, c.Kind, c.N, c.Legacy, c.Holdfast
 		r := get(shop)
 		r.Ops += n
 		switch {
@@ -89,9 +82,6 @@ func (e *Engine) Report(ctx context.Context) ([]ShopReport, error) {
 			ls[0].l[i] += l[i]
 			ls[1].h[i] += h[i]
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("shadow: report: %w", err)
 	}
 	for _, m := range e.ShopModes() {
 		r := get(m.ShopID)
@@ -277,22 +267,11 @@ func (e *Engine) Samples(ctx context.Context, shop int64, limit int) ([]Sample, 
 	if err := e.Flush(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.pool.Query(ctx, e.sql("samples_read"), shop, limit)
+	out, err := e.st.Samples(ctx, shop, limit)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: samples: %w", err)
 	}
-	defer rows.Close()
-	var out []Sample
-	for rows.Next() {
-		var s Sample
-		var req, l, h []byte
-		if err := rows.Scan(&s.ID, &s.ShopID, &s.Op, &s.Kind, &req, &l, &h, &s.RecordedAt); err != nil {
-			return nil, err
-		}
-		s.Request, s.Legacy, s.Holdfast = json.RawMessage(req), json.RawMessage(l), json.RawMessage(h)
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ReconcileKeysMax bounds the keys one Reconcile compares.
@@ -328,22 +307,14 @@ func (e *Engine) Reconcile(ctx context.Context, shop int64, extra ...holdfast.Ke
 	if !ok {
 		return nil, &ModeError{Err: ErrUnknownShop, Shop: shop}
 	}
-	rows, err := e.pool.Query(ctx, e.sql("keys_read"), shop, ReconcileKeysMax)
+	keys, err := e.st.StockedKeys(ctx, shop, ReconcileKeysMax)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: reconcile: %w", err)
 	}
 	seen := map[holdfast.Key]bool{}
-	var keys []holdfast.Key
-	for rows.Next() {
-		k := holdfast.Key{ShopID: shop}
-		if err := rows.Scan(&k.ItemID, &k.LocationID); err != nil {
-			rows.Close()
-			return nil, err
-		}
+	for _, k := range keys {
 		seen[k] = true
-		keys = append(keys, k)
 	}
-	rows.Close()
 	for _, k := range extra {
 		if k.ShopID == shop && !seen[k] {
 			seen[k] = true

@@ -18,6 +18,7 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -371,7 +372,7 @@ func TestSecondReplicaApplies(t *testing.T) {
 	if err := r.sh.Enroll(ctx, 21); err != nil {
 		t.Fatal(err)
 	}
-	b, err := shadow.New(ctx, r.db.Pool, r.store, r.hf, shadow.Config{HoldLifetimeMax: lifetime})
+	b, err := shadow.New(ctx, pgshadow.NewStore(r.db.Pool), r.store, r.hf, shadow.Config{HoldLifetimeMax: lifetime})
 	if err != nil {
 		t.Fatal(err)
 	}

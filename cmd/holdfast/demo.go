@@ -21,8 +21,8 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/rediscluster"
-	"github.com/holdfast/holdfast/shadow"
 )
 
 func init() { register(newDemoCmd) }
@@ -103,7 +103,7 @@ const crashPercentMax = 50
 // at once.
 const migrationDemoConns = 40
 
-// runMigrationDemo is demo --scenario migration: shadow.Demo on the
+// runMigrationDemo is demo --scenario migration: pgshadow.Demo on the
 // embedded defaults, a throwaway PostgreSQL cluster and a private
 // redis-server, or DATABASE_URL and REDIS_URL when set.
 func runMigrationDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
@@ -141,7 +141,7 @@ func runMigrationDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	if _, err := migrations.Up(ctx, pool); err != nil {
 		return err
 	}
-	_, err = shadow.Demo(ctx, w, pool, rdb, shadow.DemoOptions{Seed: f.seed, CrashPercent: f.crashPercent})
+	_, err = pgshadow.Demo(ctx, w, pool, rdb, pgshadow.DemoOptions{Seed: f.seed, CrashPercent: f.crashPercent})
 	return err
 }
 

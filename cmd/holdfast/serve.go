@@ -26,6 +26,7 @@ import (
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgops"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -299,7 +300,7 @@ func startShadow(ctx context.Context, opt *goredis.Options, lf *shadowFlags, poo
 		_ = rdb.Close()
 		return nil, nil, err
 	}
-	sh, err := shadow.New(ctx, pool, store, hc, shadow.Config{Logger: log, HoldLifetimeMax: lf.lifetime})
+	sh, err := shadow.New(ctx, pgshadow.NewStore(pool), store, hc, shadow.Config{Logger: log, HoldLifetimeMax: lf.lifetime})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, err

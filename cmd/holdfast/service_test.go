@@ -20,6 +20,7 @@ import (
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
@@ -382,7 +383,7 @@ func TestServe(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Enrolled (by the operator's Go API; the CLI does the same).
-		admin, err := shadow.New(ctx, pool, nil, nil, shadow.Config{})
+		admin, err := shadow.New(ctx, pgshadow.NewStore(pool), nil, nil, shadow.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

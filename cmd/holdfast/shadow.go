@@ -25,6 +25,7 @@ import (
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/shadow"
 )
 
@@ -475,7 +476,7 @@ func withShadow(ctx context.Context, f *shadowFlags, needLegacy bool, fn func(co
 		}
 		old = store
 	}
-	sh, err := shadow.New(ctx, pool, old, hf, shadow.Config{HoldLifetimeMax: f.lifetime, LegacyExpireInterval: -1})
+	sh, err := shadow.New(ctx, pgshadow.NewStore(pool), old, hf, shadow.Config{HoldLifetimeMax: f.lifetime, LegacyExpireInterval: -1})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/pgcluster"
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/rediscluster"
 	"github.com/holdfast/holdfast/shadow"
 )
@@ -93,7 +94,7 @@ func newShadowRig(t *testing.T) *shadowRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := shadow.New(ctx, pool, store, hf, shadow.Config{LegacyExpireInterval: -1})
+	sh, err := shadow.New(ctx, pgshadow.NewStore(pool), store, hf, shadow.Config{LegacyExpireInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,35 @@
-package shadow_test
+package pgshadow_test
 
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/holdfast/holdfast/postgres/pgshadow"
 	"github.com/holdfast/holdfast/postgres/pgtest"
-	"github.com/holdfast/holdfast/shadow"
+	"github.com/holdfast/holdfast/rediscluster"
 )
+
+var redisURL string
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	u, _, err := rediscluster.URLOrStart(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgshadow tests:", err)
+		os.Exit(1)
+	}
+	// pgtest.Main exits the process; the Redis server's Pdeathsig stops
+	// it then, and its directory is a temporary one.
+	redisURL = u
+	pgtest.Main(m)
+}
 
 // TestDemoCrashInjection runs the migration demo: the crashes injected
 // between the legacy's ledger write and its Redis cleanup cause real
@@ -25,7 +45,7 @@ func TestDemoCrashInjection(t *testing.T) {
 	rdb := goredis.NewClient(opt)
 	defer rdb.Close()
 	var out bytes.Buffer
-	sum, err := shadow.Demo(context.Background(), &out, db.Pool, rdb, shadow.DemoOptions{Seed: 7})
+	sum, err := pgshadow.Demo(context.Background(), &out, db.Pool, rdb, pgshadow.DemoOptions{Seed: 7})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package shadow
+package pgshadow
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/holdfast/holdfast/legacy"
 	lredis "github.com/holdfast/holdfast/legacy/redis"
 	"github.com/holdfast/holdfast/postgres"
+	"github.com/holdfast/holdfast/shadow"
 )
 
 // DemoOptions configures Demo. The zero value of every field means its
@@ -85,9 +86,9 @@ type SaleResult struct {
 
 // RampStep is the ramp's state after one step.
 type RampStep struct {
-	Step   string       `json:"step"`
-	Shops  []ShopReport `json:"shops"`
-	Detail string       `json:"detail"`
+	Step   string              `json:"step"`
+	Shops  []shadow.ShopReport `json:"shops"`
+	Detail string              `json:"detail"`
 }
 
 // DemoSummary is what Demo measured.
@@ -185,7 +186,7 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	}
 
 	// 2. The ramp.
-	sh, err := New(ctx, pool, store, hf, Config{HoldLifetimeMax: time.Hour, Now: clock.Now})
+	sh, err := shadow.New(ctx, NewStore(pool), store, hf, shadow.Config{HoldLifetimeMax: time.Hour, Now: clock.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 		if err != nil {
 			return err
 		}
-		var mine []ShopReport
+		var mine []shadow.ShopReport
 		for _, r := range reps {
 			if traffic[r.ShopID] > 0 {
 				mine = append(mine, r)
@@ -244,7 +245,7 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 		return nil, err
 	}
 	for _, s := range shops {
-		if err := sh.SetMode(ctx, s, ModeShadow, "demo"); err != nil {
+		if err := sh.SetMode(ctx, s, shadow.ModeShadow, "demo"); err != nil {
 			return nil, err
 		}
 	}
@@ -261,10 +262,10 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	if err := step("shadow: warmed, comparing", ""); err != nil {
 		return nil, err
 	}
-	th := Thresholds{ComparedMin: 20, AgreementMin: 0.99, P99Max: 5 * time.Second, P99RatioMax: 1000, Until: ModePrimary}
+	th := shadow.Thresholds{ComparedMin: 20, AgreementMin: 0.99, P99Max: 5 * time.Second, P99RatioMax: 1000, Until: shadow.ModePrimary}
 	for {
 		p, err := sh.PromoteNext(ctx, th)
-		if errors.Is(err, ErrNothingReady) {
+		if errors.Is(err, shadow.ErrNothingReady) {
 			break
 		}
 		if err != nil {
@@ -329,18 +330,18 @@ func Demo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, rdb goredis.Univ
 	return sum, nil
 }
 
-func short(m Mode) string { return string(m)[:1] }
+func short(m shadow.Mode) string { return string(m)[:1] }
 
-func rate(r ShopReport) string {
+func rate(r shadow.ShopReport) string {
 	if r.Compared == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*r.AgreementRate)
 }
 
-func allPrimary(sh *Engine, shops []int64) bool {
+func allPrimary(sh *shadow.Engine, shops []int64) bool {
 	for _, s := range shops {
-		if m, _ := sh.Mode(s); m != ModePrimary {
+		if m, _ := sh.Mode(s); m != shadow.ModePrimary {
 			return false
 		}
 	}
@@ -485,7 +486,7 @@ func demoSale(ctx context.Context, w io.Writer, sys string, k holdfast.Key, o De
 // each shop's checkouts one after another (per-request outcomes compare
 // without two systems racing for the same last unit). leaveLive leaves a
 // fifth of the holds open, to be claimed next round.
-func demoTraffic(ctx context.Context, sh *Engine, live *sync.Map, shops []int64, traffic map[int64]int, rng *rand.Rand, leaveLive bool) error {
+func demoTraffic(ctx context.Context, sh *shadow.Engine, live *sync.Map, shops []int64, traffic map[int64]int, rng *rand.Rand, leaveLive bool) error {
 	plans := map[int64][]demoPlan{}
 	for _, s := range shops {
 		for range traffic[s] {
@@ -510,7 +511,7 @@ func demoTraffic(ctx context.Context, sh *Engine, live *sync.Map, shops []int64,
 
 type demoPlan struct{ item, q, choice int }
 
-func demoShop(ctx context.Context, sh *Engine, live *sync.Map, shop int64, plans []demoPlan, leaveLive bool) error {
+func demoShop(ctx context.Context, sh *shadow.Engine, live *sync.Map, shop int64, plans []demoPlan, leaveLive bool) error {
 	if v, ok := live.LoadAndDelete(shop); ok {
 		for _, id := range v.([]uuid.UUID) {
 			if _, err := sh.Claim(ctx, shop, id); err != nil {
