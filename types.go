@@ -115,7 +115,7 @@ const (
 	// counter; contended it is the fastest strategy for Reserve on a hot key.
 	StrategyBatch Strategy = "batch"
 	// StrategyPool keeps a bounded pool of one row per sellable unit, taken
-	// with FOR UPDATE SKIP LOCKED (the design of the seed documents).
+	// with FOR UPDATE SKIP LOCKED (one row per unit: each hold takes whole rows, no counter is contended).
 	StrategyPool Strategy = "pool"
 	// StrategySlots spreads a key's units over Config.Slots counter rows
 	// picked with SKIP LOCKED, so concurrent transactions that hold their

@@ -23,7 +23,7 @@ func TestAllocationScenarios(t *testing.T) {
 	t.Parallel()
 	o := smokeOptions()
 	o.Scenarios = AllocationScenarios()
-	o.Strategies = []string{string(holdfast.StrategyBatch), string(holdfast.StrategyCounter), "seed004"}
+	o.Strategies = []string{string(holdfast.StrategyBatch), string(holdfast.StrategyCounter), "pessimistic"}
 	o.HotStock = 1000
 	rep, err := Run(context.Background(), o)
 	if err != nil {

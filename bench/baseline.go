@@ -23,7 +23,7 @@ const (
 	// race.
 	baselineRetryMax = 16
 	// baselineLockTimeout and baselineStatementTimeout are set in the
-	// baselines' own transactions, as seed 004 asks.
+	// baselines' own transactions, so a stuck lock fails fast instead of piling up waiters.
 	baselineLockTimeout      = "2s"
 	baselineStatementTimeout = "3s"
 )
@@ -93,7 +93,7 @@ func runBaseline(ctx context.Context, b beginner, own bool, c *counters, fn func
 }
 
 // sortedLines returns the lines in (item, location) order: the lock order
-// both baselines follow (seed 004's deadlock mitigation).
+// both baselines follow (one lock order: no deadlock between two carts).
 func sortedLines(lines []holdfast.Line) []holdfast.Line {
 	s := slices.Clone(lines)
 	slices.SortFunc(s, func(a, b holdfast.Line) int {
@@ -139,41 +139,41 @@ func auditQuery(ctx context.Context, pool *pgxpool.Pool, sql string) (audit, err
 	return a, nil
 }
 
-// seed004 is seed 004's pessimistic pattern: per line, in key order, lock
+// pessimistic is the single-row pessimistic pattern: per line, in key order, lock
 // the item row FOR UPDATE, check stock - reserved_stock in the application,
 // append a ledger entry, update reserved_stock.
-type seed004 struct {
+type pessimistic struct {
 	pool     *pgxpool.Pool
 	counters *counters
 }
 
-func (s *seed004) setup(ctx context.Context, keys []holdfast.Key, units int) error {
-	if _, err := s.pool.Exec(ctx, query("seed004_schema")); err != nil {
+func (s *pessimistic) setup(ctx context.Context, keys []holdfast.Key, units int) error {
+	if _, err := s.pool.Exec(ctx, query("pessimistic_schema")); err != nil {
 		return err
 	}
 	shop, items, locs, err := keyColumns(keys)
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, query("seed004_stock"), shop, items, locs, units)
+	_, err = s.pool.Exec(ctx, query("pessimistic_stock"), shop, items, locs, units)
 	return err
 }
 
-func (s *seed004) reserve(ctx context.Context, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+func (s *pessimistic) reserve(ctx context.Context, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
 	return runBaseline(ctx, s.pool, true, s.counters, func(tx pgx.Tx) error { return s.once(ctx, tx, shop, checkout, lines) })
 }
 
-func (s *seed004) reserveTx(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+func (s *pessimistic) reserveTx(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
 	return runBaseline(ctx, tx, false, s.counters, func(tx pgx.Tx) error { return s.once(ctx, tx, shop, checkout, lines) })
 }
 
 var (
-	seedLock   = query("seed004_lock")
-	seedLedger = query("seed004_ledger")
-	seedUpdate = query("seed004_update")
+	seedLock   = query("pessimistic_lock")
+	seedLedger = query("pessimistic_ledger")
+	seedUpdate = query("pessimistic_update")
 )
 
-func (s *seed004) once(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
+func (s *pessimistic) once(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
 	for _, l := range sortedLines(lines) {
 		var stock, reserved int
 		if err := tx.QueryRow(ctx, seedLock, shop, l.ItemID, l.LocationID).Scan(&stock, &reserved); err != nil {
@@ -195,14 +195,16 @@ func (s *seed004) once(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid
 	return nil
 }
 
-func (s *seed004) audit(ctx context.Context) (audit, error) {
-	return auditQuery(ctx, s.pool, query("seed004_audit"))
+func (s *pessimistic) audit(ctx context.Context) (audit, error) {
+	return auditQuery(ctx, s.pool, query("pessimistic_audit"))
 }
 
-func (s *seed004) tables() []string { return []string{"bench_seed_items", "bench_seed_ledger"} }
+func (s *pessimistic) tables() []string {
+	return []string{"bench_pessimistic_items", "bench_pessimistic_ledger"}
+}
 
-func (s *seed004) start(context.Context)      {}
-func (s *seed004) stop(context.Context) error { return nil }
+func (s *pessimistic) start(context.Context)      {}
+func (s *pessimistic) stop(context.Context) error { return nil }
 
 // optimistic reads each line's key with its version, without locks, checks
 // stock in the application, records the hold line and applies the

@@ -143,7 +143,7 @@ func (o Options) validate() error {
 			return fmt.Errorf("bench: strategy %q named twice", s)
 		}
 		seen[s] = true
-		if !IsEngine(s) && s != "seed004" && s != "optimistic" {
+		if !IsEngine(s) && s != "pessimistic" && s != "optimistic" {
 			return fmt.Errorf("bench: unknown strategy %q (known: %v)", s, Strategies())
 		}
 	}

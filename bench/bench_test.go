@@ -342,9 +342,9 @@ func slowMachine(err error) bool {
 	return s == "55P03" || s == "57014"
 }
 
-func TestSeed004NoOversell(t *testing.T) {
+func TestPessimisticNoOversell(t *testing.T) {
 	t.Parallel()
-	stressBaseline(t, "seed004")
+	stressBaseline(t, "pessimistic")
 }
 
 func TestOptimisticNoOversell(t *testing.T) {
@@ -358,7 +358,7 @@ func TestAuditCatchesOversell(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct{ name, corrupt string }{
-		{"seed004", "UPDATE bench_seed_items SET stock = 1"},
+		{"pessimistic", "UPDATE bench_pessimistic_items SET stock = 1"},
 		{"optimistic", "UPDATE bench_opt_items SET stock = 1"},
 	} {
 		db := pgtest.DB(t, 4)

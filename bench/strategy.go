@@ -30,9 +30,9 @@ var statements = sqltext.Load("bench", sqlFiles, "sql")
 var EngineStrategies = postgres.Strategies()
 
 // Baselines are the comparison patterns implemented in this package on
-// their own tables: seed 004's SELECT … FOR UPDATE + ledger entry, and an
+// their own tables: single-row pessimistic (SELECT … FOR UPDATE + ledger entry), and an
 // optimistic version column with bounded retries.
-var Baselines = []string{"seed004", "optimistic"}
+var Baselines = []string{"pessimistic", "optimistic"}
 
 // Strategies returns every strategy name the bench knows, engine strategies
 // first.
@@ -90,8 +90,8 @@ func openReserver(name string, pool *pgxpool.Pool, c *counters, logger *slog.Log
 	switch {
 	case IsEngine(name):
 		return openEngine(holdfast.Strategy(name), pool, c, logger)
-	case name == "seed004":
-		return &seed004{pool: pool, counters: c}, nil
+	case name == "pessimistic":
+		return &pessimistic{pool: pool, counters: c}, nil
 	case name == "optimistic":
 		return &optimistic{pool: pool, counters: c}, nil
 	}

@@ -370,7 +370,7 @@ func testCombinedReservations(t *testing.T, h *Harness) {
 	}
 }
 
-// testSeedRace is the seed's race: 64 clients × 20 attempts for 50 units.
+// testSeedRace is the flash-sale race: 64 clients × 20 attempts for 50 units.
 // Exactly 50 are held, every attempt is answered, no deadlock or timeout
 // reaches a caller. How long the answers took is logged, never asserted.
 func testSeedRace(t *testing.T, h *Harness) {

@@ -3,7 +3,7 @@
 // (package shadow) can run it side by side with holdfast, compare the two on
 // real traffic and move the source of truth shop by shop.
 //
-// Package legacy/redis implements Store as the seeds' Redis design. A team
+// Package legacy/redis implements Store as the legacy Redis design. A team
 // with another legacy store implements Store over it: see Store.
 package legacy
 

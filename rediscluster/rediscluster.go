@@ -4,7 +4,7 @@
 // and the bench's Redis row run against when REDIS_URL is unset. It never
 // touches a system Redis on the standard port.
 //
-// The server runs with --save "" --appendonly no, as the seeds' legacy ran
+// The server runs with --save "" --appendonly no, as the legacy ran
 // for holds: fast, and nothing survives a restart.
 package rediscluster
 

@@ -1,5 +1,5 @@
 // Package shadow moves a shop's holds from a legacy hold store onto holdfast
-// without a flag day — the seeds' rollout: shadow mode, a per-shop switch of
+// without a flag day — the staged rollout: shadow mode, a per-shop switch of
 // the source of truth with the dual write kept on, a ramp smallest-first and
 // a kill switch that is always armed.
 //

@@ -32,7 +32,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	f := &benchFlags{}
 	fs := cmd.Flags()
 	fs.StringVar(&f.scenarios, "scenarios", strings.Join(bench.Scenarios(), ","), "scenarios to run, comma-separated (also: "+strings.Join(bench.AllocationScenarios(), ", ")+", allocation against a fixed location, engine strategies only)")
-	fs.StringVar(&f.strategies, "strategies", strings.Join(bench.Strategies(), ","), "strategies to run, comma-separated (engine strategies and the baselines seed004, optimistic)")
+	fs.StringVar(&f.strategies, "strategies", strings.Join(bench.Strategies(), ","), "strategies to run, comma-separated (engine strategies and the baselines pessimistic, optimistic)")
 	fs.StringVar(&f.clients, "clients", "1,8,32,64", "client counts, comma-separated")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measured time per run")
 	fs.DurationVar(&f.txWork, "tx-work", 5*time.Millisecond, "simulated checkout work inside each hot-tx transaction")

@@ -1,4 +1,4 @@
-// Package redis is the seeds' Redis hold store, exactly as the legacy ran it,
+// Package redis is the legacy Redis hold store, exactly as the legacy ran it,
 // as a legacy.Store: a counter per (shop, item, location) under a
 // configurable key template, DECRBY to reserve (given back with INCRBY when it
 // went negative), INCRBY to release, each checkout's hold tracked in a hash

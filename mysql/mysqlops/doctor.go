@@ -356,7 +356,7 @@ func (d *doctor) checkSettings(ctx context.Context) error {
 		if v != "0" {
 			d.add("setting.innodb_thread_concurrency", health.SeverityWarn,
 				fmt.Sprintf("innodb_thread_concurrency is %s; holdfast recommends 0 (no limit)", v),
-				"InnoDB admits only this many threads at once and queues the rest: under a flash sale the queue, not the rows, becomes the bottleneck, and a thread holding row locks can wait in it while others wait on those locks (seed 003 re-evaluated this setting)",
+				"InnoDB admits only this many threads at once and queues the rest: under a flash sale the queue, not the rows, becomes the bottleneck, and a thread holding row locks can wait in it while others wait on those locks",
 				"SET GLOBAL innodb_thread_concurrency = 0 and bound concurrency with the application's connection pools instead")
 		} else {
 			d.add("setting.innodb_thread_concurrency", health.SeverityOK, "innodb_thread_concurrency 0 (no limit)", "", "")

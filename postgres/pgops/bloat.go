@@ -17,7 +17,7 @@ import (
 // Defaults of the bloat SLI.
 const (
 	// DeadPercentMaxDefault is the share of dead tuples above which a table
-	// counts as behind on vacuum (the seed documents' 20%).
+	// counts as behind on vacuum (20%: past it, scans read mostly dead rows).
 	DeadPercentMaxDefault = 20.0
 	// BloatWindowDefault is how long a table must stay above
 	// DeadPercentMax before its alert flag goes up.

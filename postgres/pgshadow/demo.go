@@ -73,10 +73,10 @@ type SaleResult struct {
 	Oversold int `json:"oversold"`
 	// NeverDeducted is units sold that the ledger never deducted: it
 	// overstates the stock by them, and sells them again once Redis is
-	// re-synced from it (the seeds' "oversold: sold, never deducted").
+	// re-synced from it (the legacy's "oversold: sold, never deducted").
 	NeverDeducted int `json:"never_deducted"`
 	// Undersold is units deducted from the ledger but still reserved in
-	// Redis when the sale ended (the seeds' "undersold: deducted, still
+	// Redis when the sale ended (the legacy's "undersold: deducted, still
 	// reserved"): until the hold expires no buyer can get them — and when it
 	// does expire they go back on sale although sold.
 	Undersold int `json:"undersold"`
@@ -124,7 +124,7 @@ const demoTTL = 10 * time.Minute
 
 // Demo is `holdfast demo --scenario migration`: the migration story on a
 // migrated PostgreSQL database and a Redis server. First a flash sale
-// through the seeds' Redis design with claims crashing between the ledger
+// through the legacy Redis design (package legacy/redis) with claims crashing between the ledger
 // write and the Redis cleanup at seeded points, and the same sale and crash
 // schedule through holdfast; then shops enrolled in the shadow layer go
 // legacy → shadow → ramp smallest-first to primary → the kill switch

@@ -1,9 +1,9 @@
--- Baseline "seed004": seed 004's pessimistic pattern on the bench's own
+-- Baseline "pessimistic": the single-row pessimistic pattern on the bench's own
 -- tables (never holdfast's). One row per key with stock and reserved_stock,
 -- locked with SELECT … FOR UPDATE; every reservation line appends a ledger
 -- entry. No CHECK constraint guards reserved_stock <= stock: correctness has
 -- to come from the pattern, and the audit proves it.
-CREATE TABLE bench_seed_items (
+CREATE TABLE bench_pessimistic_items (
     shop_id           bigint  NOT NULL,
     inventory_item_id bigint  NOT NULL,
     location_id       bigint  NOT NULL,
@@ -11,7 +11,7 @@ CREATE TABLE bench_seed_items (
     reserved_stock    integer NOT NULL DEFAULT 0,
     PRIMARY KEY (shop_id, inventory_item_id, location_id)
 );
-CREATE TABLE bench_seed_ledger (
+CREATE TABLE bench_pessimistic_ledger (
     id                bigserial   PRIMARY KEY,
     shop_id           bigint      NOT NULL,
     inventory_item_id bigint      NOT NULL,

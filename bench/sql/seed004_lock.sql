@@ -1,5 +1,0 @@
--- Step 2 of seed 004: lock the item row. $1 shop, $2 item, $3 location.
-SELECT stock, reserved_stock
-FROM bench_seed_items
-WHERE shop_id = $1 AND inventory_item_id = $2 AND location_id = $3
-FOR UPDATE
