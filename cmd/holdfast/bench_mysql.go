@@ -32,7 +32,7 @@ func runBenchEngines(ctx context.Context, stdout io.Writer, f *benchFlags) (done
 			engines = append(engines, e)
 		}
 	}
-	if !slices.Contains(engines, engineMariaDB) {
+	if !slices.Contains(engines, engineMySQL) {
 		return false, nil
 	}
 	if f.soak || f.replot != "" {

@@ -248,7 +248,7 @@ func runDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-	if engine == engineMariaDB {
+	if engine == engineMySQL {
 		if f.useHTTP {
 			return usageError("--http runs on --engine %s only", enginePostgres)
 		}

@@ -38,7 +38,7 @@ holdfast's schema it says to run holdfast migrate.`,
 		ctx := cmd.Context()
 		if eng, err := resolveEngine(*engine); err != nil {
 			return err
-		} else if eng == engineMariaDB {
+		} else if eng == engineMySQL {
 			return runMySQLDoctor(ctx, cmd.OutOrStdout(), *dataDir, *asJSON, *idleWarn, *xactWarn)
 		}
 		st, err := parseStrategy(*strategy)

@@ -26,15 +26,18 @@ import (
 // the errors they accompany are reported once, in the command's words.
 func init() { _ = mysqldriver.SetLogger(log.New(io.Discard, "", 0)) }
 
-// The engines a command can run on (--engine, HOLDFAST_ENGINE).
+// The engines a command can run on (--engine, HOLDFAST_ENGINE): one name
+// per database, the name of its package (postgres, mysql). The MySQL
+// engine runs on MySQL and MariaDB servers; "mariadb" (and "postgresql")
+// stay accepted as aliases.
 const (
 	enginePostgres = "postgres"
-	engineMariaDB  = "mariadb"
+	engineMySQL    = "mysql"
 )
 
 // engineFlag adds --engine to a command's flags.
 func engineFlag(fs *pflag.FlagSet) *string {
-	return fs.String("engine", "", "database engine: "+enginePostgres+" or "+engineMariaDB+" (MySQL/MariaDB); empty: from DATABASE_URL (mysql:// selects "+engineMariaDB+"), else "+enginePostgres)
+	return fs.String("engine", "", "database engine: "+enginePostgres+" or "+engineMySQL+" (MySQL or MariaDB; alias mariadb); empty: from DATABASE_URL (mysql:// selects "+engineMySQL+"), else "+enginePostgres)
 }
 
 // isMySQLURL reports whether u names a MySQL or MariaDB server.
@@ -43,28 +46,28 @@ func isMySQLURL(u string) bool {
 }
 
 // resolveEngine turns --engine and DATABASE_URL into the engine to run on.
-// A mysql:// DATABASE_URL selects MariaDB; --engine that contradicts
+// A mysql:// DATABASE_URL selects the MySQL engine; --engine that contradicts
 // DATABASE_URL is a usage error rather than a surprise.
 func resolveEngine(flag string) (string, error) {
 	u := os.Getenv("DATABASE_URL")
 	switch flag {
 	case "":
 		if isMySQLURL(u) {
-			return engineMariaDB, nil
+			return engineMySQL, nil
 		}
 		return enginePostgres, nil
-	case engineMariaDB, "mysql":
+	case engineMySQL, "mariadb":
 		if u != "" && !isMySQLURL(u) {
 			return "", usageError("--engine %s needs DATABASE_URL unset (a private MariaDB) or a mysql:// URL", flag)
 		}
-		return engineMariaDB, nil
+		return engineMySQL, nil
 	case enginePostgres, "postgresql":
 		if isMySQLURL(u) {
 			return "", usageError("--engine %s with a mysql:// DATABASE_URL", flag)
 		}
 		return enginePostgres, nil
 	}
-	return "", usageError("unknown --engine %q (known: %s or %s)", flag, enginePostgres, engineMariaDB)
+	return "", usageError("unknown --engine %q (known: %s or %s)", flag, enginePostgres, engineMySQL)
 }
 
 // mysqlDatabaseName is the database holdfast creates on a private MariaDB.

@@ -123,7 +123,7 @@ var shadowCommands = [][]string{
 // and migrate --check work on it.
 func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	ctx := context.Background()
-	for _, engine := range []string{enginePostgres, engineMariaDB} {
+	for _, engine := range []string{enginePostgres, engineMySQL} {
 		t.Run(engine, func(t *testing.T) {
 			var url string
 			var tables func() int
@@ -150,7 +150,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 					}
 					return n
 				}
-			case engineMariaDB:
+			case engineMySQL:
 				c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{})
 				if err != nil {
 					t.Fatal(err)
@@ -192,7 +192,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 				}
 			}
 
-			if engine == engineMariaDB {
+			if engine == engineMySQL {
 				// shadow runs on PostgreSQL only: one line saying so, with a
 				// mysql:// URL or --engine mariadb.
 				for _, args := range append(shadowCommands, []string{"shadow", "report", "--engine", "mariadb"}) {
@@ -320,7 +320,7 @@ func (s *serveProc) call(t *testing.T, method, path, key, body string) (int, str
 // a new key runs the default strategy batch on both; holdfast strategy set
 // and PUT …/strategy (admin keys only) change it.
 func TestCommandsOnServeDataDir(t *testing.T) {
-	for _, engine := range []string{enginePostgres, engineMariaDB} {
+	for _, engine := range []string{enginePostgres, engineMySQL} {
 		t.Run(engine, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "holdfast-cli-") // reachable by the server's user under root
 			if err != nil {
@@ -328,8 +328,8 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 			}
 			t.Cleanup(func() { os.RemoveAll(dir) })
 			flags := []string{"--data-dir", dir}
-			if engine == engineMariaDB {
-				flags = append(flags, "--engine", engineMariaDB)
+			if engine == engineMySQL {
+				flags = append(flags, "--engine", engineMySQL)
 			}
 			srv := startServeBin(t, nil, flags...)
 			cli := func(args ...string) string {
@@ -419,7 +419,7 @@ func TestCommandsOnServeDataDir(t *testing.T) {
 					t.Errorf("reserve item %s, only given a strategy: %d %s; want 409 not_stocked", item, code, body)
 				}
 			}
-			if engine == engineMariaDB {
+			if engine == engineMySQL {
 				code, _, errOut := runBin(t, nil, append([]string{"strategy", "set", "--shop", "1", "--item", "42", "--location", "1", "--strategy", "slots"}, flags...)...)
 				if code != 2 || !strings.Contains(errOut, "--strategy") {
 					t.Errorf("strategy set slots on MariaDB: exit %d %q; want a usage error naming --strategy", code, errOut)
@@ -443,18 +443,18 @@ func TestMariaDBServeDataDirAndMigrateFalse(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	first := startServeBin(t, nil, "--engine", engineMariaDB, "--data-dir", dir)
+	first := startServeBin(t, nil, "--engine", engineMySQL, "--data-dir", dir)
 	urlFile := filepath.Join(dir, mysqlURLFile)
 	url, err := os.ReadFile(urlFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runBin(t, nil, "serve", "--engine", engineMariaDB, "--data-dir", dir, "--addr", freeAddr(t))
+	code, _, errOut := runBin(t, nil, "serve", "--engine", engineMySQL, "--data-dir", dir, "--addr", freeAddr(t))
 	oneLineFailure(t, "a second serve --engine mariadb on one --data-dir", code, errOut, 1, "already runs with --data-dir "+dir)
 	if again, err := os.ReadFile(urlFile); err != nil || !bytes.Equal(again, url) {
 		t.Fatalf("the first serve's URL file after the second: %q, %v; want it unchanged", again, err)
 	}
-	if code, out, errOut := runBin(t, nil, "keys", "list", "--engine", engineMariaDB, "--data-dir", dir); code != 0 {
+	if code, out, errOut := runBin(t, nil, "keys", "list", "--engine", engineMySQL, "--data-dir", dir); code != 0 {
 		t.Fatalf("keys list on the first serve's --data-dir after a second serve: exit %d %q %q", code, out, errOut)
 	}
 

@@ -31,7 +31,7 @@ type listFlags struct {
 
 func (f *listFlags) add(fs *pflag.FlagSet) {
 	dataDirVar(fs, &f.dataDir)
-	fs.StringVar(&f.engine, "engine", "", "database engine: "+enginePostgres+" or "+engineMariaDB+"; empty: from DATABASE_URL (mysql:// selects "+engineMariaDB+"), else "+enginePostgres)
+	fs.StringVar(&f.engine, "engine", "", "database engine: "+enginePostgres+" or "+engineMySQL+"; empty: from DATABASE_URL (mysql:// selects "+engineMySQL+"), else "+enginePostgres)
 	fs.StringVar(&f.cursor, "cursor", "", "start after this cursor (the next: line of the previous page)")
 	fs.IntVar(&f.limit, "limit", holdfast.ListLimitDefault, fmt.Sprintf("page size, 1 to %d", holdfast.ListLimitMax))
 	fs.BoolVar(&f.all, "all", false, "follow the cursor to the last page")
@@ -76,7 +76,7 @@ func withEngine(ctx context.Context, engineFlag, dataDir string, fn func(holdfas
 	if err != nil {
 		return err
 	}
-	if eng == engineMariaDB {
+	if eng == engineMySQL {
 		d, err := openServedMySQL(ctx, dataDir)
 		if err != nil {
 			return err

@@ -261,7 +261,7 @@ func withServiceDB(ctx context.Context, engineFlag string, mode dbMode, dataDir 
 	if err != nil {
 		return err
 	}
-	if engine == engineMariaDB {
+	if engine == engineMySQL {
 		mdb, err := openServedMySQL(ctx, dataDir)
 		if err != nil {
 			return err

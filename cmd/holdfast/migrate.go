@@ -35,7 +35,7 @@ database without the current schema, says to run holdfast migrate.`,
 		if err != nil {
 			return err
 		}
-		if eng == engineMariaDB {
+		if eng == engineMySQL {
 			return runMySQLMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)
 		}
 		return runMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)

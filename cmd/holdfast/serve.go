@@ -141,7 +141,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		defer mln.Close()
 	}
 
-	if engineName == engineMariaDB {
+	if engineName == engineMySQL {
 		return runMySQLServe(ctx, f, log, ln, mln)
 	}
 	db, err := openDatabase(ctx, persistent, f.dataDir, logf)

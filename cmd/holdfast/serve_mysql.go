@@ -137,7 +137,7 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 	if err != nil {
 		return err
 	}
-	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "engine", engineMariaDB, "max_inflight", f.maxInFlight,
+	log.Info("holdfast serve listening", "addr", ln.Addr().String(), "engine", engineMySQL, "max_inflight", f.maxInFlight,
 		"schema_version", strconv.Itoa(all[len(all)-1].Version))
 	// Serve returns after ctx (SIGINT/SIGTERM) is cancelled and the drain:
 	// the deferred calls then close the pool and stop the private server.

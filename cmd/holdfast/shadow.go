@@ -405,7 +405,7 @@ var errShadowPostgresOnly = &exitError{code: 1, msg: "shadow runs on PostgreSQL 
 func shadowOnPostgres(flag string) error {
 	switch flag {
 	case "", enginePostgres, "postgresql":
-	case engineMariaDB, "mysql":
+	case engineMySQL, "mariadb":
 		return errShadowPostgresOnly
 	default:
 		return usageError("unknown --engine %q (shadow runs on %s only)", flag, enginePostgres)

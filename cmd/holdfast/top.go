@@ -58,7 +58,7 @@ When stdout is not a terminal, top prints one frame and exits, as --once.`,
 		if err != nil {
 			return err
 		}
-		if eng == engineMariaDB {
+		if eng == engineMySQL {
 			return runMySQLTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once)
 		}
 		return runTop(cmd.Context(), cmd.OutOrStdout(), *dataDir, *interval, *once, holdfast.Config{Strategy: st, PoolCap: *poolCap})
