@@ -5,12 +5,13 @@ import "time"
 // Observer receives engine events; holdfast's metrics implement it. Methods
 // must be safe for concurrent use and must not block.
 type Observer interface {
-	// Op reports one operation: its route, outcome (a short code such as
-	// "held", "replayed", "insufficient_stock", "error") and duration.
-	Op(route, outcome string, d time.Duration)
-	// Retry reports a transaction run again, by SQLSTATE ("connection" for
-	// a lost connection).
-	Retry(route, sqlstate string)
+	// Op reports one operation: which (OpReserve, …), its outcome (a short
+	// code such as "held", "replayed", "insufficient_stock", "error") and
+	// duration.
+	Op(op, outcome string, d time.Duration)
+	// Retry reports a transaction of operation op run again, by SQLSTATE
+	// ("connection" for a lost connection).
+	Retry(op, sqlstate string)
 	// Replenished reports units added to a key's buffer, inline (on a
 	// buyer's reservation) or in the background.
 	Replenished(k Key, inline bool, units int)

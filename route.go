@@ -5,25 +5,41 @@ import (
 	"strings"
 )
 
-// Routes name the business process behind each statement: they appear in
-// the sqlcommenter comment of every statement the engine sends, in metrics
-// and in logs.
+// Ops name the engine operation (the business process) behind each
+// statement: they appear in the sqlcommenter comment of every statement
+// the engine sends, in the engine's metrics (label "op") and in logs.
+// "Route" means an HTTP route only (package httpapi).
 const (
-	RouteReserve   = "reserve"
-	RouteClaim     = "claim"
-	RouteRelease   = "release"
-	RouteExtend    = "extend"
-	RouteAdjust    = "adjust"
-	RouteRead      = "read"
-	RouteSweep     = "sweep"
-	RouteReplenish = "replenish"
-	RoutePurge     = "purge"
+	OpReserve   = "reserve"
+	OpClaim     = "claim"
+	OpRelease   = "release"
+	OpExtend    = "extend"
+	OpAdjust    = "adjust"
+	OpRead      = "read"
+	OpSweep     = "sweep"
+	OpReplenish = "replenish"
+	OpPurge     = "purge"
+)
+
+// Deprecated: the Route… names of the Op… constants, kept while the
+// engines (packages postgres and mysql, rewritten over a shared core in
+// issue 25) still use them. Use Op….
+const (
+	RouteReserve   = OpReserve
+	RouteClaim     = OpClaim
+	RouteRelease   = OpRelease
+	RouteExtend    = OpExtend
+	RouteAdjust    = OpAdjust
+	RouteRead      = OpRead
+	RouteSweep     = OpSweep
+	RouteReplenish = OpReplenish
+	RoutePurge     = OpPurge
 )
 
 type tagKey struct{}
 
 // WithTag returns a context whose statements carry tag in their
-// sqlcommenter comment beside holdfast's own route, so an application's
+// sqlcommenter comment beside holdfast's own op, so an application's
 // …Tx calls are attributed to its business process in pg_stat_activity.
 // Characters other than letters, digits, '_', '-', '.' and ':' are dropped;
 // at most 64 are kept.

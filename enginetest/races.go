@@ -316,7 +316,7 @@ func (c *claimCase) judge() (kind, wrong string) {
 	return "unknown", state + ": unknown status"
 }
 
-// countingObserver counts the engine's retries and keeps each route's
+// countingObserver counts the engine's retries and keeps each op's
 // slowest answer, for the schedule's log.
 type countingObserver struct {
 	mu      sync.Mutex
@@ -324,18 +324,18 @@ type countingObserver struct {
 	slow    map[string]time.Duration
 }
 
-func (o *countingObserver) Op(route, outcome string, d time.Duration) {
+func (o *countingObserver) Op(op, outcome string, d time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if d > o.slow[route] {
-		o.slow[route] = d
+	if d > o.slow[op] {
+		o.slow[op] = d
 	}
 }
 
-func (o *countingObserver) Retry(route, state string) {
+func (o *countingObserver) Retry(op, state string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.retries[route+" "+state]++
+	o.retries[op+" "+state]++
 }
 
 func (o *countingObserver) Replenished(holdfast.Key, bool, int) {}

@@ -142,8 +142,8 @@ func testRoutes(t *testing.T, engine string) {
 	for _, want := range []string{
 		`holdfast_http_requests_total{outcome="insufficient_stock",route="reserve",status="409"} 1`,
 		`holdfast_http_request_duration_seconds_bucket{outcome="ok",route="reserve"`,
-		`holdfast_engine_op_duration_seconds_count{outcome="held",route="reserve"}`,
-		`holdfast_engine_op_duration_seconds_count{outcome="replayed",route="reserve"} 1`,
+		`holdfast_engine_op_duration_seconds_count{op="reserve",outcome="held"}`,
+		`holdfast_engine_op_duration_seconds_count{op="reserve",outcome="replayed"} 1`,
 		`holdfast_holds_expired_total 1`,
 		`holdfast_db_pool_max_conns{pool="api"}`,
 		`holdfast_http_in_flight_requests`,

@@ -32,26 +32,26 @@ var _ prometheus.Collector = (*Engine)(nil)
 // and alerts see 0 on a fresh server instead of no data. Other values
 // appear with their first event.
 var (
-	// KnownOps are the (route, outcome) pairs of the op histogram: every
+	// KnownOps are the (op, outcome) pairs of the op histogram: every
 	// operation's success, a sold-out reservation, and unavailable.
 	KnownOps = [][2]string{
-		{holdfast.RouteReserve, string(holdfast.StatusHeld)},
-		{holdfast.RouteReserve, "insufficient_stock"},
-		{holdfast.RouteReserve, "unavailable"},
-		{holdfast.RouteClaim, string(holdfast.StatusClaimed)},
-		{holdfast.RouteClaim, "unavailable"},
-		{holdfast.RouteRelease, string(holdfast.StatusReleased)},
-		{holdfast.RouteRelease, "unavailable"},
-		{holdfast.RouteExtend, string(holdfast.StatusHeld)},
-		{holdfast.RouteExtend, "unavailable"},
-		{holdfast.RouteAdjust, "ok"},
-		{holdfast.RouteAdjust, "unavailable"},
+		{holdfast.OpReserve, string(holdfast.StatusHeld)},
+		{holdfast.OpReserve, "insufficient_stock"},
+		{holdfast.OpReserve, "unavailable"},
+		{holdfast.OpClaim, string(holdfast.StatusClaimed)},
+		{holdfast.OpClaim, "unavailable"},
+		{holdfast.OpRelease, string(holdfast.StatusReleased)},
+		{holdfast.OpRelease, "unavailable"},
+		{holdfast.OpExtend, string(holdfast.StatusHeld)},
+		{holdfast.OpExtend, "unavailable"},
+		{holdfast.OpAdjust, "ok"},
+		{holdfast.OpAdjust, "unavailable"},
 	}
-	// KnownRetryRoutes and KnownRetrySQLStates span the retry counter:
-	// the routes that run transactions, and the SQLSTATEs the engine
+	// KnownRetryOps and KnownRetrySQLStates span the retry counter:
+	// the ops that run transactions, and the SQLSTATEs the engine
 	// retries ("connection" for a lost connection).
-	KnownRetryRoutes = []string{holdfast.RouteReserve, holdfast.RouteClaim, holdfast.RouteRelease,
-		holdfast.RouteExtend, holdfast.RouteAdjust, holdfast.RouteSweep, holdfast.RouteReplenish}
+	KnownRetryOps = []string{holdfast.OpReserve, holdfast.OpClaim, holdfast.OpRelease,
+		holdfast.OpExtend, holdfast.OpAdjust, holdfast.OpSweep, holdfast.OpReplenish}
 	KnownRetrySQLStates = []string{"40P01", "40001", "55P03", "25P03", "57P01", "57P03", "connection"}
 	// ReplenishModes are the modes of the replenished-units counter.
 	ReplenishModes = []string{"inline", "background"}
@@ -64,9 +64,9 @@ func NewEngine() *Engine {
 	for _, op := range KnownOps {
 		e.ops.WithLabelValues(op[0], op[1])
 	}
-	for _, route := range KnownRetryRoutes {
+	for _, op := range KnownRetryOps {
 		for _, state := range KnownRetrySQLStates {
-			e.retries.WithLabelValues(route, state)
+			e.retries.WithLabelValues(op, state)
 		}
 	}
 	for _, mode := range ReplenishModes {
@@ -79,13 +79,13 @@ func newEngine() *Engine {
 	return &Engine{
 		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "holdfast_engine_op_duration_seconds",
-			Help:    "Engine operations by route and outcome (held, replayed, insufficient_stock, unavailable, ...), with their duration including retries.",
+			Help:    "Engine operations by op and outcome (held, replayed, insufficient_stock, unavailable, ...), with their duration including retries.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"route", "outcome"}),
+		}, []string{"op", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "holdfast_engine_retries_total",
-			Help: "Transactions the engine ran again, by route and SQLSTATE (\"connection\" for a lost connection).",
-		}, []string{"route", "sqlstate"}),
+			Help: "Transactions the engine ran again, by op and SQLSTATE (\"connection\" for a lost connection).",
+		}, []string{"op", "sqlstate"}),
 		replenished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "holdfast_replenished_units_total",
 			Help: "Units added to keys' allocation buffers, inline (on a buyer's reservation) or in the background.",
@@ -103,12 +103,12 @@ func newEngine() *Engine {
 }
 
 // Op implements holdfast.Observer.
-func (e *Engine) Op(route, outcome string, d time.Duration) {
-	e.ops.WithLabelValues(route, outcome).Observe(d.Seconds())
+func (e *Engine) Op(op, outcome string, d time.Duration) {
+	e.ops.WithLabelValues(op, outcome).Observe(d.Seconds())
 }
 
 // Retry implements holdfast.Observer.
-func (e *Engine) Retry(route, sqlstate string) { e.retries.WithLabelValues(route, sqlstate).Inc() }
+func (e *Engine) Retry(op, sqlstate string) { e.retries.WithLabelValues(op, sqlstate).Inc() }
 
 // Replenished implements holdfast.Observer. Keys are not labels: their
 // number is unbounded.

@@ -28,8 +28,8 @@ func TestEngine(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"holdfast_engine_retries_total", map[string]string{"route": "reserve", "sqlstate": "40P01"}, 1},
-		{"holdfast_engine_retries_total", map[string]string{"route": "claim", "sqlstate": "40P01"}, 0},
+		{"holdfast_engine_retries_total", map[string]string{"op": "reserve", "sqlstate": "40P01"}, 1},
+		{"holdfast_engine_retries_total", map[string]string{"op": "claim", "sqlstate": "40P01"}, 0},
 		{"holdfast_holds_expired_total", nil, 4},
 		{"holdfast_replenished_units_total", map[string]string{"mode": "background"}, 7},
 		{"holdfast_replenished_units_total", map[string]string{"mode": "inline"}, 5},
@@ -38,7 +38,7 @@ func TestEngine(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	if got, ok := value(t, reg, "holdfast_engine_op_duration_seconds", map[string]string{"route": "reserve", "outcome": "held"}); !ok || got != 2 {
+	if got, ok := value(t, reg, "holdfast_engine_op_duration_seconds", map[string]string{"op": "reserve", "outcome": "held"}); !ok || got != 2 {
 		t.Fatalf("reserve/held count %v (present %v), want 2", got, ok)
 	}
 }
@@ -49,14 +49,14 @@ func TestSeriesAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewEngine())
 	for _, op := range metrics.KnownOps {
-		if got, ok := value(t, reg, "holdfast_engine_op_duration_seconds", map[string]string{"route": op[0], "outcome": op[1]}); !ok || got != 0 {
+		if got, ok := value(t, reg, "holdfast_engine_op_duration_seconds", map[string]string{"op": op[0], "outcome": op[1]}); !ok || got != 0 {
 			t.Errorf("op %v: %v present %v", op, got, ok)
 		}
 	}
-	for _, route := range metrics.KnownRetryRoutes {
+	for _, op := range metrics.KnownRetryOps {
 		for _, state := range metrics.KnownRetrySQLStates {
-			if got, ok := value(t, reg, "holdfast_engine_retries_total", map[string]string{"route": route, "sqlstate": state}); !ok || got != 0 {
-				t.Errorf("retries %s %s: %v present %v", route, state, got, ok)
+			if got, ok := value(t, reg, "holdfast_engine_retries_total", map[string]string{"op": op, "sqlstate": state}); !ok || got != 0 {
+				t.Errorf("retries %s %s: %v present %v", op, state, got, ok)
 			}
 		}
 	}
