@@ -67,7 +67,7 @@ type Config struct {
 	Poll time.Duration
 	// Slice bounds how long one lease of an endpoint starts new requests
 	// (the last one may take Timeout more): then the endpoint goes to the
-	// back of the line of due endpoints. Endpoints are Leased oldest due
+	// back of the line of due endpoints. Endpoints are leased oldest due
 	// first, so an endpoint with events waits for a worker at most
 	// ceil(D/Workers) × (Slice + Timeout) + Poll, D the endpoints due
 	// before it (at most every registered endpoint, EndpointsPerShopMax
@@ -87,7 +87,7 @@ type Config struct {
 
 // Deliverer is the delivery pool of holdfast serve: Start, Stop (the
 // httpapi.Worker shape). Several, in several processes, share the work:
-// each endpoint is Leased to one at a time.
+// each endpoint is leased to one at a time.
 type Deliverer struct {
 	cfg    Config
 	st     Store
