@@ -16,6 +16,25 @@ import (
 // their queries are attributed like everyone else's.
 const Op = "ops"
 
+// Groups are the check groups (a Finding.Check up to its first dot) that
+// every engine's doctor reports, under these names, on a healthy database
+// too, so a dashboard or a script reads either engine alike:
+//
+//   - connections: who holds connections (PostgreSQL's connections,
+//     MySQL's connections.by_caller);
+//   - invariant: the engine's CheckInvariant;
+//   - safety: keys that keep a safety stock (SafetyFindings);
+//   - setting: server settings holdfast depends on (setting.<name>);
+//   - transactions: open transactions — transactions.idle (idle in a
+//     transaction) on both, transactions.oldest (PostgreSQL) and
+//     transactions.long (MySQL).
+//
+// locks.waits (sessions waiting on a row lock) is reported alike when a
+// session waits. The rest are one database's own: PostgreSQL's vacuum,
+// bloat, storage, schema, pool, replenish, database, webhooks; MySQL's
+// purge (InnoDB's history list, its counterpart of vacuum).
+var Groups = []string{"connections", "invariant", "safety", "setting", "transactions"}
+
 // Severity grades a finding. Only critical findings fail `holdfast doctor`.
 type Severity string
 

@@ -249,7 +249,7 @@ func (d *doctor) checkTransactions(ctx context.Context) error {
 		who := fmt.Sprintf("thread %d (%s@%s, caller %s)", t.Thread, t.User, t.Host, t.Caller)
 		if t.State == "LOCK WAIT" && t.LockWait >= d.cfg.LockWaitWarn {
 			waits++
-			d.add("locks.wait", health.SeverityWarn,
+			d.add("locks.waits", health.SeverityWarn,
 				fmt.Sprintf("%s has waited %v for a row lock", who, health.RoundDuration(t.LockWait)),
 				"a transaction holds rows others need; reservations queue behind it until innodb_lock_wait_timeout",
 				"find the holder among the long or idle transactions and end it; keep slow work out of transactions that lock reservation rows")

@@ -118,7 +118,7 @@ func TestDoctorFindsTrouble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"setting.isolation", "setting.innodb_lock_wait_timeout", "invariant", "connections.by_caller", "purge.history_list_length"} {
+	for _, c := range append([]string{"setting.isolation", "setting.innodb_lock_wait_timeout", "connections.by_caller", "purge.history_list_length"}, health.Groups...) {
 		if len(rep.Find(c)) == 0 {
 			t.Errorf("healthy: no %s finding:\n%s", c, rep.Text())
 		}
@@ -167,7 +167,7 @@ func TestDoctorFindsTrouble(t *testing.T) {
 		if rep, err = mysqlops.Doctor(ctx, d.DB, cfg); err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Find("transactions.idle")) > 0 && len(rep.Find("locks.wait")) > 0 && len(rep.Find("transactions.long")) > 0 {
+		if len(rep.Find("transactions.idle")) > 0 && len(rep.Find("locks.waits")) > 0 && len(rep.Find("transactions.long")) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -182,7 +182,7 @@ func TestDoctorFindsTrouble(t *testing.T) {
 		contains string
 	}{
 		{"transactions.idle", health.SeverityWarn, fmt.Sprintf("thread %d ", idleID)},
-		{"locks.wait", health.SeverityWarn, "caller shop/checkout"},
+		{"locks.waits", health.SeverityWarn, "caller shop/checkout"},
 		{"transactions.long", health.SeverityWarn, "caller shop/checkout"},
 		{"purge.history_list_length", health.SeverityWarn, "history list length"},
 		{"setting.isolation", health.SeverityWarn, "REPEATABLE-READ"},

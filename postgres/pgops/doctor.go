@@ -51,8 +51,8 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*health.
 		{"setting.checkpoints", d.checkpoints}, // doctor_checkpoints.go
 		{"storage", d.storage},
 		{"connections", d.connections},
-		{"activity.idle_in_transaction", d.idleInTransaction},
-		{"activity.oldest_transaction", d.oldestTransaction},
+		{"transactions.idle", d.idleInTransaction},
+		{"transactions.oldest", d.oldestTransaction},
 		{"vacuum.xmin_horizon", d.xminHorizon},
 		{"bloat", d.bloat},
 		{"vacuum.frozen_xid_age", d.frozenAge},

@@ -51,7 +51,7 @@ func (d *doctor) waits(ctx context.Context) error {
 	}
 	d.add("locks.waits", sev, msg,
 		"sessions queue on heavyweight locks (Lock/transactionid, Lock/tuple: rows; Lock/advisory: holdfast's per-key locks); if instead most waits are Client or IPC and throughput is flat, the limit is connections, not locks",
-		"find the blocker with SELECT pid, pg_blocking_pids(pid), query FROM pg_stat_activity WHERE wait_event_type = 'Lock'; check activity.idle_in_transaction; keep lock_timeout short")
+		"find the blocker with SELECT pid, pg_blocking_pids(pid), query FROM pg_stat_activity WHERE wait_event_type = 'Lock'; check transactions.idle; keep lock_timeout short")
 	return nil
 }
 

@@ -58,11 +58,11 @@ func (d *doctor) idleInTransaction(ctx context.Context) error {
 	action := "fix the caller: commit before slow work, keep ReserveTx/ClaimTx transactions short; set idle_in_transaction_session_timeout for the application's role; end this one with SELECT pg_terminate_backend(<pid>)"
 	switch {
 	case len(crit) > 0:
-		d.add("activity.idle_in_transaction", health.SeverityCritical, strings.Join(append(crit, warn...), "\n         "), meaning, action)
+		d.add("transactions.idle", health.SeverityCritical, strings.Join(append(crit, warn...), "\n         "), meaning, action)
 	case len(warn) > 0:
-		d.add("activity.idle_in_transaction", health.SeverityWarn, strings.Join(warn, "\n         "), meaning, action)
+		d.add("transactions.idle", health.SeverityWarn, strings.Join(warn, "\n         "), meaning, action)
 	default:
-		d.add("activity.idle_in_transaction", health.SeverityOK, fmt.Sprintf("%d sessions idle in transaction, none for %s or longer", len(a.IdleInTransaction), d.cfg.IdleInTransactionWarn), "", "")
+		d.add("transactions.idle", health.SeverityOK, fmt.Sprintf("%d sessions idle in transaction, none for %s or longer", len(a.IdleInTransaction), d.cfg.IdleInTransactionWarn), "", "")
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (d *doctor) oldestTransaction(ctx context.Context) error {
 	}
 	a := Summarize(time.Now(), sessions)
 	if a.Oldest == nil {
-		d.add("activity.oldest_transaction", health.SeverityOK, "no open transaction", "", "")
+		d.add("transactions.oldest", health.SeverityOK, "no open transaction", "", "")
 		return nil
 	}
 	o := *a.Oldest
@@ -88,10 +88,10 @@ func (d *doctor) oldestTransaction(ctx context.Context) error {
 		sev = health.SeverityWarn
 	}
 	if sev == health.SeverityOK {
-		d.add("activity.oldest_transaction", sev, msg, "", "")
+		d.add("transactions.oldest", sev, msg, "", "")
 		return nil
 	}
-	d.add("activity.oldest_transaction", sev, msg,
+	d.add("transactions.oldest", sev, msg,
 		"a long transaction holds its connection and locks, and its snapshot keeps vacuum from removing any tuple that died after it began, in every table of the database",
 		"find why the caller keeps it open (its route/tag names the business process); end it with SELECT pg_cancel_backend(<pid>) or pg_terminate_backend(<pid>); bound it with statement_timeout / idle_in_transaction_session_timeout")
 	return nil

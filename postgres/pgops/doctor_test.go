@@ -56,6 +56,11 @@ func TestDoctorHealthy(t *testing.T) {
 	if f := one(t, rep, "schema"); f.Severity != health.SeverityOK {
 		t.Fatalf("schema: %+v", f)
 	}
+	for _, g := range health.Groups { // the groups both engines' doctors name alike
+		if len(rep.Find(g)) == 0 {
+			t.Errorf("no %s finding (health.Groups):\n%s", g, rep.Text())
+		}
+	}
 	if f := one(t, rep, "storage"); !strings.Contains(f.Message, "17 of 17") {
 		t.Fatalf("storage: %+v", f)
 	}
@@ -195,15 +200,15 @@ func TestDoctorIdleInTransaction(t *testing.T) {
 	exec(t, conn, "/* app='shop',route='checkout',tag='payment' */ SELECT 1")
 
 	rep := doctor(t, db.Pool, pgops.DoctorConfig{IdleInTransactionWarn: time.Hour, IdleInTransactionCritical: 2 * time.Hour})
-	if f := one(t, rep, "activity.idle_in_transaction"); f.Severity != health.SeverityOK || !strings.Contains(f.Message, "1 sessions idle") {
+	if f := one(t, rep, "transactions.idle"); f.Severity != health.SeverityOK || !strings.Contains(f.Message, "1 sessions idle") {
 		t.Fatalf("below the thresholds: %+v", f)
 	}
 	rep = doctor(t, db.Pool, pgops.DoctorConfig{IdleInTransactionWarn: time.Nanosecond, IdleInTransactionCritical: time.Hour})
-	if f := one(t, rep, "activity.idle_in_transaction"); f.Severity != health.SeverityWarn {
+	if f := one(t, rep, "transactions.idle"); f.Severity != health.SeverityWarn {
 		t.Fatalf("warn threshold: %+v", f)
 	}
 	rep = doctor(t, db.Pool, pgops.DoctorConfig{IdleInTransactionWarn: time.Nanosecond, IdleInTransactionCritical: time.Nanosecond})
-	f := one(t, rep, "activity.idle_in_transaction")
+	f := one(t, rep, "transactions.idle")
 	want := fmt.Sprintf(`pid %d application="shop-checkout" route="checkout" tag="payment" idle in transaction`, conn.PgConn().PID())
 	if f.Severity != health.SeverityCritical || !strings.Contains(f.Message, want) {
 		t.Fatalf("critical threshold: %+v\nwant %s", f, want)
@@ -252,7 +257,7 @@ func TestDoctorOpenSnapshot(t *testing.T) {
 	if f.Severity != health.SeverityCritical || !strings.Contains(f.Message, fmt.Sprintf(`session pid %d application="report-job" route="export"`, pid)) {
 		t.Fatalf("xmin horizon: %+v", f)
 	}
-	f = one(t, rep, "activity.oldest_transaction")
+	f = one(t, rep, "transactions.oldest")
 	if f.Severity != health.SeverityCritical || !strings.Contains(f.Message, fmt.Sprintf("pid %d", pid)) {
 		t.Fatalf("oldest transaction: %+v", f)
 	}
