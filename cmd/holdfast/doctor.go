@@ -63,7 +63,7 @@ holdfast's schema it says to run holdfast migrate.`,
 			return configError(err)
 		}
 		rep, err := pgops.Doctor(ctx, pool, pgops.DoctorConfig{
-			Client:                    client,
+			Engine:                    client,
 			IdleInTransactionWarn:     *idleWarn,
 			IdleInTransactionCritical: 12 * *idleWarn,
 			TransactionWarn:           *xactWarn,

@@ -29,7 +29,7 @@ func (d *doctor) add(check string, sev health.Severity, msg, meaning, action str
 // warning; Doctor returns an error only when the database cannot be reached.
 func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*health.Report, error) {
 	cfg = cfg.withDefaults()
-	d := &doctor{pool: pool, cfg: cfg, client: cfg.Client}
+	d := &doctor{pool: pool, cfg: cfg, client: cfg.Engine}
 	rep := &health.Report{At: time.Now()}
 	if err := pool.QueryRow(ctx, statement("server")).
 		Scan(&rep.Database, &rep.Server); err != nil {

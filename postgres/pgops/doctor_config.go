@@ -8,10 +8,10 @@ import (
 // DoctorConfig configures Doctor. The zero value of every field means its
 // default.
 type DoctorConfig struct {
-	// Client runs the invariant check and supplies the default strategy,
-	// pool cap and low-water mark. Nil means a client with holdfast's
+	// Engine runs the invariant check and supplies the default strategy,
+	// pool cap and low-water mark. Nil means an engine with holdfast's
 	// defaults on the same pool.
-	Client *postgres.Client
+	Engine *postgres.Client
 	// IdleInTransactionWarn and IdleInTransactionCritical grade sessions
 	// idle in a transaction. Default to 5 seconds and 1 minute.
 	IdleInTransactionWarn     time.Duration

@@ -46,7 +46,7 @@ func TestDoctorHealthy(t *testing.T) {
 	if _, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	rep := doctor(t, db.Pool, pgops.DoctorConfig{Client: c})
+	rep := doctor(t, db.Pool, pgops.DoctorConfig{Engine: c})
 	if rep.Worst() == health.SeverityCritical {
 		t.Fatalf("critical findings on a healthy database:\n%s", rep.Text())
 	}
@@ -324,7 +324,7 @@ func TestDoctorKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep := doctor(t, db.Pool, pgops.DoctorConfig{Client: c})
+	rep := doctor(t, db.Pool, pgops.DoctorConfig{Engine: c})
 	f := one(t, rep, "invariant.over_committed")
 	if f.Severity != health.SeverityWarn || !strings.Contains(f.Message, "3/9/1 held 4 > available 2") {
 		t.Fatalf("over-committed: %+v", f)
@@ -346,7 +346,7 @@ func TestDoctorKeys(t *testing.T) {
 		if _, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: 4, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}}); err != nil {
 			t.Fatal(err)
 		}
-		rep = doctor(t, db.Pool, pgops.DoctorConfig{Client: c})
+		rep = doctor(t, db.Pool, pgops.DoctorConfig{Engine: c})
 		f = one(t, rep, "replenish.inline")
 		if f.Severity != health.SeverityWarn || !strings.Contains(f.Message, "4/1/1 ×1") {
 			t.Fatalf("inline replenishment: %+v", f)

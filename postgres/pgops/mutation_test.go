@@ -80,7 +80,7 @@ func TestDoctorCatchesCorruption(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			if got := one(t, doctor(t, f.db.Pool, pgops.DoctorConfig{Client: f.c}), "invariant"); got.Severity != health.SeverityOK {
+			if got := one(t, doctor(t, f.db.Pool, pgops.DoctorConfig{Engine: f.c}), "invariant"); got.Severity != health.SeverityOK {
 				t.Fatalf("healthy database: %+v", got)
 			}
 			for _, sql := range tc.sql {
@@ -95,7 +95,7 @@ func TestDoctorCatchesCorruption(t *testing.T) {
 					t.Fatalf("%s: %v", sql, err)
 				}
 			}
-			rep := doctor(t, f.db.Pool, pgops.DoctorConfig{Client: f.c})
+			rep := doctor(t, f.db.Pool, pgops.DoctorConfig{Engine: f.c})
 			got := one(t, rep, "invariant")
 			if got.Severity != health.SeverityCritical || rep.Worst() != health.SeverityCritical {
 				t.Fatalf("corruption %q: invariant finding %s, worst %s; want critical:\n%s", tc.name, got.Severity, rep.Worst(), rep.Text())

@@ -24,7 +24,7 @@ func TestDoctorSafetyStock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{Client: c}), "safety"); f.Severity != health.SeverityOK || f.Message != "no key keeps a safety stock" {
+	if f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{Engine: c}), "safety"); f.Severity != health.SeverityOK || f.Message != "no key keeps a safety stock" {
 		t.Fatalf("no safety stock: %+v", f)
 	}
 	set := func(item int64, available, safety, hold int) {
@@ -45,7 +45,7 @@ func TestDoctorSafetyStock(t *testing.T) {
 	set(1, 10, 2, 0) // room to sell
 	set(2, 5, 5, 0)  // at its safety stock
 	set(3, 5, 3, 4)  // raised over a hold: 1 beyond the hold, safety 3
-	rep := doctor(t, db.Pool, pgops.DoctorConfig{Client: c})
+	rep := doctor(t, db.Pool, pgops.DoctorConfig{Engine: c})
 	f := one(t, rep, "safety")
 	if f.Severity != health.SeverityOK || !strings.Contains(f.Message, "3 keys keep a safety stock (10 units withheld from sale); 2 at it") ||
 		!strings.Contains(f.Message, "1/2/1 available 5, held 0, safety 5") || !strings.Contains(f.Message, "1/3/1 available 5, held 4, safety 3") ||

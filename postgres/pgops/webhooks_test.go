@@ -24,7 +24,7 @@ func TestDoctorWebhookDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{Client: c}), "webhooks.dead_letters"); f.Severity != health.SeverityOK {
+	if f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{Engine: c}), "webhooks.dead_letters"); f.Severity != health.SeverityOK {
 		t.Fatalf("no dead letters: %+v", f)
 	}
 	ep, err := webhook.NewRegistry(pgstore.Webhooks(db.Pool)).Add(ctx, 1, "https://example.com/hook", nil)
@@ -39,7 +39,7 @@ func TestDoctorWebhookDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{Client: c}), "webhooks.dead_letters")
+	f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{Engine: c}), "webhooks.dead_letters")
 	if f.Severity != health.SeverityWarn || !strings.Contains(f.Message, "2 webhook dead letters on 1 endpoints") || f.Action == "" {
 		t.Fatalf("dead letters: %+v", f)
 	}
