@@ -10,9 +10,10 @@ import (
 
 // neutral are the packages meant for any database (issue 25): the user's
 // vocabulary, the behaviour suite, the Go HTTP client, the shadow layer,
-// the console, the wire shapes and the HTTP service. Each database's code
+// the console, the wire shapes and the HTTP service (and what they build
+// on: webhook, health, metrics). Each database's code
 // is injected into them by cmd/holdfast (or a test), never imported.
-var neutral = []string{".", "./enginetest", "./client", "./shadow", "./console", "./wire", "./httpapi", "./webhook", "./health"}
+var neutral = []string{".", "./enginetest", "./client", "./shadow", "./console", "./wire", "./httpapi", "./webhook", "./health", "./metrics"}
 
 // drivers are what a neutral package must not link: a database driver, or
 // holdfast's own per-database packages.

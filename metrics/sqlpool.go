@@ -7,7 +7,7 @@ import (
 )
 
 // SQLPoolCollector reports a database/sql pool's statistics (the MySQL
-// engine's) when scraped, under PoolCollector's metric names where
+// engine's) when scraped, under pgops.PoolCollector's metric names where
 // database/sql has the same figure, so one dashboard reads either engine.
 // It is safe for concurrent use.
 type SQLPoolCollector struct {

@@ -42,7 +42,7 @@ func exported(t *testing.T) []string {
 	pgops.NewSampler(nil, pgops.SamplerConfig{}).Describe(ch)
 	pgops.NewBloatMonitor(nil, pgops.BloatConfig{}).Describe(ch)
 	metrics.NewEngine().Describe(ch)
-	metrics.NewPoolCollector(nil, "api").Describe(ch)
+	pgops.NewPoolCollector(nil, "api").Describe(ch)
 	close(ch)
 	name := regexp.MustCompile(`fqName: "([^"]+)"`)
 	var known []string

@@ -12,7 +12,6 @@ import (
 
 	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/httpapi"
-	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgops"
@@ -38,7 +37,7 @@ var (
 // also a prometheus.Collector of pool's statistics (pool="api") and runs
 // the doctor for the console (pgops.Doctor). Safe for concurrent use.
 func Service(pool *pgxpool.Pool) *ServiceStore {
-	return &ServiceStore{pool: pool, Collector: metrics.NewPoolCollector(pool, "api")}
+	return &ServiceStore{pool: pool, Collector: pgops.NewPoolCollector(pool, "api")}
 }
 
 // ServiceStore is Service's store.
