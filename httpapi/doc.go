@@ -15,11 +15,13 @@
 //     application/json; 503 (with Retry-After) when the database is
 //     unavailable or a request cannot be served within its deadline; 500
 //     outcome_unknown when a stock change's commit was not acknowledged.
-//   - The server speaks to a holdfast.Engine (Config.Engine); API keys live
-//     in its Store: PostgresStore (Config.Pool) or, on the MySQL engine,
-//     MySQLStore. Keys are looked up by SHA-256 in api_keys and compared in
+//   - The server speaks to a holdfast.Engine (Config.Engine) and keeps API
+//     keys and the webhook registry in a Store (Config.Store), both given
+//     by cmd/holdfast: the package imports no engine and links no driver
+//     (pgstore.Service or mysqlstore.Service, under each database's
+//     folder). Keys are looked up by SHA-256 in api_keys and compared in
 //     constant time (CreateKey, CreateKeyWith, RotateKey, RevokeKey,
-//     ListKeys on PostgreSQL; CreateKeyIn and the other …In on any Store). A shop key reaches one shop, within
+//     ListKeys on any Store). A shop key reaches one shop, within
 //     its scopes (storefront, inventory); an admin key reaches all. Keys of
 //     the wrong shape never reach the database; unknown ones are cached
 //     briefly and looked up under their own bound (KeyLookupsMax).
@@ -33,7 +35,7 @@
 //   - Metrics on Config.Registry (served by MetricsHandler on its own
 //     address, or on the API's /metrics to an admin key): requests and latency by route and
 //     outcome, requests in flight, the pool's statistics, and whatever
-//     Config.Collectors adds (metrics.Engine for the engine's events, ops
+//     Config.Collectors adds (metrics.Engine for the engine's events, pgops
 //     samplers).
 //
 // Server.Serve runs the server and Config.Workers until its context ends,

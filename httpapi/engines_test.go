@@ -102,7 +102,7 @@ func (e *env) lockLevels() (release func()) {
 
 // TestMariaDBService: what the service keeps itself works on MariaDB too:
 // readiness reports the MySQL schema (and its absence), the console's
-// session checks, shop list and event head read MySQLStore.
+// session checks, shop list and event head read mysqlstore.Service.
 func TestMariaDBService(t *testing.T) {
 	t.Parallel()
 	e := newEnvOn(t, engineMariaDB, envOpts{})
@@ -121,7 +121,7 @@ func TestMariaDBService(t *testing.T) {
 	e.expect(req{method: "GET", path: "/readyz", key: "-"}, 200, "")
 
 	// The console: an admin key opens the overview, which lists the shops
-	// with stock (MySQLStore's shops); a shop's key does not.
+	// with stock (mysqlstore.Service's shops); a shop's key does not.
 	e.stock(1, 7, 5)
 	e.stock(42, 7, 5)
 	console := func(key string, page ...string) (int, string) {
