@@ -79,10 +79,10 @@ var (
 // Errors of postgres.New about the database schema.
 var (
 	// ErrSchemaMissing: the database has no holdfast schema. Run
-	// `holdfast migrate` (or migrate.Up, package postgres/migrate) first.
+	// `holdfast migrate` (or migrations.Up, package postgres/migrations) first.
 	ErrSchemaMissing = errors.New("holdfast: database has no holdfast schema; run `holdfast migrate`")
 	// ErrSchemaOutdated: the database's schema is older than this engine
-	// needs (postgres.SchemaVersion). Run `holdfast migrate` (or migrate.Up)
+	// needs (postgres.SchemaVersion). Run `holdfast migrate` (or migrations.Up)
 	// first.
 	ErrSchemaOutdated = errors.New("holdfast: database schema is outdated; run `holdfast migrate`")
 )

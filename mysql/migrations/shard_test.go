@@ -18,7 +18,7 @@ import (
 // and in every unique key, so that a deployment distributing by shop (one
 // database per group of shops, or a sharding proxy) can place each row,
 // and enforce each uniqueness, on one shard. See docs/DESIGN.md, "Sharding
-// by shop"; package migrate's TestShardByShop is the PostgreSQL twin.
+// by shop"; package postgres/migrations' TestShardByShop is the PostgreSQL twin.
 var shardExceptions = map[string]string{
 	// Global: the key's hash is how the service learns which shop a request
 	// is for, so it is looked up before any shop is known, and admin keys

@@ -1,4 +1,4 @@
-// Package mariadbcluster starts private MariaDB servers from the locally
+// Package mysqlcluster starts private MariaDB servers from the locally
 // installed server binaries (mariadb-install-db and mariadbd): the throwaway
 // server that the MySQL engine's tests run on when TEST_MYSQL_URL is unset,
 // and the embedded default of `holdfast … --engine mariadb` when
@@ -37,7 +37,7 @@ import (
 )
 
 // ErrNoServer is returned when no MariaDB server binaries can be found.
-var ErrNoServer = errors.New("mariadbcluster: no MariaDB server binaries found (looked for mariadb-install-db and mariadbd on PATH and in /usr/sbin, /usr/bin); install them, e.g. `apt-get install --no-install-recommends mariadb-server` on Debian (the system service need not run), or set TEST_MYSQL_URL / DATABASE_URL")
+var ErrNoServer = errors.New("mysqlcluster: no MariaDB server binaries found (looked for mariadb-install-db and mariadbd on PATH and in /usr/sbin, /usr/bin); install them, e.g. `apt-get install --no-install-recommends mariadb-server` on Debian (the system service need not run), or set TEST_MYSQL_URL / DATABASE_URL")
 
 // ReadyTimeout bounds how long Start waits for a new server to accept
 // connections: generous, for slow shared CI machines.
@@ -139,13 +139,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			"--auth-root-authentication-method=normal", "--skip-test-db")
 		if err != nil {
 			c.cleanup()
-			return nil, fmt.Errorf("mariadbcluster: mariadb-install-db: %w\n%s", err, tail(out))
+			return nil, fmt.Errorf("mysqlcluster: mariadb-install-db: %w\n%s", err, tail(out))
 		}
 		fresh = true
 	} else {
 		b, err := os.ReadFile(passFile)
 		if err != nil {
-			return nil, fmt.Errorf("mariadbcluster: %s holds a server but no root-password file: %w", c.dir, err)
+			return nil, fmt.Errorf("mysqlcluster: %s holds a server but no root-password file: %w", c.dir, err)
 		}
 		c.password = string(bytes.TrimSpace(b))
 	}
@@ -215,14 +215,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) fail(err error) error {
 	log := c.logTail()
 	_ = c.Stop(context.Background())
-	return fmt.Errorf("mariadbcluster: server did not start: %w\n%s", err, log)
+	return fmt.Errorf("mysqlcluster: server did not start: %w\n%s", err, log)
 }
 
 func (c *Cluster) start() error {
 	cmd := exec.Command(c.serverBin, c.args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("mariadbcluster: start mariadbd: %w", err)
+		return fmt.Errorf("mysqlcluster: start mariadbd: %w", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -397,7 +397,7 @@ func (c *Cluster) own(dir string, reach bool) error {
 			return err
 		}
 		if st.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("mariadbcluster: the server runs as an unprivileged user, which cannot enter %s (mode %v); choose a data directory outside it", p, st.Mode().Perm())
+			return fmt.Errorf("mysqlcluster: the server runs as an unprivileged user, which cannot enter %s (mode %v); choose a data directory outside it", p, st.Mode().Perm())
 		}
 	}
 	return nil
@@ -436,7 +436,7 @@ func unprivileged() (*syscall.Credential, error) {
 		gid, _ := strconv.Atoi(u.Gid)
 		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 	}
-	return nil, errors.New("mariadbcluster: running as root, and no unprivileged \"mysql\" or \"nobody\" user to run MariaDB as")
+	return nil, errors.New("mysqlcluster: running as root, and no unprivileged \"mysql\" or \"nobody\" user to run MariaDB as")
 }
 
 func freePort() (int, error) {

@@ -1,6 +1,6 @@
 // Package mysqlops checks the health of holdfast on MySQL and MariaDB: the
 // doctor behind `holdfast doctor` when the database is mysql:// (or
-// --engine mariadb), in the report shape of package ops.
+// --engine mysql), in the report shape of package health.
 //
 // Its checks are the MySQL forms of the PostgreSQL doctor's: InnoDB's
 // history list length (purge lag, MySQL's dead tuples) as an SLI with a

@@ -106,7 +106,7 @@ func (d *doctor) add(check string, sev health.Severity, msg, meaning, action str
 }
 
 // Doctor runs every check on db's server (and the engine's invariant check)
-// and returns the findings, worst first, in the report shape of package ops.
+// and returns the findings, worst first, in the report shape of package health.
 // A check that cannot run (a permission, a timeout) is itself a warning;
 // Doctor returns an error only when the server cannot be reached.
 func Doctor(ctx context.Context, db *sql.DB, cfg DoctorConfig) (*health.Report, error) {

@@ -5,7 +5,7 @@
 // The server is TEST_MYSQL_URL when set (mysql://user:password@host:port/,
 // or a go-sql-driver DSN; the account needs CREATE and DROP on databases);
 // otherwise a private throwaway MariaDB started from the locally installed
-// server binaries (see mariadbcluster), so tests never depend on a system
+// server binaries (see mysqlcluster), so tests never depend on a system
 // server on port 3306.
 //
 // Use it from TestMain:

@@ -4,8 +4,8 @@ import "maps"
 
 // The storage options the migrations give the two tables that churn on
 // every reservation: fillfactor for HOT updates, and autovacuum on absolute
-// dead-row counts, unthrottled (postgres/migrate/sql/001_init.sql says why). The
-// doctor (package ops) checks a database against them; TestStorageOptions
+// dead-row counts, unthrottled (postgres/migrations/sql/001_init.sql says why). The
+// doctor (package postgres/pgops) checks a database against them; TestStorageOptions
 // holds them to what migrating an empty database sets, so the two cannot
 // drift apart.
 var (

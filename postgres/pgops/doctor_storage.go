@@ -14,7 +14,7 @@ import (
 )
 
 // The doctor's check of the churning tables' storage options (storage.*),
-// against the table package migrate keeps.
+// against the table package migrations keeps.
 
 func sameOption(have, want string) bool {
 	if have == want {
@@ -44,7 +44,7 @@ func (d *doctor) storage(ctx context.Context) error {
 	}
 	good, partitions := 0, 0
 	for _, r := range rels {
-		// What the migrations set: one table, in package migrate, that its
+		// What the migrations set: one table, in package migrations, that its
 		// TestStorageOptions holds to the migrations.
 		want := migrations.PartitionStorage()
 		if r.name == "inventory_counters" {
