@@ -1,0 +1,124 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holdfast/holdfast"
+)
+
+// pod is one configured pod with its health: a circuit breaker that marks
+// the pod down after Config.FailuresToDown consecutive failures of its
+// engine (ErrUnavailable, ErrOutcomeUnknown or a deadline that ran out in
+// it), answers its shops ErrUnavailable at once while it is down, and
+// probes it in the background (Config.ProbeInterval) until a probe
+// succeeds.
+type pod struct {
+	name string
+	eng  holdfast.Engine
+	ping func(context.Context) error
+
+	down     atomic.Bool
+	fails    atomic.Int32
+	probing  atomic.Bool
+	refused  atomic.Int64 // calls turned away while down
+	mu       sync.Mutex
+	since    time.Time // when it last changed state
+	lastErr  string
+	downings int64
+}
+
+// failure reports whether err says the pod itself failed, as opposed to an
+// answer (a refusal, a validation error, not found) or a caller that went
+// away (context.Canceled).
+func failure(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	return errors.Is(err, holdfast.ErrUnavailable) || errors.Is(err, holdfast.ErrOutcomeUnknown) ||
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+// observe records the outcome of one call to the pod's engine; it reports
+// whether this call marked the pod down.
+func (p *pod) observe(err error, threshold int) bool {
+	if !failure(err) {
+		if p.fails.Load() != 0 {
+			p.fails.Store(0)
+		}
+		return false
+	}
+	if n := p.fails.Add(1); int(n) < threshold || p.down.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down.Load() {
+		return false
+	}
+	p.down.Store(true)
+	p.since = time.Now()
+	p.lastErr = err.Error()
+	p.downings++
+	return true
+}
+
+// up marks the pod up after a probe succeeded.
+func (p *pod) up() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fails.Store(0)
+	p.down.Store(false)
+	p.since = time.Now()
+}
+
+// PodStatus is one pod's health as the router sees it.
+type PodStatus struct {
+	Name string `json:"name"`
+	// Up is false while the breaker turns the pod's shops away.
+	Up bool `json:"up"`
+	// Since is when the pod last went down or came back (zero: never).
+	Since time.Time `json:"since,omitzero"`
+	// LastError is the failure that marked it down last.
+	LastError string `json:"last_error,omitempty"`
+	// Downs counts how often it was marked down; Refused the calls turned
+	// away while it was.
+	Downs   int64 `json:"downs"`
+	Refused int64 `json:"refused"`
+}
+
+func (p *pod) status() PodStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PodStatus{Name: p.name, Up: !p.down.Load(), Since: p.since, LastError: p.lastErr, Downs: p.downings, Refused: p.refused.Load()}
+}
+
+// PodError is the router's own answer for a shop whose pod cannot be used:
+// down (its breaker is open), or not configured here. It matches
+// holdfast.ErrUnavailable (the HTTP layer answers 503 with Retry-After):
+// nothing was sent to the pod, nothing changed; retry later with the same
+// checkout id.
+type PodError struct {
+	Pod string
+	// Err is holdfast.ErrUnavailable, or ErrUnknownPod wrapped in it.
+	Err error
+}
+
+func (e *PodError) Error() string { return "pods: pod " + e.Pod + ": " + e.Err.Error() }
+
+func (e *PodError) Unwrap() error { return e.Err }
+
+var errPodDown = fmt.Errorf("%w: the pod is down (its recent calls failed; it is being probed)", holdfast.ErrUnavailable)
+
+// admit answers nil when the pod may be called, else a *PodError at once.
+func (p *pod) admit() error {
+	if p.down.Load() {
+		p.refused.Add(1)
+		return &PodError{Pod: p.name, Err: errPodDown}
+	}
+	return nil
+}
