@@ -3,6 +3,7 @@ package pods_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"github.com/google/uuid"
 	"os"
 	"path/filepath"
@@ -206,6 +207,9 @@ func newRouter(t testing.TB, m pods.Map, cfg pods.Config, ps ...*podDB) *pods.Ro
 	list := make([]pods.Pod, len(ps))
 	for i, p := range ps {
 		list[i] = p.pod()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r, err := pods.New(context.Background(), m, list, cfg)
 	if err != nil {
