@@ -3,8 +3,8 @@ package pods_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"github.com/google/uuid"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
