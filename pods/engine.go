@@ -15,12 +15,22 @@ import (
 // outcome on the pod's breaker. The pod's answer is returned unchanged;
 // only the router's own refusals are *PodError.
 func via[T any](r *Router, ctx context.Context, shopID int64, assign bool, fn func(holdfast.Engine) (T, error)) (T, error) {
+	return viaBounded(r, ctx, shopID, assign, nil, fn)
+}
+
+// viaBounded is via; unbounded, when not nil, says whether the call is
+// left out of the pod's MaxInFlight (a reservation its engine combines).
+func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool, unbounded func(holdfast.Engine) bool, fn func(holdfast.Engine) (T, error)) (T, error) {
+	var zero T
 	p, err := r.route(ctx, shopID, assign)
 	if err != nil {
-		var zero T
+		return zero, err
+	}
+	if err := p.admit(unbounded == nil || !unbounded(p.eng)); err != nil {
 		return zero, err
 	}
 	v, err := fn(p.eng)
+	p.done()
 	r.observe(p, err)
 	return v, err
 }
@@ -38,7 +48,8 @@ func via0(r *Router, ctx context.Context, shopID int64, assign bool, fn func(hol
 
 // Reserve implements holdfast.Engine on the shop's pod.
 func (r *Router) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	return via(r, ctx, p.ShopID, true, func(e holdfast.Engine) (*holdfast.Hold, error) { return e.Reserve(ctx, p) })
+	return viaBounded(r, ctx, p.ShopID, true, func(e holdfast.Engine) bool { return combines(e, p) },
+		func(e holdfast.Engine) (*holdfast.Hold, error) { return e.Reserve(ctx, p) })
 }
 
 // Claim implements holdfast.Engine on the shop's pod.
@@ -213,6 +224,14 @@ func (r *Router) Config() holdfast.Config {
 	return holdfast.Config{}
 }
 
+// combines reports whether e says it would combine p (httpapi.Combiner).
+func combines(e holdfast.Engine, p holdfast.ReserveParams) bool {
+	c, ok := e.(interface {
+		Combinable(holdfast.ReserveParams) bool
+	})
+	return ok && c.Combinable(p)
+}
+
 // Combinable answers as the shop's pod's engine would (httpapi.Combiner),
 // from the cached placement only: a shop not in the cache is not
 // combinable, which costs it a connection slot, never correctness.
@@ -222,11 +241,5 @@ func (r *Router) Combinable(p holdfast.ReserveParams) bool {
 		return false
 	}
 	pp := r.pods[e.pl.Pod]
-	if pp == nil {
-		return false
-	}
-	c, ok := pp.eng.(interface {
-		Combinable(holdfast.ReserveParams) bool
-	})
-	return ok && c.Combinable(p)
+	return pp != nil && combines(pp.eng, p)
 }

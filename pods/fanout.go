@@ -53,7 +53,7 @@ func (r *Router) fanOut(ctx context.Context, op string, fn func(ctx context.Cont
 		sem    = make(chan struct{}, r.cfg.FanOutConcurrency)
 	)
 	for _, p := range r.order {
-		if err := p.admit(); err != nil {
+		if err := p.admit(false); err != nil {
 			failed[p.name] = err
 			continue
 		}
@@ -63,6 +63,7 @@ func (r *Router) fanOut(ctx context.Context, op string, fn func(ctx context.Cont
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
+				p.done()
 				mu.Lock()
 				failed[p.name] = ctx.Err()
 				mu.Unlock()
@@ -72,6 +73,7 @@ func (r *Router) fanOut(ctx context.Context, op string, fn func(ctx context.Cont
 			pctx, cancel := context.WithTimeout(ctx, r.cfg.FanOutTimeout)
 			defer cancel()
 			err := fn(pctx, p.name, p.eng)
+			p.done()
 			r.observe(p, err)
 			if err != nil {
 				mu.Lock()

@@ -22,14 +22,22 @@ type pod struct {
 	eng  holdfast.Engine
 	ping func(context.Context) error
 
-	down     atomic.Bool
-	fails    atomic.Int32
-	probing  atomic.Bool
-	refused  atomic.Int64 // calls turned away while down
-	mu       sync.Mutex
-	since    time.Time // when it last changed state
-	lastErr  string
-	downings int64
+	// max bounds the calls in flight on the pod (Pod.MaxInFlight; 0:
+	// unbounded).
+	max int64
+
+	down      atomic.Bool
+	fails     atomic.Int32
+	probing   atomic.Bool
+	checking  atomic.Bool  // a watchdog probe of a silent pod is running
+	refused   atomic.Int64 // calls turned away (down, or at max)
+	inflight  atomic.Int64
+	busySince atomic.Int64 // unix ns when inflight last went from 0 to 1
+	lastDone  atomic.Int64 // unix ns when a call last returned
+	mu        sync.Mutex
+	since     time.Time // when it last changed state
+	lastErr   string
+	downings  int64
 }
 
 // failure reports whether err says the pod itself failed, as opposed to an
@@ -55,6 +63,11 @@ func (p *pod) observe(err error, threshold int) bool {
 	if n := p.fails.Add(1); int(n) < threshold || p.down.Load() {
 		return false
 	}
+	return p.markDown(err)
+}
+
+// markDown marks the pod down; it reports whether this call did.
+func (p *pod) markDown(err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.down.Load() {
@@ -86,15 +99,17 @@ type PodStatus struct {
 	// LastError is the failure that marked it down last.
 	LastError string `json:"last_error,omitempty"`
 	// Downs counts how often it was marked down; Refused the calls turned
-	// away while it was.
+	// away (down, or at its in-flight bound).
 	Downs   int64 `json:"downs"`
 	Refused int64 `json:"refused"`
+	// InFlight is the calls on the pod now.
+	InFlight int64 `json:"in_flight"`
 }
 
 func (p *pod) status() PodStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PodStatus{Name: p.name, Up: !p.down.Load(), Since: p.since, LastError: p.lastErr, Downs: p.downings, Refused: p.refused.Load()}
+	return PodStatus{Name: p.name, Up: !p.down.Load(), Since: p.since, LastError: p.lastErr, Downs: p.downings, Refused: p.refused.Load(), InFlight: p.inflight.Load()}
 }
 
 // PodError is the router's own answer for a shop whose pod cannot be used:
@@ -112,13 +127,43 @@ func (e *PodError) Error() string { return "pods: pod " + e.Pod + ": " + e.Err.E
 
 func (e *PodError) Unwrap() error { return e.Err }
 
-var errPodDown = fmt.Errorf("%w: the pod is down (its recent calls failed; it is being probed)", holdfast.ErrUnavailable)
+var (
+	errPodDown = fmt.Errorf("%w: the pod is down (its recent calls failed; it is being probed)", holdfast.ErrUnavailable)
+	errPodFull = fmt.Errorf("%w: the pod has as many calls in flight as it may (it is slow or hung)", holdfast.ErrUnavailable)
+)
 
-// admit answers nil when the pod may be called, else a *PodError at once.
-func (p *pod) admit() error {
+// admit answers nil when the pod may be called — then the caller must call
+// done when the call returns — else a *PodError at once: the pod is down,
+// or bounded and the pod has MaxInFlight calls in flight already.
+func (p *pod) admit(bounded bool) error {
 	if p.down.Load() {
 		p.refused.Add(1)
 		return &PodError{Pod: p.name, Err: errPodDown}
 	}
+	n := p.inflight.Add(1)
+	if bounded && p.max > 0 && n > p.max {
+		p.inflight.Add(-1)
+		p.refused.Add(1)
+		return &PodError{Pod: p.name, Err: errPodFull}
+	}
+	if n == 1 {
+		p.busySince.Store(time.Now().UnixNano())
+	}
 	return nil
+}
+
+func (p *pod) done() {
+	p.lastDone.Store(time.Now().UnixNano())
+	p.inflight.Add(-1)
+}
+
+// silent reports whether the pod has calls in flight and none has returned
+// for at least d: a hung pod (a server that stopped answering without
+// closing its connections) fails no call until each one's deadline.
+func (p *pod) silent(now time.Time, d time.Duration) bool {
+	if p.inflight.Load() == 0 || p.down.Load() {
+		return false
+	}
+	last := max(p.busySince.Load(), p.lastDone.Load())
+	return now.UnixNano()-last >= int64(d)
 }

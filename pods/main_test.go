@@ -180,8 +180,13 @@ type podDB struct {
 
 func newPod(t testing.TB, name string, srv *server) *podDB {
 	t.Helper()
+	return newPodWith(t, name, srv, holdfast.Config{})
+}
+
+func newPodWith(t testing.TB, name string, srv *server, cfg holdfast.Config) *podDB {
+	t.Helper()
 	dbName, pool := srv.db(t, true)
-	eng, err := postgres.New(pool, holdfast.Config{})
+	eng, err := postgres.New(pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,3 +243,40 @@ func cart(shop int64) holdfast.ReserveParams {
 }
 
 func newID() uuid.UUID { return uuid.New() }
+
+// signalAll sends sig to the server's postmaster and every child of it
+// (its backends and background processes): SIGSTOP makes a server that
+// hangs with its connections open — a frozen VM, a network that drops
+// packets — rather than one that refuses.
+func (s *server) signalAll(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.c.DataDir(), "pgdata", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{pm}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		rest := string(st[strings.LastIndexByte(string(st), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 1 && f[1] == strconv.Itoa(pm) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, sig)
+	}
+}

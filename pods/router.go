@@ -31,6 +31,8 @@ const (
 	ProbeIntervalDefault = 250 * time.Millisecond
 	// ProbeTimeoutDefault bounds one probe.
 	ProbeTimeoutDefault = time.Second
+	// SilentAfterDefault: see Config.SilentAfter.
+	SilentAfterDefault = 2 * time.Second
 	// FanOutConcurrencyDefault bounds the pods asked at once by an
 	// operation that spans shops.
 	FanOutConcurrencyDefault = 4
@@ -49,6 +51,14 @@ type Pod struct {
 	// nil probes with a read of a shop's location order (LocationOrder of
 	// shop 1), which any engine answers from its database.
 	Ping func(ctx context.Context) error
+	// MaxInFlight bounds the calls in flight on the pod; past it a call of
+	// one of its shops is answered ErrUnavailable at once. Reservations
+	// the pod's engine combines (its Combinable) are not counted: they
+	// wait in its combiner, bounded by the HTTP layer. It keeps a pod that
+	// hangs from holding more than this many of the service's connection
+	// slots until the breaker opens. 0: unbounded. Set it to the pod
+	// pool's size.
+	MaxInFlight int
 }
 
 // Config configures a Router. The zero value of every field means its
@@ -73,6 +83,12 @@ type Config struct {
 	ProbeInterval time.Duration
 	// ProbeTimeout defaults to ProbeTimeoutDefault.
 	ProbeTimeout time.Duration
+	// SilentAfter: a pod with calls in flight of which none returned for
+	// this long is probed at once, and marked down when the probe fails —
+	// a pod that hangs is found in SilentAfter + ProbeTimeout, not after
+	// FailuresToDown calls each ran to its deadline. Defaults to
+	// SilentAfterDefault.
+	SilentAfter time.Duration
 	// FanOutConcurrency defaults to FanOutConcurrencyDefault.
 	FanOutConcurrency int
 	// FanOutTimeout defaults to FanOutTimeoutDefault.
@@ -132,6 +148,9 @@ func New(ctx context.Context, m Map, pods []Pod, cfg Config) (*Router, error) {
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = ProbeTimeoutDefault
 	}
+	if cfg.SilentAfter <= 0 {
+		cfg.SilentAfter = SilentAfterDefault
+	}
 	if cfg.FanOutConcurrency <= 0 {
 		cfg.FanOutConcurrency = FanOutConcurrencyDefault
 	}
@@ -154,8 +173,11 @@ func New(ctx context.Context, m Map, pods []Pod, cfg Config) (*Router, error) {
 			return nil, &holdfast.ArgumentError{Field: fmt.Sprintf("pods[%d].engine", i), Reason: "required"}
 		case r.pods[p.Name] != nil:
 			return nil, &holdfast.ArgumentError{Field: fmt.Sprintf("pods[%d].name", i), Reason: "named twice: " + p.Name}
+		case p.MaxInFlight < 0:
+			return nil, &holdfast.ArgumentError{Field: fmt.Sprintf("pods[%d].max_in_flight", i), Reason: "not negative"}
 		}
-		pp := &pod{name: p.Name, eng: p.Engine, ping: p.Ping}
+		pp := &pod{name: p.Name, eng: p.Engine, ping: p.Ping, max: int64(p.MaxInFlight)}
+		pp.lastDone.Store(time.Now().UnixNano())
 		r.pods[p.Name] = pp
 		r.order = append(r.order, pp)
 		names = append(names, p.Name)
@@ -177,7 +199,36 @@ func New(ctx context.Context, m Map, pods []Pod, cfg Config) (*Router, error) {
 		}
 	}
 	r.probeCtx, r.probeCancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.probes.Add(1)
+	go r.watch()
 	return r, nil
+}
+
+// watch looks for silent pods every ProbeInterval until the router stops.
+func (r *Router) watch() {
+	defer r.probes.Done()
+	t := time.NewTicker(r.cfg.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.probeCtx.Done():
+			return
+		case now := <-t.C:
+			for _, p := range r.order {
+				if p.silent(now, r.cfg.SilentAfter) && p.checking.CompareAndSwap(false, true) {
+					r.probes.Add(1)
+					go func() {
+						defer r.probes.Done()
+						defer p.checking.Store(false)
+						if err := r.probe(p); err != nil && r.probeCtx.Err() == nil && p.markDown(fmt.Errorf("silent for %v with calls in flight, and a probe failed: %w", r.cfg.SilentAfter, err)) {
+							r.cfg.Logger.Warn("pods: pod marked down: calls in flight, none returned, and a probe failed", "pod", p.name, "err", err)
+							r.startProbe(p)
+						}
+					}()
+				}
+			}
+		}
+	}
 }
 
 // NameRule is what a pod's name must be.
@@ -260,7 +311,8 @@ func (r *Router) Placement(ctx context.Context, shopID int64) (Placement, error)
 	return Placement{}, fmt.Errorf("%w: pods: reading the shard map: %w", holdfast.ErrUnavailable, err)
 }
 
-// route answers the pod that serves shopID. assign places an unassigned
+// route answers the pod that serves shopID (not yet admitted: see
+// pod.admit). assign places an unassigned
 // shop first (operations that create a shop's data); without it an
 // unassigned shop is answered by any pod that is up, which holds nothing of
 // it (not found, empty pages) — the truthful answer for a shop no pod has.
@@ -283,9 +335,6 @@ func (r *Router) route(ctx context.Context, shopID int64, assign bool) (*pod, er
 	p := r.pods[pl.Pod]
 	if p == nil {
 		return nil, &PodError{Pod: pl.Pod, Err: fmt.Errorf("%w: %w: the map places the shop on a pod this router is not configured with", holdfast.ErrUnavailable, ErrUnknownPod)}
-	}
-	if err := p.admit(); err != nil {
-		return nil, err
 	}
 	return p, nil
 }
