@@ -67,6 +67,9 @@ type podsEntry struct {
 	podsEndpoint
 	Name   string `json:"name"`
 	Engine string `json:"engine"`
+	// MaxInFlight bounds the calls on the pod at once (pods.Pod.MaxInFlight;
+	// combined reservations aside). Defaults to MaxConns.
+	MaxInFlight int `json:"max_in_flight"`
 }
 
 func (e podsEndpoint) url(what string) (string, error) {
@@ -127,6 +130,12 @@ func loadPodsFile(path string) (*podsFile, time.Duration, error) {
 		}
 		if p.MaxConns < 2 || p.MaxConns > podConnsMax {
 			return nil, 0, usageError("--pods-config: pod %s: max_conns must be between 2 and %d", p.Name, podConnsMax)
+		}
+		if p.MaxInFlight == 0 {
+			p.MaxInFlight = p.MaxConns
+		}
+		if p.MaxInFlight < 1 || p.MaxInFlight > 10*podConnsMax {
+			return nil, 0, usageError("--pods-config: pod %s: max_in_flight must be between 1 and %d", p.Name, 10*podConnsMax)
 		}
 	}
 	if pf.DefaultPod != "" && !seen[pf.DefaultPod] {
@@ -192,7 +201,7 @@ func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate,
 		if err != nil {
 			return nil, err
 		}
-		pod := pods.Pod{Name: p.Name}
+		pod := pods.Pod{Name: p.Name, MaxInFlight: p.MaxInFlight}
 		switch p.Engine {
 		case enginePostgres:
 			pool, err := pgPool(ctx, u, p.MaxConns, "holdfast-pod-"+p.Name)
@@ -200,7 +209,14 @@ func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate,
 				return nil, fmt.Errorf("pod %s: %w", p.Name, err)
 			}
 			s.closers = append(s.closers, pool.Close)
-			pod.Ping = pool.Ping
+			// The probe has a connection of its own: a pool that a busy
+			// pod filled must not make its probe fail.
+			probe, err := pgPool(ctx, u, 1, "holdfast-pod-probe-"+p.Name)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: %w", p.Name, err)
+			}
+			s.closers = append(s.closers, probe.Close)
+			pod.Ping = probe.Ping
 			if doMigrate {
 				if _, err := migrate.Up(ctx, pool); err != nil {
 					return nil, fmt.Errorf("pod %s: %w", p.Name, err)
@@ -227,7 +243,12 @@ func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate,
 			}
 			db := c.DB()
 			s.closers = append(s.closers, func() { _ = db.Close() })
-			pod.Ping = db.PingContext
+			probe, err := mariaDBPool(u, 1)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: %w", p.Name, err)
+			}
+			s.closers = append(s.closers, func() { _ = probe.Close() })
+			pod.Ping = probe.PingContext
 			if engines {
 				pod.Engine = c
 			}
@@ -241,19 +262,28 @@ func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate,
 // migrateMariaDBPod applies holdfast's pending migrations to a MariaDB pod
 // on a short-lived pool of its own.
 func migrateMariaDBPod(ctx context.Context, u string) error {
-	dc, err := mysql.ParseURL(u)
-	if err != nil {
-		return err
-	}
-	mysql.Configure(dc)
-	db, err := sql.Open("mysql", dc.FormatDSN())
+	db, err := mariaDBPool(u, 2)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(2)
 	_, err = migrations.Up(ctx, db)
 	return err
+}
+
+// mariaDBPool is a small pool on a MariaDB pod, configured as the engine's.
+func mariaDBPool(u string, maxConns int) (*sql.DB, error) {
+	dc, err := mysql.ParseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	mysql.Configure(dc)
+	db, err := sql.Open("mysql", dc.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(maxConns)
+	return db, nil
 }
 
 func pgPool(ctx context.Context, u string, maxConns int, app string) (*pgxpool.Pool, error) {
@@ -506,12 +536,7 @@ func pingPod(ctx context.Context, p podsEntry) (up bool, ms int64, problem strin
 	start := time.Now()
 	switch p.Engine {
 	case engineMariaDB:
-		dc, err := mysql.ParseURL(u)
-		if err != nil {
-			return false, 0, err.Error()
-		}
-		mysql.Configure(dc)
-		db, err := sql.Open("mysql", dc.FormatDSN())
+		db, err := mariaDBPool(u, 1)
 		if err != nil {
 			return false, 0, err.Error()
 		}
