@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysqltest"
 	"github.com/holdfast/holdfast/pgcluster"
 	"github.com/holdfast/holdfast/pods"
 	"github.com/holdfast/holdfast/postgres"
@@ -26,13 +27,14 @@ import (
 )
 
 // Two private PostgreSQL servers shared by the tests (pods on both, the
-// control database on the first); the outage test starts a third of its
-// own, which it stops.
+// control database on the first), and a private MariaDB (mysqltest) for a
+// pod on the other engine; the outage tests start a server of their own,
+// which they stop.
 var serverA, serverB *server
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) { os.Exit(run(mysqltest.Runner(m))) }
 
-func run(m *testing.M) int {
+func run(m interface{ Run() int }) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error
