@@ -156,6 +156,7 @@ type podSet struct {
 	file    *podsFile
 	control *pgxpool.Pool
 	pods    []pods.Pod
+	pgPools map[string]*pgxpool.Pool // the PostgreSQL pods' pools, by name
 	closers []func()
 }
 
@@ -173,7 +174,7 @@ func (s *podSet) Close() {
 // deployment starts whole (a pod that dies later only turns its own shops
 // away).
 func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate, engines bool, log *slog.Logger) (*podSet, error) {
-	s := &podSet{file: pf}
+	s := &podSet{file: pf, pgPools: map[string]*pgxpool.Pool{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -209,6 +210,7 @@ func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate,
 				return nil, fmt.Errorf("pod %s: %w", p.Name, err)
 			}
 			s.closers = append(s.closers, pool.Close)
+			s.pgPools[p.Name] = pool
 			// The probe has a connection of its own: a pool that a busy
 			// pod filled must not make its probe fail.
 			probe, err := pgPool(ctx, u, 1, "holdfast-pod-probe-"+p.Name)
@@ -345,6 +347,9 @@ func runPodsServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln 
 		MaxInFlight:  inFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
 		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,
+		// The console's doctor page checks the pods, not the control
+		// database the API's pool is on.
+		Console: httpapi.ConsoleConfig{Doctor: set.doctor},
 	})
 	if err != nil {
 		return err
@@ -371,7 +376,7 @@ and the shard map (shop → pod) in a control database; holdfast serve --pods-co
 each request by shop. docs/OPERATIONS.md (Pods) and docs/PODS.md.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newPodsListCmd(), newPodsStatusCmd())
+	cmd.AddCommand(newPodsListCmd(), newPodsStatusCmd(), newPodsDoctorCmd())
 	return cmd
 }
 

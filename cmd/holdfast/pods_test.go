@@ -131,6 +131,11 @@ func TestServePods(t *testing.T) {
 		t.Fatalf("pods status: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// The doctor runs on each pod, findings named by pod.
+	if _, out, errOut := run(t, "pods", "doctor", "--pods-config", path); !strings.Contains(out, "a: invariant") || !strings.Contains(out, "b: invariant") {
+		t.Fatalf("pods doctor lacks a pod's invariant check:\n%s%s", out, errOut)
+	}
+
 	// Pod b's server stops: shop 2 is 503 with Retry-After, shop 1 trades.
 	if err := c2.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -150,5 +155,8 @@ func TestServePods(t *testing.T) {
 	}
 	if code, out, _ := run(t, "pods", "status", "--pods-config", path); code != 2 || !strings.Contains(out, "DOWN") {
 		t.Fatalf("pods status with pod b down: exit %d\n%s", code, out)
+	}
+	if code, out, _ := run(t, "pods", "doctor", "--pods-config", path); code != 2 || !regexp.MustCompile(`CRITICAL\s+b: reachable`).MatchString(out) || !strings.Contains(out, "a: invariant") {
+		t.Fatalf("pods doctor with pod b down: exit %d\n%s", code, out)
 	}
 }
