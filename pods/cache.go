@@ -60,6 +60,21 @@ func (c *cache) drop(shop int64) {
 	c.mu.Unlock()
 }
 
+// dropReadBefore drops the shop's entry when it was read before t.
+func (c *cache) dropReadBefore(shop int64, t time.Time) {
+	c.mu.RLock()
+	e, ok := c.entries[shop]
+	c.mu.RUnlock()
+	if !ok || !e.at.Before(t) {
+		return
+	}
+	c.mu.Lock()
+	if e, ok := c.entries[shop]; ok && e.at.Before(t) {
+		delete(c.entries, shop)
+	}
+	c.mu.Unlock()
+}
+
 func (c *cache) clear() {
 	c.mu.Lock()
 	clear(c.entries)

@@ -36,6 +36,17 @@ type Map interface {
 	// SetAcceptsNew says whether the assignment policy may place new shops
 	// on pod (false drains it of new shops; its shops stay).
 	SetAcceptsNew(ctx context.Context, pod string, accepts bool) error
+	// Changes answers the placement changes (switches, removals) made
+	// within the last window by the map's clock, oldest first, at most
+	// limit. Routers follow them (Config.FollowInterval).
+	Changes(ctx context.Context, window time.Duration, limit int) ([]Change, error)
+}
+
+// Change is one change of a shop's placement. Revisions grow, but may
+// commit out of order: a follower reads a window, not "after revision n".
+type Change struct {
+	Revision int64 `json:"revision"`
+	ShopID   int64 `json:"shop_id"`
 }
 
 // ListLimitMax bounds one page of Map.List.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holdfast/holdfast"
@@ -14,11 +15,25 @@ import (
 
 // Bounds and defaults of a Router.
 const (
-	// CacheTTLDefault is how long a placement read from the map is trusted.
-	CacheTTLDefault = 5 * time.Second
-	// CacheTTLMax bounds Config.CacheTTL: a router learns of a placement
-	// another router switched within it (its own switches at once).
-	CacheTTLMax = time.Minute
+	// CacheTTLDefault is how long a placement read from the map is
+	// trusted while the router cannot follow the map's changes
+	// (FollowInterval); while it follows them, cached placements are kept
+	// until a change drops them (or the cache's bound does).
+	CacheTTLDefault = time.Minute
+	// CacheTTLMax bounds Config.CacheTTL.
+	CacheTTLMax = 10 * time.Minute
+	// FollowIntervalDefault paces the read of the map's recent changes: a
+	// shop switched by any router is re-read by every router within about
+	// this long.
+	FollowIntervalDefault = time.Second
+	// FollowWindow is how far back each read of the changes looks: changes
+	// commit out of revision order, so a follower re-reads a window and
+	// skips what it saw. A change that took longer than this to commit
+	// could be missed until the TTL.
+	FollowWindow = 30 * time.Second
+	// FollowLimit bounds one read of the changes; a full read drops the
+	// whole cache instead.
+	FollowLimit = 10_000
 	// CacheEntriesDefault bounds the placements a router keeps.
 	CacheEntriesDefault = 100_000
 	// StaleMaxDefault is how old a cached placement may be and still be
@@ -66,6 +81,10 @@ type Pod struct {
 type Config struct {
 	// CacheTTL defaults to CacheTTLDefault; at most CacheTTLMax.
 	CacheTTL time.Duration
+	// FollowInterval defaults to FollowIntervalDefault; negative: do not
+	// follow (placements then change for this router only by TTL or
+	// Invalidate).
+	FollowInterval time.Duration
 	// CacheEntries defaults to CacheEntriesDefault.
 	CacheEntries int
 	// StaleMax defaults to StaleMaxDefault. Using a stale placement is
@@ -112,7 +131,8 @@ type Router struct {
 	probeCancel context.CancelFunc
 	probes      sync.WaitGroup
 
-	stats routerStats
+	stats      routerStats
+	followedAt atomic.Int64 // unix ns (Config.Now) of the last read of the map's changes
 }
 
 var _ holdfast.Engine = (*Router)(nil)
@@ -132,6 +152,9 @@ func New(ctx context.Context, m Map, pods []Pod, cfg Config) (*Router, error) {
 	}
 	if cfg.CacheTTL > CacheTTLMax {
 		return nil, &holdfast.ArgumentError{Field: "CacheTTL", Reason: fmt.Sprintf("at most %v", CacheTTLMax)}
+	}
+	if cfg.FollowInterval == 0 {
+		cfg.FollowInterval = FollowIntervalDefault
 	}
 	if cfg.CacheEntries <= 0 {
 		cfg.CacheEntries = CacheEntriesDefault
@@ -201,7 +224,60 @@ func New(ctx context.Context, m Map, pods []Pod, cfg Config) (*Router, error) {
 	r.probeCtx, r.probeCancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.probes.Add(1)
 	go r.watch()
+	if cfg.FollowInterval > 0 {
+		r.probes.Add(1)
+		go r.follow()
+	}
 	return r, nil
+}
+
+// follow reads the map's recent changes every FollowInterval until the
+// router stops, and drops the changed shops' cached placements.
+func (r *Router) follow() {
+	defer r.probes.Done()
+	seen := map[int64]time.Time{} // revisions in the window, when first seen
+	t := time.NewTicker(r.cfg.FollowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.probeCtx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(r.probeCtx, r.cfg.ProbeTimeout)
+		changes, err := r.m.Changes(ctx, FollowWindow, FollowLimit)
+		cancel()
+		if err != nil {
+			r.stats.followErrors.Add(1)
+			continue
+		}
+		now := r.cfg.Now()
+		if last := r.followedAt.Load(); len(changes) >= FollowLimit || last != 0 && now.UnixNano()-last > int64(FollowWindow/2) {
+			// Too many changes to apply one by one, or the router could not
+			// read them for so long that this window may not reach back to
+			// its last read: start from the map again.
+			r.cache.clear()
+		}
+		for _, c := range changes {
+			at, ok := seen[c.Revision]
+			if !ok {
+				at = now
+				seen[c.Revision] = at
+			}
+			// The change committed before it was first seen: a placement
+			// read from the map after that is current; one whose read began
+			// before may be the old one (even if it was put in the cache
+			// after the change was seen), so it is dropped — on every read
+			// of the window, which catches such late puts too.
+			r.cache.dropReadBefore(c.ShopID, at)
+		}
+		r.followedAt.Store(now.UnixNano())
+		for rev, at := range seen {
+			if now.Sub(at) > 2*FollowWindow {
+				delete(seen, rev)
+			}
+		}
+	}
 }
 
 // watch looks for silent pods every ProbeInterval until the router stops.
@@ -291,7 +367,7 @@ func (r *Router) InvalidateAll() { r.cache.clear() }
 func (r *Router) Placement(ctx context.Context, shopID int64) (Placement, error) {
 	now := r.cfg.Now()
 	e, ok := r.cache.get(shopID)
-	if ok && now.Sub(e.at) < r.cfg.CacheTTL {
+	if ok && (now.Sub(e.at) < r.cfg.CacheTTL || r.following(now)) {
 		r.stats.hits.Add(1)
 		return e.pl, nil
 	}
@@ -309,6 +385,15 @@ func (r *Router) Placement(ctx context.Context, shopID int64) (Placement, error)
 		return e.pl, nil
 	}
 	return Placement{}, fmt.Errorf("%w: pods: reading the shard map: %w", holdfast.ErrUnavailable, err)
+}
+
+// following reports whether the router read the map's changes recently
+// (within three FollowIntervals): then every cached placement is current
+// but for changes of the last few seconds, which the next read drops —
+// cached placements need no TTL.
+func (r *Router) following(now time.Time) bool {
+	last := r.followedAt.Load()
+	return last != 0 && now.UnixNano()-last < int64(3*r.cfg.FollowInterval)
 }
 
 // route answers the pod that serves shopID (not yet admitted: see

@@ -131,7 +131,7 @@ func TestCacheStaleness(t *testing.T) {
 	m := newMap(t)
 	now := time.Now()
 	clock := func() time.Time { return now }
-	r := newRouter(t, m, pods.Config{CacheTTL: time.Second, StaleMax: time.Minute, Now: clock}, a, b)
+	r := newRouter(t, m, pods.Config{CacheTTL: time.Second, StaleMax: time.Minute, Now: clock, FollowInterval: -1}, a, b)
 	stock(t, r, 5, 1)
 	pl, err := r.Placement(ctx, 5)
 	if err != nil || pl.Pod != "a" {
@@ -168,4 +168,42 @@ func TestCacheStaleness(t *testing.T) {
 	if _, err := r.Level(ctx, key(5)); !errors.Is(err, holdfast.ErrUnavailable) {
 		t.Fatalf("past StaleMax without a map: %v, want ErrUnavailable", err)
 	}
+}
+
+// TestFollowsSwitches: a switch made anywhere (here, on the map directly,
+// as a move run by another process would) reaches every router within
+// about FollowInterval, long before its cache's TTL, without Invalidate.
+func TestFollowsSwitches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := newPod(t, "a", serverA), newPod(t, "b", serverB)
+	m := newMap(t)
+	cfg := pods.Config{CacheTTL: pods.CacheTTLMax, FollowInterval: 200 * time.Millisecond}
+	r1, r2 := newRouter(t, m, cfg, a, b), newRouter(t, m, cfg, a, b)
+	stock(t, r1, 9, 3)
+	for _, r := range []*pods.Router{r1, r2} {
+		if pl, err := r.Placement(ctx, 9); err != nil || pl.Pod != "a" {
+			t.Fatalf("placement: %+v, %v", pl, err)
+		}
+	}
+	switched := time.Now()
+	if _, err := m.Switch(ctx, 9, "a", 1, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*pods.Router{r1, r2} {
+		for {
+			pl, err := r.Placement(ctx, 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl.Pod == "b" && pl.Epoch == 2 {
+				break
+			}
+			if time.Since(switched) > 10*time.Second {
+				t.Fatalf("a router still routes shop 9 to %s %v after the switch (TTL %v)", pl.Pod, time.Since(switched), pods.CacheTTLMax)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("both routers followed the switch within %v", time.Since(switched).Round(time.Millisecond))
 }

@@ -9,6 +9,7 @@ import (
 // routerStats are the router's counters, exported by Collectors.
 type routerStats struct {
 	hits, misses, stale atomic.Int64
+	followErrors        atomic.Int64
 }
 
 // Collectors are the router's Prometheus metrics, to register:
@@ -35,6 +36,8 @@ func (r *Router) Collectors() []prometheus.Collector {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holdfast_pods_map_lookups_total", Help: "Placements looked up, by where the answer came from.",
 			ConstLabels: prometheus.Labels{"result": result}}, func() float64 { return float64(c.Load()) }))
 	}
+	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holdfast_pods_map_follow_errors_total", Help: "Reads of the map's recent changes that failed (the cache then relies on its TTL)."},
+		func() float64 { return float64(r.stats.followErrors.Load()) }))
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "holdfast_pods_cache_entries", Help: "Placements in the router's cache."},
 		func() float64 { return float64(r.cache.len()) }))
 	return cs

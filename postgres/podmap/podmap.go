@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -137,6 +138,19 @@ func (m *Map) SetAcceptsNew(ctx context.Context, pod string, accepts bool) error
 		return fmt.Errorf("%w: %s", pods.ErrUnknownPod, pod)
 	}
 	return err
+}
+
+// Changes implements pods.Map.
+func (m *Map) Changes(ctx context.Context, window time.Duration, limit int) ([]pods.Change, error) {
+	rows, err := m.pool.Query(ctx, statements.Tagged(route, "changes"), window.Milliseconds(), limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (pods.Change, error) {
+		var c pods.Change
+		err := r.Scan(&c.Revision, &c.ShopID)
+		return c, err
+	})
 }
 
 func foreignKey(err error) bool {
