@@ -376,7 +376,47 @@ and the shard map (shop → pod) in a control database; holdfast serve --pods-co
 each request by shop. docs/OPERATIONS.md (Pods) and docs/PODS.md.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newPodsListCmd(), newPodsStatusCmd(), newPodsDoctorCmd())
+	cmd.AddCommand(newPodsListCmd(), newPodsStatusCmd(), newPodsDoctorCmd(), newPodsNewShopsCmd())
+	return cmd
+}
+
+func newPodsNewShopsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "new-shops",
+		Short: "let the placement policy put new shops on a pod, or not (--off drains it of new shops; its shops stay)",
+		Args:  noArgs,
+	}
+	fs := cmd.Flags()
+	path := fs.String("pods-config", "", "the pods configuration file (as serve takes it)")
+	pod := fs.String("pod", "", "the pod")
+	off := fs.Bool("off", false, "refuse new shops (default: accept them)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		pf, _, err := loadPodsFile(*path)
+		if err != nil {
+			return err
+		}
+		if *pod == "" {
+			return usageError("--pod is required")
+		}
+		cu, err := pf.Control.url("control")
+		if err != nil {
+			return err
+		}
+		pool, err := pgPool(ctx, cu, 2, "holdfast-pods")
+		if err != nil {
+			return fmt.Errorf("control database: %w", err)
+		}
+		defer pool.Close()
+		if err := podmap.New(pool).SetAcceptsNew(ctx, *pod, !*off); err != nil {
+			if errors.Is(err, pods.ErrUnknownPod) {
+				return usageError("--pod %s: no such pod in the map (a pod is registered when serve first starts with it)", *pod)
+			}
+			return fmt.Errorf("control database: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "pod %s: new shops %s\n", *pod, yesNo(*off, "refused", "accepted"))
+		return nil
+	}
 	return cmd
 }
 

@@ -131,6 +131,20 @@ func TestServePods(t *testing.T) {
 		t.Fatalf("pods status: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// Pod a stops taking new shops: shop 3 goes to b although b has more.
+	if code, out, errOut := run(t, "pods", "new-shops", "--pods-config", path, "--pod", "a", "--off"); code != 0 || !strings.Contains(out, "refused") {
+		t.Fatalf("pods new-shops --off: exit %d %s%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "pods", "new-shops", "--pods-config", path, "--pod", "zz"); code != 2 || !strings.Contains(errOut, "no such pod") {
+		t.Fatalf("pods new-shops on an unknown pod: exit %d %s", code, errOut)
+	}
+	if code, body := call(t, "PUT", base+"/v1/shops/3/inventory/42/1", key("3"), `{"available": 1, "reason": "stocktake"}`); code != http.StatusOK {
+		t.Fatalf("stock shop 3: %d %s", code, body)
+	}
+	if code, out, _ := run(t, "pods", "list", "--pods-config", path, "--shops"); code != 0 || !regexp.MustCompile(`(?m)^3\s+b\s`).MatchString(out) {
+		t.Fatalf("shop 3 with pod a refusing new shops:\n%s", out)
+	}
+
 	// The doctor runs on each pod, findings named by pod.
 	if _, out, errOut := run(t, "pods", "doctor", "--pods-config", path); !strings.Contains(out, "a: invariant") || !strings.Contains(out, "b: invariant") {
 		t.Fatalf("pods doctor lacks a pod's invariant check:\n%s%s", out, errOut)
