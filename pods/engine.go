@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -32,6 +33,26 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 	v, err := fn(p.eng)
 	p.done()
 	r.observe(p, err)
+	if !errors.Is(err, holdfast.ErrShopMoved) || shopID <= 0 {
+		return v, err
+	}
+	// The pod no longer serves the shop (or fences it for a move): read
+	// the placement again, and when the shop lives elsewhere now, retry
+	// there once — nothing was applied on the first pod. Still on the same
+	// pod (a move's fence, the switch not made yet): the retriable answer
+	// stands.
+	r.Invalidate(shopID)
+	r.stats.moved.Add(1)
+	q, rerr := r.route(ctx, shopID, false)
+	if rerr != nil || q == p {
+		return v, err
+	}
+	if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {
+		return zero, aerr
+	}
+	v, err = fn(q.eng)
+	q.done()
+	r.observe(q, err)
 	return v, err
 }
 

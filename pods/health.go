@@ -41,10 +41,12 @@ type pod struct {
 }
 
 // failure reports whether err says the pod itself failed, as opposed to an
-// answer (a refusal, a validation error, not found) or a caller that went
-// away (context.Canceled).
+// answer (a refusal, a validation error, not found, a shop that moved) or
+// a caller that went away (context.Canceled).
 func failure(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, holdfast.ErrShopMoved) {
+		// A fenced or moved shop is the pod answering, not failing: it
+		// must not take the pod's other shops down with it.
 		return false
 	}
 	return errors.Is(err, holdfast.ErrUnavailable) || errors.Is(err, holdfast.ErrOutcomeUnknown) ||

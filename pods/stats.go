@@ -10,6 +10,7 @@ import (
 type routerStats struct {
 	hits, misses, stale atomic.Int64
 	followErrors        atomic.Int64
+	moved               atomic.Int64 // answers ErrShopMoved
 }
 
 // Collectors are the router's Prometheus metrics, to register:
@@ -36,6 +37,8 @@ func (r *Router) Collectors() []prometheus.Collector {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holdfast_pods_map_lookups_total", Help: "Placements looked up, by where the answer came from.",
 			ConstLabels: prometheus.Labels{"result": result}}, func() float64 { return float64(c.Load()) }))
 	}
+	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holdfast_pods_shop_moved_total", Help: "Answers that a shop is fenced or moved away (the placement is then read again)."},
+		func() float64 { return float64(r.stats.moved.Load()) }))
 	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "holdfast_pods_map_follow_errors_total", Help: "Reads of the map's recent changes that failed (the cache then relies on its TTL)."},
 		func() float64 { return float64(r.stats.followErrors.Load()) }))
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "holdfast_pods_cache_entries", Help: "Placements in the router's cache."},
