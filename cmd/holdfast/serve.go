@@ -63,6 +63,7 @@ func newServeCmd() *cobra.Command {
 	fs.DurationVar(&f.reqTimeout, "request-timeout", httpapi.RequestTimeoutDefault, "bound on one request; past it the answer is 503 unavailable")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry traces (a span per request and per SQL statement) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318; empty: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set")
 	webhookFlagsVar(fs, &f.hooks, true)
+	fs.StringVar(&f.podsConfig, "pods-config", "", "serve a deployment sharded by shop over pods: this JSON file names the control database and each pod (pods.go; docs/OPERATIONS.md, Pods); DATABASE_URL and --data-dir are then unused")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), f) }
 	return cmd
 }
@@ -77,6 +78,8 @@ type serveFlags struct {
 	maxConns, maxInFlight, maxQuantity, maxLines        int
 
 	hooks webhookFlags // --webhook-allow-networks, --webhook-key, --webhook-key-file
+
+	podsConfig string // --pods-config (pods.go)
 }
 
 func runServe(ctx context.Context, f *serveFlags) error {
@@ -141,6 +144,9 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		defer mln.Close()
 	}
 
+	if f.podsConfig != "" {
+		return runPodsServe(ctx, f, log, ln, mln)
+	}
 	if engineName == engineMySQL {
 		return runMySQLServe(ctx, f, log, ln, mln)
 	}

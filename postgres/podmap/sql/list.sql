@@ -1,0 +1,2 @@
+SELECT shop_id, pod, epoch, assigned_at FROM holdfast_shop_pods
+WHERE shop_id > $1 ORDER BY shop_id LIMIT $2

@@ -1,0 +1,1 @@
+INSERT INTO holdfast_podmap_migrations (version) VALUES ($1)
