@@ -456,14 +456,14 @@ func (r *runner) adjust(ctx context.Context, item int64, delta int) {
 	key := newID()
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d/adjust", r.o.Service.Shop, item, location)
 	r.resolve(ctx, func(c context.Context) Event {
-		return r.do(c, Event{Op: OpAdjust, Checkout: key, Item: item, Qty: delta}, http.MethodPost, path, map[string]any{"delta": delta}, key)
+		return r.do(c, Event{Op: OpAdjust, Checkout: key, Item: item, Qty: delta}, http.MethodPost, path, map[string]any{"delta": delta, "reason": "failover test", "adjustment_id": key}, key)
 	})
 }
 
 func (r *runner) setStock(ctx context.Context, item int64, n int) error {
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d", r.o.Service.Shop, item, location)
 	e := r.resolve(ctx, func(c context.Context) Event {
-		return r.do(c, Event{Op: "set", Item: item}, http.MethodPut, path, map[string]any{"available": n}, newID())
+		return r.do(c, Event{Op: "set", Item: item}, http.MethodPut, path, map[string]any{"available": n, "reason": "failover test"}, newID())
 	})
 	if e.Status != http.StatusOK {
 		return fmt.Errorf("%d %s", e.Status, e.Code)
@@ -526,4 +526,11 @@ func newID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Slack is extra time a bound allows on a loaded machine: 0, or
+// HOLDFAST_FAILOVER_SLACK (a Go duration).
+func Slack() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("HOLDFAST_FAILOVER_SLACK"))
+	return d
 }

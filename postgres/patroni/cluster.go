@@ -89,6 +89,9 @@ type Cluster struct {
 	mu      sync.Mutex
 	nodes   [Nodes]*node
 	frozen  []int // pids stopped by Inject(Freeze)
+
+	probeMu sync.Mutex
+	probe   *pgx.Conn // Probe's connection
 	closeMu sync.Once
 }
 
@@ -679,6 +682,12 @@ func (c *Cluster) Close(ctx context.Context) error {
 		}
 		c.frozen = nil
 		c.mu.Unlock()
+		c.probeMu.Lock()
+		if c.probe != nil {
+			_ = c.probe.Close(ctx)
+			c.probe = nil
+		}
+		c.probeMu.Unlock()
 		for _, n := range c.nodes {
 			if n == nil {
 				continue
@@ -753,3 +762,31 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Probe writes one row through a plain pgx connection on URL (no holdfast):
+// the baseline the failover runner compares holdfast's unavailability with
+// (failovertest.Prober). On any error the connection is dropped and the
+// next call connects again through the multi-host URL.
+func (c *Cluster) Probe(ctx context.Context) error {
+	c.probeMu.Lock()
+	defer c.probeMu.Unlock()
+	if c.probe == nil || c.probe.IsClosed() {
+		conn, err := pgx.Connect(ctx, c.URL())
+		if err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS failover_probe (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())"); err != nil {
+			conn.Close(context.Background())
+			return err
+		}
+		c.probe = conn
+	}
+	if _, err := c.probe.Exec(ctx, "INSERT INTO failover_probe DEFAULT VALUES"); err != nil {
+		c.probe.Close(context.Background())
+		c.probe = nil
+		return err
+	}
+	return nil
+}
+
+var _ failovertest.Prober = (*Cluster)(nil)
