@@ -161,23 +161,33 @@ func Run(t *testing.T, o Options) []Result {
 			}
 			// Recovered: a reservation acknowledged after the fault, and
 			// 12 s more for the throughput's recovery.
-			gapEnd := r.waitAck(t, at)
-			time.Sleep(time.Until(gapEnd.Add(12 * time.Second)))
+			firstAck := r.waitAck(t, at)
+			time.Sleep(time.Until(firstAck.Add(14 * time.Second)))
 			if err := o.Cluster.Heal(ctx); err != nil {
 				t.Fatalf("failovertest: %s round %d: heal: %v", k, round+1, err)
 			}
+			if o.Service.Invariant != nil {
+				if err := o.Service.Invariant(ctx); err != nil {
+					t.Errorf("failovertest: %s round %d: invariant: %v", k, round+1, err)
+				}
+			}
 			res := Result{Kind: k}
 			acks := r.acks()
-			res.Unavailable = gap(acks, at)
 			pmu.Lock()
 			if len(probes) > 0 {
 				res.Probe = gap(probes, at)
 			}
 			pmu.Unlock()
+			var end time.Time
+			res.Unavailable, end = gapEnd(acks, at)
 			res.Before = rate(acks, at.Add(-5*time.Second), at)
-			res.Recovered = recovery(acks, at.Add(res.Unavailable), res.Before)
-			logf("failover %s #%d: unavailable %.1fs (probe %.1fs), throughput before %.0f/s, back to 0.8x after %.1fs",
-				k, round+1, res.Unavailable.Seconds(), res.Probe.Seconds(), res.Before, res.Recovered.Seconds())
+			res.Recovered = recovery(acks, end, res.Before)
+			back := fmt.Sprintf("%.1fs", res.Recovered.Seconds())
+			if res.Recovered < 0 {
+				back = "not within 10s"
+			}
+			logf("failover %s #%d: unavailable %.1fs (probe %.1fs), throughput before %.0f/s, back to 0.8x after %s",
+				k, round+1, res.Unavailable.Seconds(), res.Probe.Seconds(), res.Before, back)
 			results = append(results, res)
 		}
 	}
@@ -258,19 +268,28 @@ func maxOf(ds []time.Duration) time.Duration {
 // (sorted): for each pair of consecutive acknowledgements ending after at,
 // the time from max(first, at) to the second.
 func gap(ts []time.Time, at time.Time) time.Duration {
+	g, _ := gapEnd(ts, at)
+	return g
+}
+
+// gapEnd is gap and the acknowledgement that ended it.
+func gapEnd(ts []time.Time, at time.Time) (time.Duration, time.Time) {
 	var g time.Duration
+	end := at
 	prev := at
 	for _, t := range ts {
 		if !t.After(at) {
 			continue
 		}
-		g = max(g, t.Sub(prev))
+		if t.Sub(prev) > g {
+			g, end = t.Sub(prev), t
+		}
 		prev = t
 		if t.Sub(at) > 60*time.Second {
 			break
 		}
 	}
-	return g
+	return g, end
 }
 
 func rate(ts []time.Time, from, to time.Time) float64 {
