@@ -149,6 +149,21 @@ func Run(t *testing.T, o Options) []Result {
 			}
 		}()
 	}
+	// /readyz, polled: it must say not ready during the gap (no primary
+	// reachable) and ready again after it.
+	var ready []readyAt
+	var rmu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for wctx.Err() == nil {
+			st := r.readyz(wctx)
+			rmu.Lock()
+			ready = append(ready, readyAt{time.Now(), st})
+			rmu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	defer func() { stop(); wg.Wait() }()
 
 	var results []Result
@@ -166,11 +181,7 @@ func Run(t *testing.T, o Options) []Result {
 			if err := o.Cluster.Heal(ctx); err != nil {
 				t.Fatalf("failovertest: %s round %d: heal: %v", k, round+1, err)
 			}
-			if o.Service.Invariant != nil {
-				if err := o.Service.Invariant(ctx); err != nil {
-					t.Errorf("failovertest: %s round %d: invariant: %v", k, round+1, err)
-				}
-			}
+
 			res := Result{Kind: k}
 			acks := r.acks()
 			pmu.Lock()
@@ -182,6 +193,28 @@ func Run(t *testing.T, o Options) []Result {
 			res.Unavailable, end = gapEnd(acks, at)
 			res.Before = rate(acks, at.Add(-5*time.Second), at)
 			res.Recovered = recovery(acks, end, res.Before)
+			if o.Service.Invariant != nil {
+				if err := o.Service.Invariant(ctx); err != nil {
+					t.Errorf("failovertest: %s round %d: invariant: %v", k, round+1, err)
+				}
+			}
+			rmu.Lock()
+			notReady, readyAfter := false, false
+			for _, a := range ready {
+				if a.at.After(at) && a.at.Before(end) && a.status == http.StatusServiceUnavailable {
+					notReady = true
+				}
+				if a.at.After(end) && a.status == http.StatusOK {
+					readyAfter = true
+				}
+			}
+			rmu.Unlock()
+			if res.Unavailable > time.Second && !notReady {
+				t.Errorf("failovertest: %s round %d: /readyz never answered 503 during the %.1fs with no primary", k, round+1, res.Unavailable.Seconds())
+			}
+			if !readyAfter {
+				t.Errorf("failovertest: %s round %d: /readyz never answered 200 after the failover", k, round+1)
+			}
 			back := fmt.Sprintf("%.1fs", res.Recovered.Seconds())
 			if res.Recovered < 0 {
 				back = "not within 10s"
@@ -311,6 +344,21 @@ func recovery(ts []time.Time, from time.Time, before float64) time.Duration {
 		}
 	}
 	return -1
+}
+
+type readyAt struct {
+	at     time.Time
+	status int
+}
+
+func (r *runner) readyz(ctx context.Context) int {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.o.Service.URL+"/readyz", nil)
+	res, err := r.hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 type runner struct {
