@@ -116,8 +116,10 @@ func runFailoverDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	go func() {
 		defer close(killErr)
 		for i := range f.failovers {
+			// Mid-sale: before the units run out, and before the buyers do.
 			threshold := int64(f.buyers) * int64(i+1) / int64(f.failovers+2)
-			for done.Load() < threshold && ctx.Err() == nil && done.Load() < int64(f.buyers) {
+			held := int64(f.units) * int64(i+1) / int64(f.failovers+2)
+			for done.Load() < threshold && d.held.Load() < held && ctx.Err() == nil && done.Load() < int64(f.buyers) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			if ctx.Err() != nil || done.Load() >= int64(f.buyers) {
@@ -190,7 +192,7 @@ feed:
 	oversold := max(0, claimed-int64(f.units))
 	var unavailable time.Duration
 	d.mu.Lock()
-	ackTimes := slices.Clone(d.ackTimes)
+	ackTimes := slices.Clone(d.answerTimes)
 	d.mu.Unlock()
 	slices.SortFunc(ackTimes, func(a, b time.Time) int { return a.Compare(b) })
 	for _, k := range kills {
@@ -220,7 +222,7 @@ feed:
 	return nil
 }
 
-// ackGap is the longest stretch after at with no reservation acknowledged.
+// ackGap is the longest stretch after at with no definite answer.
 func ackGap(ts []time.Time, at time.Time) time.Duration {
 	var g time.Duration
 	prev := at
@@ -241,9 +243,11 @@ type failoverSale struct {
 
 	held, claimed, released, soldOut, retries, gaveUp atomic.Int64
 
-	mu       sync.Mutex
-	acked    map[uuid.UUID]holdfast.Status // what each acknowledged checkout was last told
-	ackTimes []time.Time
+	mu    sync.Mutex
+	acked map[uuid.UUID]holdfast.Status // what each acknowledged checkout was last told
+	// answerTimes are when each definite answer came (a hold, sold out, a
+	// claim, a release): the unavailability is the longest gap after a kill.
+	answerTimes []time.Time
 }
 
 // retry runs op until its answer is definite: not unavailable, not
@@ -287,9 +291,7 @@ func (d *failoverSale) ack(id uuid.UUID, s holdfast.Status) {
 		d.acked = map[uuid.UUID]holdfast.Status{}
 	}
 	d.acked[id] = s
-	if s == holdfast.StatusHeld {
-		d.ackTimes = append(d.ackTimes, time.Now())
-	}
+	d.answerTimes = append(d.answerTimes, time.Now())
 	d.mu.Unlock()
 }
 
@@ -306,6 +308,9 @@ func (d *failoverSale) buy(ctx context.Context, payRate, failRate float64) {
 	switch {
 	case errors.Is(err, holdfast.ErrInsufficientStock):
 		d.soldOut.Add(1)
+		d.mu.Lock()
+		d.answerTimes = append(d.answerTimes, time.Now())
+		d.mu.Unlock()
 		return
 	case err != nil:
 		return
