@@ -173,11 +173,13 @@ feed:
 		switch {
 		case errors.Is(err, holdfast.ErrNotFound):
 			lost++
+			stderrf("lost: checkout %s was told %s, and is not in the database", id, want)
 		case err != nil:
 			return err
 		case want == holdfast.StatusClaimed && h.Status != holdfast.StatusClaimed,
 			want == holdfast.StatusReleased && h.Status != holdfast.StatusReleased:
 			lost++
+			stderrf("lost: checkout %s was told %s, and is %s in the database", id, want, h.Status)
 		}
 	}
 	lvl, err := hc.Level(ctx, key)
