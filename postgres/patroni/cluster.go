@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,9 +87,11 @@ type Cluster struct {
 	etcd     *proc
 	http     *http.Client
 
-	mu      sync.Mutex
-	nodes   [Nodes]*node
-	frozen  []int // pids stopped by Inject(Freeze)
+	mu     sync.Mutex
+	nodes  [Nodes]*node
+	frozen []int // pids stopped by Inject(Freeze)
+
+	keep atomic.Bool // a heal failed: Close keeps the logs
 
 	probeMu sync.Mutex
 	probe   *pgx.Conn // Probe's connection
@@ -379,7 +382,7 @@ func (c *Cluster) clusterState(ctx context.Context) (State, error) {
 }
 
 func (c *Cluster) getJSON(ctx context.Context, n *node, path string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // Patroni answers slowly on a loaded machine
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", n.apiPort, path), nil)
 	res, err := c.http.Do(req)
@@ -396,13 +399,19 @@ func (c *Cluster) getJSON(ctx context.Context, n *node, path string, v any) erro
 // waitWhole polls until the cluster is whole (State.whole).
 func (c *Cluster) waitWhole(ctx context.Context) error {
 	var last State
+	var lastErr error
 	err := c.poll(ctx, "three nodes with a synchronous standby", func() bool {
 		st, err := c.clusterState(ctx)
+		if err != nil {
+			lastErr = err
+			return false
+		}
 		last = st
-		return err == nil && st.whole()
+		return st.whole()
 	})
 	if err != nil {
-		return fmt.Errorf("%w (last seen %+v; logs in %s)", err, last.Members, c.dir)
+		c.keep.Store(true)
+		return fmt.Errorf("%w (last seen %+v, last error %v; logs kept in %s)", err, last.Members, lastErr, c.dir)
 	}
 	return nil
 }
@@ -673,7 +682,7 @@ func (c *Cluster) Dir() string { return c.dir }
 
 // Close kills every process of the cluster (its PostgreSQL servers too)
 // and removes its files (kept, for reading the logs, when
-// HOLDFAST_PATRONI_KEEP is set).
+// HOLDFAST_PATRONI_KEEP is set or a Heal failed).
 func (c *Cluster) Close(ctx context.Context) error {
 	c.closeMu.Do(func() {
 		c.mu.Lock()
@@ -710,7 +719,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 			_ = c.etcd.cmd.Process.Kill()
 			<-c.etcd.done
 		}
-		if os.Getenv("HOLDFAST_PATRONI_KEEP") == "" {
+		if os.Getenv("HOLDFAST_PATRONI_KEEP") == "" && !c.keep.Load() {
 			_ = os.RemoveAll(c.dir)
 		}
 	})
