@@ -13,6 +13,10 @@
 // PostgreSQL refuses root: when the calling process is root, every file is
 // owned by, and every process runs as, the unprivileged "postgres" user, as
 // in package pgcluster. A Cluster implements failovertest.Cluster.
+//
+// fsync is off (a test cluster; the machine does not crash, only processes
+// die), full_page_writes stays on: pg_rewind, which brings a failed primary
+// back as a standby, refuses a source without it.
 package patroni
 
 import (
@@ -271,7 +275,7 @@ postgresql:
     replication: {username: replicator, password: %[11]s}
     rewind: {username: rewinder, password: %[11]s}
   parameters: {unix_socket_directories: "%[12]s", shared_buffers: 32MB, max_connections: 100,
-               fsync: "off", full_page_writes: "off", max_locks_per_transaction: 256, jit: "off"}
+               fsync: "off", max_locks_per_transaction: 256, jit: "off"}
 `, n.name, n.apiPort, c.etcdPort, int(TTL/time.Second), int(LoopWait/time.Second), int(RetryTimeout/time.Second),
 		n.pgPort, filepath.Join(n.dir, "data"), c.bin, filepath.Join(n.dir, "pgpass"), c.superPW, n.dir)
 }
