@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgcluster"
 )
@@ -109,7 +110,12 @@ func (d *database) tracedPool(ctx context.Context, maxConns int32, appName strin
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = appName
 	}
-	return pgxpool.NewWithConfig(ctx, cfg)
+	follow := postgres.Follow(cfg) // follow the primary of an HA cluster (#27)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		follow.Attach(pool)
+	}
+	return pool, err
 }
 
 // errNoSchema is what a read-only command answers on a database without

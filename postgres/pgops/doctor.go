@@ -51,6 +51,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*health.
 		{"setting.checkpoints", d.checkpoints}, // doctor_checkpoints.go
 		{"storage", d.storage},
 		{"connections", d.connections},
+		{"replication.synchronous", d.replication}, // doctor_replication.go
 		{"transactions.idle", d.idleInTransaction},
 		{"transactions.oldest", d.oldestTransaction},
 		{"vacuum.xmin_horizon", d.xminHorizon},

@@ -189,7 +189,7 @@ func (s *ServiceStore) Shops(ctx context.Context, n int) ([]int64, error) {
 }
 
 func (s *ServiceStore) Ready(ctx context.Context) (int, error) {
-	if err := s.pool.Ping(ctx); err != nil {
+	if err := postgres.IsPrimary(ctx, s.pool); err != nil { // a standby alone is not ready (#27)
 		return 0, err
 	}
 	err := migrations.Check(ctx, s.pool)

@@ -1,0 +1,22 @@
+package pgops_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/holdfast/holdfast/health"
+	"github.com/holdfast/holdfast/postgres/pgops"
+	"github.com/holdfast/holdfast/postgres/pgtest"
+)
+
+// TestDoctorReplicationSingleServer: a server with no standby is reported
+// as one, not as a failure. (A Patroni cluster with and without its
+// synchronous standby: postgres/patroni's TestDoctorReplication.)
+func TestDoctorReplicationSingleServer(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 4)
+	f := one(t, doctor(t, db.Pool, pgops.DoctorConfig{}), "replication.synchronous")
+	if f.Severity != health.SeverityOK || !strings.Contains(f.Message, "a single server, no standby") || !strings.Contains(f.Message, "timeline") {
+		t.Fatalf("%+v, want ok: a single server with its timeline", f)
+	}
+}
