@@ -4,6 +4,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"sync"
 
 	"context"
 	mysqldriver "github.com/go-sql-driver/mysql"
@@ -48,23 +49,37 @@ func TestFaultsHeal(t *testing.T) {
 	}
 }
 
+var (
+	shared     *galera.Cluster
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// startCluster is the test binary's cluster, started by the first test
+// that needs it (14 s on an idle machine) and stopped by TestMain. Every
+// test leaves it whole (Heal).
 func startCluster(t *testing.T) *galera.Cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), galera.SyncTimeout)
-	defer cancel()
-	start := time.Now()
-	c, err := galera.Start(ctx, galera.Options{Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), galera.SyncTimeout)
+		defer cancel()
+		start := time.Now()
+		shared, sharedErr = galera.Start(ctx, galera.Options{Log: func(f string, args ...any) { log.Printf(f, args...) }})
+		log.Printf("three nodes synced in %v", time.Since(start).Round(time.Millisecond))
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
 	}
-	t.Logf("three nodes synced in %v", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return c
+	return shared
 }
 
 func TestMain(m *testing.M) {
 	// The driver logs every connection a fault ends; the tests read the
 	// errors themselves.
 	_ = mysqldriver.SetLogger(log.New(io.Discard, "", 0))
-	os.Exit(m.Run())
+	code := m.Run()
+	if shared != nil {
+		_ = shared.Close(context.Background())
+	}
+	os.Exit(code)
 }
