@@ -53,6 +53,9 @@ const (
 	// barrierTimeout bounds the wait for a new writer to apply what the
 	// cluster has ordered.
 	barrierTimeout = 10 * time.Second
+	// suspectMax is how many probes in a row the writer may leave
+	// unanswered before the connector moves off it.
+	suspectMax = 2
 	// HostsMax bounds the hosts one URL may name.
 	HostsMax = 9
 )
@@ -247,11 +250,13 @@ func (w *writerConnector) probe(ctx context.Context, urgent bool) {
 	next := -1
 	for i := range w.hosts {
 		st := w.ask(ctx, i)
-		if i == cur && st == hostSilent {
-			// A writer that does not answer once may be slow (a loaded
-			// machine); twice, it is gone (frozen, partitioned).
-			w.suspect++
-			if w.suspect < 2 {
+		if i == cur {
+			if st != hostSilent {
+				w.suspect = 0
+			} else if w.suspect++; w.suspect < suspectMax {
+				// A writer that does not answer once may be slow (a
+				// loaded machine); suspectMax times in a row, it is gone
+				// (frozen, partitioned).
 				next = cur
 				break
 			}
@@ -263,9 +268,6 @@ func (w *writerConnector) probe(ctx context.Context, urgent bool) {
 	}
 	w.probedAt = time.Now()
 	if next == cur {
-		if next >= 0 {
-			w.suspect = 0
-		}
 		return
 	}
 	w.suspect = 0

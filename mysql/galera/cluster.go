@@ -198,19 +198,32 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.waitWhole(ctx); err != nil {
 		return nil, c.abort(err)
 	}
+	// Seen: node 1 answering 1047 (not prepared) to a write right after
+	// every node reported Synced in a primary component of three, while
+	// the last joiner's arrival settled. A write through node 1 must work
+	// before Start returns.
+	if err := c.settle(ctx); err != nil {
+		return nil, c.abort(err)
+	}
 	c.logf("galera: %d nodes synced; %s", Nodes, c.URL())
 	return c, nil
 }
 
 func (c *Cluster) abort(err error) error {
+	logs := c.Logs()
+	_ = c.Close(context.Background())
+	return fmt.Errorf("%w\n%s", err, logs)
+}
+
+// Logs is the end of every node's error log, for a failure's message.
+func (c *Cluster) Logs() string {
 	var logs strings.Builder
 	for _, n := range c.nodes {
 		if n != nil {
 			fmt.Fprintf(&logs, "--- node %d error log:\n%s\n", n.i+1, n.logTail())
 		}
 	}
-	_ = c.Close(context.Background())
-	return fmt.Errorf("%w\n%s", err, logs.String())
+	return logs.String()
 }
 
 func (n *node) data() string { return filepath.Join(n.dir, "data") }
@@ -515,13 +528,14 @@ func (c *Cluster) Inject(ctx context.Context, k failovertest.Kind) (time.Time, e
 		// connector sees at its next probe; ALL_KILL then ends the
 		// connections still on it (in-flight transactions roll back, a
 		// COMMIT in flight is an unknown outcome to its client).
-		at = time.Now()
 		if err := n.exec(ctx, c.password, "SET GLOBAL wsrep_desync = ON"); err != nil {
-			return at, err
+			return time.Now(), err
 		}
 		if err := n.exec(ctx, c.password, "SET GLOBAL wsrep_reject_queries = ALL_KILL"); err != nil {
-			return at, err
+			return time.Now(), err
 		}
+		// In effect once the node refuses queries: until then it wrote.
+		at = time.Now()
 	default:
 		return time.Time{}, fmt.Errorf("galera: unknown fault %q", k)
 	}
@@ -569,6 +583,21 @@ func (c *Cluster) healSwitchover(ctx context.Context, n *node) error {
 		return err
 	}
 	return n.exec(ctx, c.password, "SET GLOBAL wsrep_desync = OFF")
+}
+
+// settle waits until node 1 takes a write (a replicated DDL statement).
+func (c *Cluster) settle(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	for {
+		err := c.nodes[0].exec(ctx, c.password, "CREATE DATABASE IF NOT EXISTS holdfast_harness")
+		if err == nil {
+			return c.waitWhole(ctx)
+		}
+		if err := pause(ctx); err != nil {
+			return fmt.Errorf("galera: node 1 takes no write: %w", err)
+		}
+	}
 }
 
 // waitWhole waits until every node is Synced in one primary component of

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,9 +35,12 @@ const (
 	// after a fault (the target: 20 s per failover).
 	recoverMax = 20 * time.Second
 	workers    = 6
-	keys       = 6
-	stockEach  = 1_000_000
-	shop       = 1
+	// arrivalEvery and arrivalsMax shape the arriving buyers.
+	arrivalEvery = 50 * time.Millisecond
+	arrivalsMax  = 32
+	keys         = 6
+	stockEach    = 1_000_000
+	shop         = 1
 )
 
 // checkout is one reservation the workers made, and what they were told.
@@ -61,7 +65,7 @@ func TestFailover(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	if err := createDatabase(ctx, c, "holdfast"); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, c.Logs())
 	}
 	client, err := mysql.Open(c.URLFor("holdfast"), 30, holdfast.Config{Strategy: holdfast.StrategyBatch})
 	if err != nil {
@@ -83,77 +87,123 @@ func TestFailover(t *testing.T) {
 		all       []*checkout
 		lies      []string
 		successes atomic.Int64
-		lastOK    atomic.Int64 // unix nanos of the last success's end
+		okMu      sync.Mutex
+		lastOK    [2]time.Time // the last successful reservation's start and end
+		lastErr   atomic.Value // the last answer in doubt, for a failure's message
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range workers {
+	// one is one checkout: reserve one unit (half the time of the hot
+	// key) and, when mayClaim, claim it half the time.
+	one := func(mayClaim bool) {
+		co := &checkout{id: uuid.New(), item: 1 + rand.Int64N(keys)}
+		if rand.IntN(2) == 0 {
+			co.item = 1 // the hot key
+		}
+		mu.Lock()
+		all = append(all, co)
+		mu.Unlock()
+		began := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		h, err := client.Reserve(cctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: co.id, TTL: time.Hour,
+			Lines: []holdfast.Line{{ItemID: co.item, LocationID: 1, Quantity: 1}}})
+		cancel()
+		switch {
+		case err == nil && h.Status == holdfast.StatusHeld:
+			co.held = true
+			successes.Add(1)
+			okMu.Lock()
+			lastOK = [2]time.Time{began, time.Now()}
+			okMu.Unlock()
+		case inDoubt(err):
+			co.reserveDoubt = true
+			lastErr.Store(fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+			return
+		default:
+			mu.Lock()
+			lies = append(lies, fmt.Sprintf("reserve %s: %+v %v", co.id, h, err))
+			mu.Unlock()
+			return
+		}
+		if !mayClaim || rand.IntN(2) == 0 {
+			return
+		}
+		cctx, cancel = context.WithTimeout(ctx, callTimeout)
+		h, err = client.Claim(cctx, shop, co.id)
+		cancel()
+		switch {
+		case err == nil && h.Status == holdfast.StatusClaimed:
+			co.claimed = true
+		case inDoubt(err):
+			co.claimDoubt = true
+		default:
+			mu.Lock()
+			lies = append(lies, fmt.Sprintf("claim of held %s: %+v %v", co.id, h, err))
+			mu.Unlock()
+		}
+	}
+	// Busy clients: each runs one checkout after another.
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				co := &checkout{id: uuid.New(), item: 1 + rng.Int64N(keys)}
-				if rng.IntN(2) == 0 {
-					co.item = 1 // the hot key
-				}
-				mu.Lock()
-				all = append(all, co)
-				mu.Unlock()
-				cctx, cancel := context.WithTimeout(ctx, callTimeout)
-				h, err := client.Reserve(cctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: co.id, TTL: time.Hour,
-					Lines: []holdfast.Line{{ItemID: co.item, LocationID: 1, Quantity: 1}}})
-				cancel()
-				switch {
-				case err == nil && h.Status == holdfast.StatusHeld:
-					co.held = true
-					successes.Add(1)
-					lastOK.Store(time.Now().UnixNano())
-				case inDoubt(err):
-					co.reserveDoubt = true
-					continue
-				default:
-					mu.Lock()
-					lies = append(lies, fmt.Sprintf("reserve %s: %+v %v", co.id, h, err))
-					mu.Unlock()
-					continue
-				}
-				if rng.IntN(2) == 0 {
-					continue
-				}
-				cctx, cancel = context.WithTimeout(ctx, callTimeout)
-				h, err = client.Claim(cctx, shop, co.id)
-				cancel()
-				switch {
-				case err == nil && h.Status == holdfast.StatusClaimed:
-					co.claimed = true
-				case inDoubt(err):
-					co.claimDoubt = true
-				default:
-					mu.Lock()
-					lies = append(lies, fmt.Sprintf("claim of held %s: %+v %v", co.id, h, err))
-					mu.Unlock()
-				}
+				one(true)
 			}
 		}()
 	}
+	// Arriving buyers: a new reservation every arrivalEvery, each on its
+	// own (at most arrivalsMax at once), so that a buyer arrives right
+	// after a fault even while the busy clients wait on calls begun
+	// before it: the unavailability window is measured on them.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sem := make(chan struct{}, arrivalsMax)
+		tick := time.NewTicker(arrivalEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				for range arrivalsMax {
+					sem <- struct{}{}
+				}
+				return
+			case <-tick.C:
+			}
+			select {
+			case sem <- struct{}{}:
+				go func() { defer func() { <-sem }(); one(false) }()
+			default:
+			}
+		}
+	}()
 	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopWorkers)
 
-	// waitSuccess waits for a reservation that ended after since, and
-	// answers when.
+	// waitSuccess waits for a reservation begun at or after since to
+	// succeed, and answers how long after since it ended: the
+	// unavailability a buyer arriving at since sees.
 	waitSuccess := func(since time.Time) (time.Duration, error) {
 		for {
-			if at := lastOK.Load(); at > since.UnixNano() {
-				return time.Duration(at - since.UnixNano()), nil
+			okMu.Lock()
+			ok := lastOK
+			okMu.Unlock()
+			if !ok[0].Before(since) {
+				return ok[1].Sub(since), nil
 			}
 			if time.Since(since) > recoverMax {
-				return 0, fmt.Errorf("no reservation succeeded within %v", recoverMax)
+				var st []string
+				for i := range galera.Nodes {
+					s, err := c.NodeStatus(ctx, i)
+					st = append(st, fmt.Sprintf("node %d %+v %v", i+1, s, err))
+				}
+				return 0, fmt.Errorf("no reservation succeeded within %v; last answer %v; %s", recoverMax, lastErr.Load(), strings.Join(st, "; "))
 			}
 			time.Sleep(10 * time.Millisecond) // polling a counter the workers set
 		}
@@ -185,6 +235,9 @@ func TestFailover(t *testing.T) {
 			}
 			// Back on node 1: the move back is a planned switch too.
 			if _, err := waitSuccess(time.Now()); err != nil {
+				t.Fatalf("round %d %s: after heal: %v", r, k, err)
+			}
+			if err := oneWriter(ctx, c, "holdfast"); err != nil {
 				t.Fatalf("round %d %s: after heal: %v", r, k, err)
 			}
 		}
@@ -271,6 +324,44 @@ func TestFailover(t *testing.T) {
 func inDoubt(err error) bool {
 	return errors.Is(err, holdfast.ErrOutcomeUnknown) || errors.Is(err, holdfast.ErrUnavailable) ||
 		errors.Is(err, context.DeadlineExceeded)
+}
+
+// oneWriterTimeout bounds oneWriter's wait: a few probe intervals.
+const oneWriterTimeout = 5 * time.Second
+
+// oneWriter waits until holdfast's connections to database are all on one
+// node, the writer: the connector closed those to the node it left.
+func oneWriter(ctx context.Context, c *galera.Cluster, database string) error {
+	deadline := time.Now().Add(oneWriterTimeout)
+	for {
+		want, err := c.Primary(ctx)
+		if err != nil {
+			return err
+		}
+		var where []string
+		for i := range galera.Nodes {
+			db, err := sql.Open("mysql", c.Config(i, "").FormatDSN())
+			if err != nil {
+				return err
+			}
+			var n int
+			err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'root' AND DB = ?", database).Scan(&n)
+			db.Close()
+			if err != nil {
+				return err
+			}
+			if n > 0 && c.NodeAddr(i) != want {
+				where = append(where, fmt.Sprintf("%d on %s", n, c.NodeAddr(i)))
+			}
+		}
+		if len(where) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("connections to database %q on a node other than the writer %s after %v: %s", database, want, oneWriterTimeout, strings.Join(where, ", "))
+		}
+		time.Sleep(100 * time.Millisecond) // polling the process lists
+	}
 }
 
 func key(item int64) holdfast.Key { return holdfast.Key{ShopID: shop, ItemID: item, LocationID: 1} }
