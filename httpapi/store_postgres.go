@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
@@ -141,7 +142,7 @@ func (s pgStore) shops(ctx context.Context, n int) ([]int64, error) {
 }
 
 func (s pgStore) ready(ctx context.Context) (int, error) {
-	if err := s.pool.Ping(ctx); err != nil {
+	if err := postgres.IsPrimary(ctx, s.pool); err != nil { // a standby alone is not ready (#27)
 		return 0, err
 	}
 	err := migrate.Check(ctx, s.pool)

@@ -123,6 +123,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, cfg DoctorConfig) (*Report,
 		{"setting.checkpoints", d.checkpoints}, // doctor_checkpoints.go
 		{"storage", d.storage},
 		{"connections", d.connections},
+		{"replication.synchronous", d.replication}, // doctor_replication.go
 		{"activity.idle_in_transaction", d.idleInTransaction},
 		{"activity.oldest_transaction", d.oldestTransaction},
 		{"vacuum.xmin_horizon", d.xminHorizon},

@@ -35,7 +35,8 @@ func SQLState(err error) string {
 func retryable(err error) bool {
 	switch SQLState(err) {
 	case sqlstateDeadlock, sqlstateSerialization, sqlstateLockNotAvailable,
-		sqlstateAdminShutdown, sqlstateCannotConnectNow, sqlstateIdleInTransaction:
+		sqlstateAdminShutdown, sqlstateCannotConnectNow, sqlstateIdleInTransaction,
+		sqlstateReadOnly, sqlstateCrashShutdown: // the primary was demoted or crashed (follow.go)
 		return true
 	}
 	return false
@@ -84,7 +85,7 @@ func Unreachable(err error) bool {
 		return true
 	}
 	switch SQLState(err) {
-	case sqlstateAdminShutdown, "57P02", sqlstateCannotConnectNow, "53300":
+	case sqlstateAdminShutdown, "57P02", sqlstateCannotConnectNow, "53300", sqlstateReadOnly:
 		return true
 	}
 	return false

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast/pgcluster"
+	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrate"
 )
 
@@ -109,7 +110,12 @@ func (d *database) tracedPool(ctx context.Context, maxConns int32, appName strin
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = appName
 	}
-	return pgxpool.NewWithConfig(ctx, cfg)
+	follow := postgres.Follow(cfg) // follow the primary of an HA cluster (#27)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		follow.Attach(pool)
+	}
+	return pool, err
 }
 
 // errNoSchema is what a read-only command answers on a database without

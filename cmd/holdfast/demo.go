@@ -38,7 +38,13 @@ reserve, pay (claim), fail (release) or abandon (expire), and the invariant is c
 throwaway embedded cluster and a private redis-server (or DATABASE_URL and REDIS_URL):
 the same flash sale through the Redis design, claims crashing between its ledger write
 and its Redis cleanup at seeded points, and through holdfast; then shops go
-shadow → smallest-first to primary → the kill switch reverts one.`,
+shadow → smallest-first to primary → the kill switch reverts one.
+
+--scenario failover runs the flash sale on a private three-node Patroni cluster (etcd and
+three PostgreSQL nodes, strict synchronous replication; needs patroni and etcd installed,
+see scripts/setup) and kills the primary's postmaster --failovers times mid-sale; buyers
+retry unknown outcomes with the same checkout id, and every acknowledged hold, claim and
+release is checked in the database at the end.`,
 		Args: noArgs,
 	}
 	f := &demoFlags{}
@@ -51,7 +57,8 @@ shadow → smallest-first to primary → the kill switch reverts one.`,
 	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
 	fs.StringVar(&f.strategy, "strategy", string(holdfast.StrategyBatch), "allocation strategy of the item: "+strategyNames())
 	fs.BoolVar(&f.useHTTP, "http", false, "drive the sale through the HTTP API of an in-process server")
-	fs.StringVar(&f.scenario, "scenario", scenarioSale, "the demo: "+scenarioSale+" or "+scenarioMigration)
+	fs.StringVar(&f.scenario, "scenario", scenarioSale, "the demo: "+scenarioSale+", "+scenarioMigration+" or "+scenarioFailover)
+	fs.IntVar(&f.failovers, "failovers", 1, "failover: how many times the primary is killed during the sale")
 	f.engine = engineFlag(fs)
 	fs.Uint64Var(&f.seed, "seed", 1, "migration: picks the buyers' choices and the crash points")
 	fs.IntVar(&f.crashPercent, "crash-percent", 5, "migration: share of paying buyers' claims that crash between the ledger write and the Redis cleanup, in percent")
@@ -63,16 +70,26 @@ shadow → smallest-first to primary → the kill switch reverts one.`,
 					return usageError("--%s applies to --scenario %s only", n, scenarioMigration)
 				}
 			}
+			if cmd.Flags().Changed("failovers") {
+				return usageError("--failovers applies to --scenario %s only", scenarioFailover)
+			}
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), f)
+		case scenarioFailover: // demo_failover.go
+			for _, n := range []string{"seed", "crash-percent", "http", "engine"} {
+				if cmd.Flags().Changed(n) {
+					return usageError("--%s does not apply to --scenario %s", n, scenarioFailover)
+				}
+			}
+			return runFailoverDemo(cmd.Context(), cmd.OutOrStdout(), f)
 		case scenarioMigration:
-			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http", "engine"} {
+			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http", "engine", "failovers"} {
 				if cmd.Flags().Changed(n) {
 					return usageError("--%s applies to --scenario %s only", n, scenarioSale)
 				}
 			}
 			return runMigrationDemo(cmd.Context(), cmd.OutOrStdout(), f)
 		}
-		return usageError("unknown --scenario %q (known: %s or %s)", f.scenario, scenarioSale, scenarioMigration)
+		return usageError("unknown --scenario %q (known: %s, %s or %s)", f.scenario, scenarioSale, scenarioMigration, scenarioFailover)
 	}
 	return cmd
 }
@@ -87,6 +104,7 @@ type demoFlags struct {
 	scenario                   string
 	seed                       uint64
 	crashPercent               int
+	failovers                  int
 	engine                     *string
 }
 

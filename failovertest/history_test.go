@@ -1,0 +1,89 @@
+package failovertest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCheckRejectsBadHistories: the failover checker accepts a good
+// history with unknown outcomes and 503s in the gap, and rejects each kind
+// of lie a failover could tell: an acknowledged hold, claim, release or
+// stock change lost, a false not_found, a false sold out, a 500 that is
+// not outcome_unknown.
+func TestCheckRejectsBadHistories(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	good := []Event{
+		{Op: OpReserve, Checkout: "a", Item: 1, Qty: 1, At: at(1), Status: 201, Hold: "held"},
+		{Op: OpReserve, Checkout: "b", Item: 2, Qty: 1, At: at(2), Status: 500, Code: "outcome_unknown"},
+		{Op: OpReserve, Checkout: "b", Item: 2, Qty: 1, At: at(3), Status: 503, Code: "unavailable"},
+		{Op: OpReserve, Checkout: "b", Item: 2, Qty: 1, At: at(4), Status: 200, Hold: "held"},
+		{Op: OpClaim, Checkout: "a", Item: 1, At: at(5), Status: 0},
+		{Op: OpClaim, Checkout: "a", Item: 1, At: at(6), Status: 200, Hold: "claimed"},
+		{Op: OpRelease, Checkout: "b", Item: 2, At: at(7), Status: 200, Hold: "released"},
+		{Op: OpAdjust, Checkout: "k1", Item: 2, Qty: 3, At: at(8), Status: 503},
+		{Op: OpAdjust, Checkout: "k1", Item: 2, Qty: 3, At: at(9), Status: 200},
+		{Op: OpReserve, Checkout: "c", Item: 1, Qty: 1, At: at(9), Status: 409, Code: "insufficient_stock"},
+	}
+	final := func() Final {
+		return Final{
+			Holds:     map[string]string{"a": "claimed", "b": "released", "c": ""},
+			Available: map[int64]int{1: 9, 2: 13},
+			Initial:   map[int64]int{1: 10, 2: 10},
+			Short:     map[int64]bool{1: true},
+		}
+	}
+	if bad := Check(good, final()); len(bad) > 0 {
+		t.Fatalf("a good history rejected: %v", bad)
+	}
+	cases := []struct {
+		name   string
+		events func([]Event) []Event
+		final  func(*Final)
+		want   string
+	}{
+		{"acknowledged hold lost", nil, func(f *Final) { f.Holds["b"] = "" }, "acknowledged hold lost"},
+		{"acknowledged claim lost", nil, func(f *Final) { f.Holds["a"] = "held"; f.Available[1] = 10 }, "acknowledged claim lost"},
+		{"acknowledged release lost", nil, func(f *Final) { f.Holds["b"] = "held" }, "acknowledged release lost"},
+		{"stock change lost", nil, func(f *Final) { f.Available[2] = 10 }, "item 2: available 10, want 13"},
+		{"false not found", func(e []Event) []Event {
+			return append(e, Event{Op: OpGet, Checkout: "a", Item: 1, At: at(10), Status: 404, Code: "not_found"})
+		}, nil, "false not found"},
+		{"false sold out", func(e []Event) []Event {
+			return append(e, Event{Op: OpReserve, Checkout: "d", Item: 2, Qty: 1, At: at(10), Status: 409, Code: "insufficient_stock"})
+		}, nil, "false sold out"},
+		{"500 not outcome_unknown", func(e []Event) []Event {
+			return append(e, Event{Op: OpReserve, Checkout: "e", Item: 2, Qty: 1, At: at(10), Status: 500, Code: "internal"})
+		}, nil, "neither 503 nor outcome_unknown"},
+		{"claim and release both acknowledged", func(e []Event) []Event {
+			return append(e, Event{Op: OpRelease, Checkout: "a", Item: 1, At: at(10), Status: 200})
+		}, nil, "both its claim and its release"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := append([]Event(nil), good...)
+			if c.events != nil {
+				ev = c.events(ev)
+			}
+			f := final()
+			if c.final != nil {
+				c.final(&f)
+			}
+			bad := Check(ev, f)
+			if !strings.Contains(strings.Join(bad, "\n"), c.want) {
+				t.Fatalf("want a violation %q, got %q", c.want, bad)
+			}
+		})
+	}
+}
+
+// TestGap: the unavailability window is the longest stretch with no
+// acknowledgement after the fault, measured from the fault.
+func TestGap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ts := []time.Time{t0.Add(-time.Second), t0.Add(500 * time.Millisecond), t0.Add(3 * time.Second), t0.Add(3100 * time.Millisecond)}
+	if g := gap(ts, t0); g != 2500*time.Millisecond {
+		t.Fatalf("gap %v, want 2.5s", g)
+	}
+}

@@ -1,0 +1,603 @@
+package failovertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Prober is implemented by a Cluster that can write one row through a plain
+// client of its engine (no holdfast) over the same connection string: the
+// baseline unavailability the runner compares holdfast's with. Optional.
+type Prober interface {
+	// Probe writes one row and returns nil once the server acknowledged
+	// it; it is bounded by ctx.
+	Probe(ctx context.Context) error
+}
+
+// Service is holdfast serving the cluster's database over HTTP.
+type Service struct {
+	// URL is the base URL (http://127.0.0.1:port).
+	URL string
+	// Key is a bearer key of shop Shop with the storefront and inventory
+	// scopes.
+	Key  string
+	Shop int64
+	// Invariant checks the engine's invariant over the whole database
+	// (buffered plus held units within available on every key, every
+	// acknowledged unexpired hold claimable); nil skips it.
+	Invariant func(ctx context.Context) error
+}
+
+// Options configures Run.
+type Options struct {
+	Cluster Cluster
+	Service Service
+	// Kinds defaults to Cluster.Kinds().
+	Kinds []Kind
+	// Rounds is how many failovers of each kind, one after another.
+	// Defaults to 1, or 20 with HOLDFAST_FAILOVER_FULL=1.
+	Rounds int
+	// Clients is how many concurrent clients. Defaults to 6.
+	Clients int
+	// Items is how many spread items besides the hot one (item 1).
+	// Defaults to 20.
+	Items int
+	// Log receives progress lines; nil is t.Logf.
+	Log func(format string, args ...any)
+}
+
+// Result is one failover's measurements.
+type Result struct {
+	Kind Kind
+	// Unavailable is the longest stretch, after the fault, with no
+	// reservation acknowledged through holdfast.
+	Unavailable time.Duration
+	// Probe is the same for the plain client (0 without a Prober).
+	Probe time.Duration
+	// Before is acknowledged reservations per second in the 5 s before
+	// the fault; Recovered how long after the gap ended the rate first
+	// reached 0.8×Before over 2 s (-1: not within 10 s).
+	Before    float64
+	Recovered time.Duration
+	// Lost counts acknowledged operations lost (violations of Check).
+	Lost int
+}
+
+// Full reports whether the long form is asked for (HOLDFAST_FAILOVER_FULL=1).
+func Full() bool { return os.Getenv("HOLDFAST_FAILOVER_FULL") == "1" }
+
+const (
+	hotItem    = 1
+	stockEach  = 1_000_000 // no item runs short: every insufficient_stock is false
+	holdTTL    = 60        // seconds, for holds the clients claim or release
+	expireTTL  = 1         // seconds, for holds left to expire
+	location   = 1
+	answerWait = 10 * time.Second // the clients' HTTP timeout
+)
+
+// Run loses the cluster's primary Rounds times for each kind while
+// Clients clients reserve (on one hot item and spread items), claim,
+// release, let holds expire and change stock through the service, and
+// checks after each failover that nothing acknowledged was lost and every
+// answer was true (Check), and the engine's invariant. It returns the
+// measurements and prints a table.
+func Run(t *testing.T, o Options) []Result {
+	t.Helper()
+	if o.Kinds == nil {
+		o.Kinds = o.Cluster.Kinds()
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 1
+		if Full() {
+			o.Rounds = 20
+		}
+	}
+	if o.Clients == 0 {
+		o.Clients = 6
+	}
+	if o.Items == 0 {
+		o.Items = 20
+	}
+	logf := o.Log
+	if logf == nil {
+		logf = t.Logf
+	}
+	ctx := context.Background()
+	r := &runner{o: o, hc: &http.Client{Timeout: answerWait}, h: &History{}, initial: map[int64]int{}, checkouts: map[string]bool{}}
+	for it := int64(1); it <= int64(1+o.Items); it++ {
+		if err := r.setStock(ctx, it, stockEach); err != nil {
+			t.Fatalf("failovertest: set stock of item %d: %v", it, err)
+		}
+		r.initial[it] = stockEach
+	}
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range o.Clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.client(wctx, i) }()
+	}
+	var probes []time.Time
+	var pmu sync.Mutex
+	if p, ok := o.Cluster.(Prober); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for wctx.Err() == nil {
+				pctx, cancel := context.WithTimeout(wctx, 3*time.Second)
+				err := p.Probe(pctx)
+				cancel()
+				if err == nil {
+					pmu.Lock()
+					probes = append(probes, time.Now())
+					pmu.Unlock()
+				} else {
+					time.Sleep(20 * time.Millisecond) // a refused connection returns at once
+				}
+			}
+		}()
+	}
+	// /readyz, polled: it must say not ready during the gap (no primary
+	// reachable) and ready again after it.
+	var ready []readyAt
+	var rmu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for wctx.Err() == nil {
+			st := r.readyz(wctx)
+			rmu.Lock()
+			ready = append(ready, readyAt{time.Now(), st})
+			rmu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	defer func() { stop(); wg.Wait() }()
+
+	var results []Result
+	for _, k := range o.Kinds {
+		for round := range o.Rounds {
+			r.waitSteady(t, 5*time.Second)
+			at, err := o.Cluster.Inject(ctx, k)
+			if err != nil {
+				t.Fatalf("failovertest: %s round %d: inject: %v", k, round+1, err)
+			}
+			// Recovered: a reservation acknowledged after the fault, and
+			// 12 s more for the throughput's recovery.
+			firstAck := r.waitAck(t, at)
+			time.Sleep(time.Until(firstAck.Add(14 * time.Second)))
+			if err := o.Cluster.Heal(ctx); err != nil {
+				t.Fatalf("failovertest: %s round %d: heal: %v", k, round+1, err)
+			}
+
+			res := Result{Kind: k}
+			acks := r.acks()
+			pmu.Lock()
+			if len(probes) > 0 {
+				res.Probe = gap(probes, at)
+			}
+			pmu.Unlock()
+			var end time.Time
+			res.Unavailable, end = gapEnd(acks, at)
+			res.Before = rate(acks, at.Add(-5*time.Second), at)
+			res.Recovered = recovery(acks, end, res.Before)
+			if o.Service.Invariant != nil {
+				if err := o.Service.Invariant(ctx); err != nil {
+					t.Errorf("failovertest: %s round %d: invariant: %v", k, round+1, err)
+				}
+			}
+			rmu.Lock()
+			notReady, readyAfter := false, false
+			for _, a := range ready {
+				if a.at.After(at) && a.at.Before(end) && a.status == http.StatusServiceUnavailable {
+					notReady = true
+				}
+				if a.at.After(end) && a.status == http.StatusOK {
+					readyAfter = true
+				}
+			}
+			rmu.Unlock()
+			if res.Unavailable > time.Second && !notReady {
+				t.Errorf("failovertest: %s round %d: /readyz never answered 503 during the %.1fs with no primary", k, round+1, res.Unavailable.Seconds())
+			}
+			if !readyAfter {
+				t.Errorf("failovertest: %s round %d: /readyz never answered 200 after the failover", k, round+1)
+			}
+			back := fmt.Sprintf("%.1fs", res.Recovered.Seconds())
+			if res.Recovered < 0 {
+				back = "not within 10s"
+			}
+			logf("failover %s #%d: unavailable %.1fs (probe %.1fs), throughput before %.0f/s, back to 0.8x after %s",
+				k, round+1, res.Unavailable.Seconds(), res.Probe.Seconds(), res.Before, back)
+			results = append(results, res)
+		}
+	}
+	stop()
+	wg.Wait()
+	// Every operation is resolved (the clients retried each unknown
+	// outcome until it was definite); read the final state and check.
+	bad := r.check(t, ctx)
+	for _, b := range bad {
+		t.Errorf("failovertest: %s", b)
+	}
+	if len(results) > 0 {
+		results[len(results)-1].Lost = len(bad)
+	}
+	if o.Service.Invariant != nil {
+		if err := o.Service.Invariant(ctx); err != nil {
+			t.Errorf("failovertest: invariant: %v", err)
+		}
+	}
+	t.Log("\n" + Table(o.Cluster.Engine(), results, len(bad)))
+	return results
+}
+
+// Table is the results as a markdown table: per kind, count, lost, and
+// unavailability p50/max for holdfast and the plain probe, and the
+// throughput's recovery.
+func Table(engine string, results []Result, lost int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| engine | kind | failovers | acknowledged lost | holdfast unavailable p50 / max | plain probe p50 / max | holdfast − probe max | back to ≥0.8× throughput, max |\n|---|---|---|---|---|---|---|---|\n")
+	byKind := map[Kind][]Result{}
+	var kinds []Kind
+	for _, r := range results {
+		if byKind[r.Kind] == nil {
+			kinds = append(kinds, r.Kind)
+		}
+		byKind[r.Kind] = append(byKind[r.Kind], r)
+	}
+	for _, k := range kinds {
+		rs := byKind[k]
+		var u, p, d []time.Duration
+		var rec time.Duration
+		for _, r := range rs {
+			u, p, d = append(u, r.Unavailable), append(p, r.Probe), append(d, r.Unavailable-r.Probe)
+			if r.Recovered < 0 || rec < 0 {
+				rec = -1
+			} else {
+				rec = max(rec, r.Recovered)
+			}
+		}
+		recS := fmt.Sprintf("%.1f s", rec.Seconds())
+		if rec < 0 {
+			recS = "not within 10 s"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.1f / %.1f s | %.1f / %.1f s | %.1f s | %s |\n", engine, k, len(rs), lost,
+			p50(u).Seconds(), maxOf(u).Seconds(), p50(p).Seconds(), maxOf(p).Seconds(), maxOf(d).Seconds(), recS)
+	}
+	return b.String()
+}
+
+func p50(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func maxOf(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+// gap is the longest stretch after at with no acknowledgement in ts
+// (sorted): for each pair of consecutive acknowledgements ending after at,
+// the time from max(first, at) to the second.
+func gap(ts []time.Time, at time.Time) time.Duration {
+	g, _ := gapEnd(ts, at)
+	return g
+}
+
+// gapEnd is gap and the acknowledgement that ended it.
+func gapEnd(ts []time.Time, at time.Time) (time.Duration, time.Time) {
+	var g time.Duration
+	end := at
+	prev := at
+	for _, t := range ts {
+		if !t.After(at) {
+			continue
+		}
+		if t.Sub(prev) > g {
+			g, end = t.Sub(prev), t
+		}
+		prev = t
+		if t.Sub(at) > 60*time.Second {
+			break
+		}
+	}
+	return g, end
+}
+
+func rate(ts []time.Time, from, to time.Time) float64 {
+	n := 0
+	for _, t := range ts {
+		if t.After(from) && !t.After(to) {
+			n++
+		}
+	}
+	return float64(n) / to.Sub(from).Seconds()
+}
+
+// recovery is how long after from the rate over 2 s first reached 0.8×
+// before, stepping 100 ms; -1 when not within 10 s.
+func recovery(ts []time.Time, from time.Time, before float64) time.Duration {
+	for d := time.Duration(0); d <= 10*time.Second; d += 100 * time.Millisecond {
+		if rate(ts, from.Add(d), from.Add(d+2*time.Second)) >= 0.8*before {
+			return d
+		}
+	}
+	return -1
+}
+
+type readyAt struct {
+	at     time.Time
+	status int
+}
+
+func (r *runner) readyz(ctx context.Context) int {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.o.Service.URL+"/readyz", nil)
+	res, err := r.hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+type runner struct {
+	o       Options
+	hc      *http.Client
+	h       *History
+	initial map[int64]int
+
+	mu        sync.Mutex
+	ackTimes  []time.Time // acknowledged new reservations (201)
+	checkouts map[string]bool
+}
+
+func (r *runner) acks() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := append([]time.Time(nil), r.ackTimes...)
+	sort.Slice(s, func(i, j int) bool { return s[i].Before(s[j]) })
+	return s
+}
+
+func (r *runner) waitSteady(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		now := time.Now()
+		if rate(r.acks(), now.Add(-d), now) > 0 && gap(r.acks(), now.Add(-d)) < time.Second {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("failovertest: the service acknowledged no steady reservations for 2 minutes")
+}
+
+func (r *runner) waitAck(t *testing.T, at time.Time) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		for _, a := range r.acks() {
+			if a.After(at) {
+				// the gap may end later than this first ack (a switchover
+				// lets the old primary answer a while): wait a little.
+				if time.Since(at) > 2*time.Second {
+					return a
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("failovertest: no reservation acknowledged within 3 minutes of the fault")
+	return time.Time{}
+}
+
+// do sends one request and records its answer.
+func (r *runner) do(ctx context.Context, e Event, method, path string, body any, idem string) Event {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, r.o.Service.URL+path, rd)
+	req.Header.Set("Authorization", "Bearer "+r.o.Service.Key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	e.At = time.Now()
+	res, err := r.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Event{Status: -1}
+		}
+		e.Status = 0
+		r.h.Add(e)
+		return e
+	}
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	res.Body.Close()
+	e.Status = res.StatusCode
+	var b struct {
+		Status string `json:"status"`
+		Error  struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &b)
+	e.Hold, e.Code = b.Status, b.Error.Code
+	e.At = time.Now() // the answer's time
+	r.h.Add(e)
+	return e
+}
+
+// resolve repeats e's request until the answer is definite (same checkout
+// id, same idempotency key: a retry tells the truth), for at most 3 min.
+func (r *runner) resolve(ctx context.Context, send func(context.Context) Event) Event {
+	deadline := time.Now().Add(3 * time.Minute)
+	bctx := context.WithoutCancel(ctx) // finish what was started after stop
+	for {
+		e := send(bctx)
+		if e.definite() || time.Now().After(deadline) {
+			return e
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (r *runner) path(checkout string) string {
+	p := fmt.Sprintf("/v1/shops/%d/reservations", r.o.Service.Shop)
+	if checkout != "" {
+		p += "/" + checkout
+	}
+	return p
+}
+
+func (r *runner) client(ctx context.Context, i int) {
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))
+	for ctx.Err() == nil {
+		item := int64(hotItem)
+		if rng.IntN(2) == 0 {
+			item = 2 + rng.Int64N(int64(r.o.Items))
+		}
+		if i == 0 && rng.IntN(10) == 0 {
+			r.adjust(ctx, item, 1+rng.IntN(3))
+			continue
+		}
+		action := rng.IntN(4) // 0,1 claim; 2 release; 3 expire
+		ttl := holdTTL
+		if action == 3 {
+			ttl = expireTTL
+		}
+		id := newID()
+		body := map[string]any{"checkout_id": id, "ttl_seconds": ttl,
+			"lines": []map[string]any{{"item_id": item, "location_id": location, "quantity": 1}}}
+		e := r.resolve(ctx, func(c context.Context) Event {
+			e := r.do(c, Event{Op: OpReserve, Checkout: id, Item: item, Qty: 1}, http.MethodPost, r.path(""), body, "")
+			if e.Status == http.StatusCreated {
+				r.mu.Lock()
+				r.ackTimes = append(r.ackTimes, e.At)
+				r.mu.Unlock()
+			}
+			return e
+		})
+		r.mu.Lock()
+		r.checkouts[id] = true
+		r.mu.Unlock()
+		if e.Status/100 != 2 || action == 3 {
+			continue
+		}
+		op, verb := OpClaim, "claim"
+		if action == 2 {
+			op, verb = OpRelease, "release"
+		}
+		r.resolve(ctx, func(c context.Context) Event {
+			return r.do(c, Event{Op: op, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/"+verb, nil, "")
+		})
+	}
+}
+
+func (r *runner) adjust(ctx context.Context, item int64, delta int) {
+	key := newID()
+	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d/adjust", r.o.Service.Shop, item, location)
+	r.resolve(ctx, func(c context.Context) Event {
+		return r.do(c, Event{Op: OpAdjust, Checkout: key, Item: item, Qty: delta}, http.MethodPost, path, map[string]any{"delta": delta, "reason": "failover test", "adjustment_id": key}, key)
+	})
+}
+
+func (r *runner) setStock(ctx context.Context, item int64, n int) error {
+	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d", r.o.Service.Shop, item, location)
+	e := r.resolve(ctx, func(c context.Context) Event {
+		return r.do(c, Event{Op: "set", Item: item}, http.MethodPut, path, map[string]any{"available": n, "reason": "failover test"}, newID())
+	})
+	if e.Status != http.StatusOK {
+		return fmt.Errorf("%d %s", e.Status, e.Code)
+	}
+	return nil
+}
+
+// check reads every checkout's and item's final state and checks the
+// history against it.
+func (r *runner) check(t *testing.T, ctx context.Context) []string {
+	f := Final{Holds: map[string]string{}, Available: map[int64]int{}, Initial: r.initial, Short: map[int64]bool{}}
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.checkouts))
+	for id := range r.checkouts {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.o.Service.URL+r.path(id), nil)
+		req.Header.Set("Authorization", "Bearer "+r.o.Service.Key)
+		res, err := r.hc.Do(req)
+		if err != nil {
+			t.Fatalf("failovertest: final GET %s: %v", id, err)
+		}
+		var b struct {
+			Status string `json:"status"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&b)
+		res.Body.Close()
+		switch res.StatusCode {
+		case http.StatusOK:
+			f.Holds[id] = b.Status
+		case http.StatusNotFound:
+			f.Holds[id] = ""
+		default:
+			t.Fatalf("failovertest: final GET %s: %s", id, res.Status)
+		}
+	}
+	for it := range r.initial {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/shops/%d/inventory/%d/%d", r.o.Service.URL, r.o.Service.Shop, it, location), nil)
+		req.Header.Set("Authorization", "Bearer "+r.o.Service.Key)
+		res, err := r.hc.Do(req)
+		if err != nil {
+			t.Fatalf("failovertest: final stock of %d: %v", it, err)
+		}
+		var l struct {
+			Available int `json:"available"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&l)
+		res.Body.Close()
+		f.Available[it] = l.Available
+	}
+	return Check(r.h.Events(), f)
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Slack is extra time a bound allows on a loaded machine: 0, or
+// HOLDFAST_FAILOVER_SLACK (a Go duration).
+func Slack() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("HOLDFAST_FAILOVER_SLACK"))
+	return d
+}
