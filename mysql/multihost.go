@@ -53,6 +53,8 @@ const (
 	// barrierTimeout bounds the wait for a new writer to apply what the
 	// cluster has ordered.
 	barrierTimeout = 10 * time.Second
+	// ConnectTimeout bounds opening one connection to the writer.
+	ConnectTimeout = 10 * time.Second
 	// suspectMax is how many probes in a row the writer may leave
 	// unanswered before the connector moves off it.
 	suspectMax = 2
@@ -163,6 +165,11 @@ func (w *writerConnector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, ErrNoWriter
 		}
 	}
+	// database/sql also opens connections in the background, with no
+	// deadline: a writer that froze mid-handshake must not hold a pool
+	// slot for ever (fencing closes it too, once the writer moves).
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
 	conn, err := w.conns[i].Connect(ctx)
 	if err != nil {
 		w.poke()
@@ -276,8 +283,11 @@ func (w *writerConnector) probe(ctx context.Context, urgent bool) {
 		// not writable either: fence it, and probe again.
 		next = -1
 	}
-	w.fence(next)
+	// Writer first, then fence: a connection dialled to the old writer
+	// concurrently is either registered before fence looks (closed by
+	// it) or sees the new writer in its dialer (closes itself).
 	w.writer.Store(int32(next))
+	w.fence(next)
 }
 
 // ask is one host's state.

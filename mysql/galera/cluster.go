@@ -88,6 +88,9 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	pending *fault // what Heal must undo
+
+	probeOnce sync.Once
+	probeDBs  []*sql.DB // per node, for Probe
 }
 
 type fault struct {
@@ -109,7 +112,10 @@ type node struct {
 	done chan struct{}
 }
 
-var _ failovertest.Cluster = (*Cluster)(nil)
+var (
+	_ failovertest.Cluster = (*Cluster)(nil)
+	_ failovertest.Prober  = (*Cluster)(nil)
+)
 
 // Start initialises and starts a three-node cluster and returns once every
 // node is Synced in one primary component, with the root password set.
@@ -499,6 +505,44 @@ func (c *Cluster) writer(ctx context.Context) (int, error) {
 	return -1, fmt.Errorf("galera: no writable node: %w", errors.Join(errs...))
 }
 
+// probeNodeTimeout bounds Probe's try of one node.
+const probeNodeTimeout = time.Second
+
+// Probe is the failover runner's baseline (failovertest.Prober): a plain
+// client, no holdfast, given the same host list, inserting one row into
+// the first node, in order, that takes it within probeNodeTimeout. Unlike
+// holdfast it does not ask whether a node is Synced in the primary
+// component: a node that takes the insert will do.
+func (c *Cluster) Probe(ctx context.Context) error {
+	c.probeOnce.Do(func() {
+		for i := range c.nodes {
+			cfg := c.Config(i, "holdfast_harness")
+			cfg.ReadTimeout, cfg.WriteTimeout = 0, 0
+			conn, err := mysqldriver.NewConnector(cfg)
+			if err != nil {
+				panic(err) // a configuration this package built
+			}
+			db := sql.OpenDB(conn)
+			db.SetMaxOpenConns(4)
+			c.probeDBs = append(c.probeDBs, db)
+		}
+	})
+	var errs []error
+	for i, db := range c.probeDBs {
+		nctx, cancel := context.WithTimeout(ctx, probeNodeTimeout)
+		_, err := db.ExecContext(nctx, "INSERT INTO probe (at) VALUES (NOW(6))")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("node %d: %w", i+1, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Inject loses the current writer in the way k says.
 func (c *Cluster) Inject(ctx context.Context, k failovertest.Kind) (time.Time, error) {
 	c.mu.Lock()
@@ -592,6 +636,9 @@ func (c *Cluster) settle(ctx context.Context) error {
 	for {
 		err := c.nodes[0].exec(ctx, c.password, "CREATE DATABASE IF NOT EXISTS holdfast_harness")
 		if err == nil {
+			err = c.nodes[0].exec(ctx, c.password, "CREATE TABLE IF NOT EXISTS holdfast_harness.probe (id BIGINT AUTO_INCREMENT PRIMARY KEY, at DATETIME(6) NOT NULL)")
+		}
+		if err == nil {
 			return c.waitWhole(ctx)
 		}
 		if err := pause(ctx); err != nil {
@@ -663,6 +710,9 @@ func pause(ctx context.Context) error {
 
 // Close stops every node and removes the cluster's files.
 func (c *Cluster) Close(ctx context.Context) error {
+	for _, db := range c.probeDBs {
+		db.Close()
+	}
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
 		if n != nil {
