@@ -51,8 +51,10 @@ const (
 	// burst of them probes once.
 	probeMinInterval = 100 * time.Millisecond
 	// barrierTimeout bounds the wait for a new writer to apply what the
-	// cluster has ordered.
-	barrierTimeout = 10 * time.Second
+	// cluster has ordered; the next probe tries again. Short: a causal
+	// read asked while the cluster still waits to evict a frozen node
+	// was seen stalling past the eviction.
+	barrierTimeout = 2 * time.Second
 	// ConnectTimeout bounds opening one connection to the writer.
 	ConnectTimeout = 10 * time.Second
 	// suspectMax is how many probes in a row the writer may leave
@@ -160,7 +162,13 @@ func (w *writerConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	w.startOnce.Do(func() { w.started.Store(true); go w.loop() })
 	i := w.writer.Load()
 	if i < 0 {
-		w.probe(ctx, true)
+		// Probe here unless a probe is under way (a move waits for the
+		// new writer's barrier): then answer at once, so that callers
+		// (and /readyz) hear "no writer" instead of waiting on it.
+		if w.probeMu.TryLock() {
+			w.probeLocked(ctx, true)
+			w.probeMu.Unlock()
+		}
 		if i = w.writer.Load(); i < 0 {
 			return nil, ErrNoWriter
 		}
@@ -175,7 +183,7 @@ func (w *writerConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		w.poke()
 		return nil, err
 	}
-	return conn, nil
+	return &nodeConn{Conn: conn, w: w}, nil
 }
 
 // Close stops the prober and closes the probes' connections. database/sql
@@ -245,6 +253,11 @@ const (
 func (w *writerConnector) probe(ctx context.Context, urgent bool) {
 	w.probeMu.Lock()
 	defer w.probeMu.Unlock()
+	w.probeLocked(ctx, urgent)
+}
+
+// probeLocked is probe with probeMu held.
+func (w *writerConnector) probeLocked(ctx context.Context, urgent bool) {
 	if urgent && time.Since(w.probedAt) < probeMinInterval {
 		return
 	}
@@ -278,16 +291,21 @@ func (w *writerConnector) probe(ctx context.Context, urgent bool) {
 		return
 	}
 	w.suspect = 0
+	// No writer while moving, and every connection closed first: then
+	// nothing this process sends commits on the old writer after the
+	// barrier below has passed (seen without this order: a hold committed
+	// on the old writer between the barrier and the fence, and the claim
+	// that followed, on the new writer, answered "not found"). A
+	// connection dialled meanwhile sees no writer in its dialer and closes
+	// itself; Connect waits for this probe (probeMu).
+	w.writer.Store(-1)
+	w.fence(-1)
 	if next >= 0 && !w.barrier(ctx, next) {
-		// Not caught up: not the writer yet. The old writer, if any, is
-		// not writable either: fence it, and probe again.
+		// Not caught up: not the writer yet; probe again.
 		next = -1
 	}
-	// Writer first, then fence: a connection dialled to the old writer
-	// concurrently is either registered before fence looks (closed by
-	// it) or sees the new writer in its dialer (closes itself).
 	w.writer.Store(int32(next))
-	w.fence(next)
+	w.probedAt = time.Now()
 }
 
 // ask is one host's state.
@@ -416,3 +434,98 @@ const erWsrepNotReady = 1047
 func nodeUnusable(err error) bool {
 	return errNumber(err) == erWsrepNotReady || errors.Is(err, ErrNoWriter)
 }
+
+// nodeConn is a connection of the multi-host connector. A connection that
+// answered erWsrepNotReady (its node left the primary component, or
+// rejects queries) is not reused: a ROLLBACK so answered leaves the
+// session inside its transaction, and the next BeginTx on it failed with
+// 1568 ("Transaction characteristics can't be changed while a transaction
+// is in progress"). database/sql closes it instead of pooling it
+// (driver.Validator), and the connector probes at once.
+type nodeConn struct {
+	driver.Conn
+	w   *writerConnector
+	bad atomic.Bool
+}
+
+func (c *nodeConn) note(err error) error {
+	if n := errNumber(err); n == erWsrepNotReady || n == erTxInProgress {
+		c.bad.Store(true)
+		c.w.poke()
+	}
+	if err != nil && err.Error() == "bad connection" {
+		// go-sql-driver's unexported errBadConnNoWrite, which some paths
+		// return as is: the socket was closed (fenced) and nothing was
+		// sent. Seen reaching a caller as an untyped error.
+		c.bad.Store(true)
+		return driver.ErrBadConn
+	}
+	return err
+}
+
+// erTxInProgress: SET TRANSACTION on a session still in a transaction.
+const erTxInProgress = 1568
+
+func (c *nodeConn) IsValid() bool {
+	if c.bad.Load() {
+		return false
+	}
+	if v, ok := c.Conn.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c *nodeConn) ResetSession(ctx context.Context) error {
+	if c.bad.Load() {
+		return driver.ErrBadConn
+	}
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *nodeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		if c.note(err); c.bad.Load() {
+			// Nothing began: database/sql closes this connection and
+			// begins on another.
+			return nil, driver.ErrBadConn
+		}
+		return nil, err
+	}
+	return &nodeTx{Tx: tx, c: c}, nil
+}
+
+func (c *nodeConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	return st, c.note(err)
+}
+
+func (c *nodeConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	r, err := c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+	return r, c.note(err)
+}
+
+func (c *nodeConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	return r, c.note(err)
+}
+
+func (c *nodeConn) Ping(ctx context.Context) error {
+	return c.note(c.Conn.(driver.Pinger).Ping(ctx))
+}
+
+func (c *nodeConn) CheckNamedValue(nv *driver.NamedValue) error {
+	return c.Conn.(driver.NamedValueChecker).CheckNamedValue(nv)
+}
+
+type nodeTx struct {
+	driver.Tx
+	c *nodeConn
+}
+
+func (t *nodeTx) Commit() error   { return t.c.note(t.Tx.Commit()) }
+func (t *nodeTx) Rollback() error { return t.c.note(t.Tx.Rollback()) }

@@ -181,6 +181,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := first.waitReady(ctx, ""); err != nil {
 		return nil, c.abort(err)
 	}
+	// Ready for connections is not yet Synced: a write before that is
+	// refused with 1047 (seen: ALTER USER failing at once).
+	if err := c.waitSynced(ctx, 0); err != nil {
+		return nil, c.abort(err)
+	}
 	pw := make([]byte, 16)
 	_, _ = rand.Read(pw)
 	password := hex.EncodeToString(pw)

@@ -65,7 +65,9 @@ func startCluster(t *testing.T) *galera.Cluster {
 		defer cancel()
 		start := time.Now()
 		shared, sharedErr = galera.Start(ctx, galera.Options{Log: func(f string, args ...any) { log.Printf(f, args...) }})
-		log.Printf("three nodes synced in %v", time.Since(start).Round(time.Millisecond))
+		if sharedErr == nil {
+			log.Printf("three nodes synced in %v", time.Since(start).Round(time.Millisecond))
+		}
 	})
 	if sharedErr != nil {
 		t.Fatal(sharedErr)
