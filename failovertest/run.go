@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,10 +46,12 @@ type Service struct {
 type Options struct {
 	Cluster Cluster
 	Service Service
-	// Kinds defaults to Cluster.Kinds().
+	// Kinds defaults to HOLDFAST_FAILOVER_KINDS (comma-separated), else
+	// Cluster.Kinds().
 	Kinds []Kind
 	// Rounds is how many failovers of each kind, one after another.
-	// Defaults to 1, or 20 with HOLDFAST_FAILOVER_FULL=1.
+	// Defaults to 1, or 20 with HOLDFAST_FAILOVER_FULL=1, or
+	// HOLDFAST_FAILOVER_ROUNDS.
 	Rounds int
 	// Clients is how many concurrent clients. Defaults to 6.
 	Clients int
@@ -98,11 +101,20 @@ func Run(t *testing.T, o Options) []Result {
 	t.Helper()
 	if o.Kinds == nil {
 		o.Kinds = o.Cluster.Kinds()
+		if ks := os.Getenv("HOLDFAST_FAILOVER_KINDS"); ks != "" {
+			o.Kinds = nil
+			for _, k := range strings.Split(ks, ",") {
+				o.Kinds = append(o.Kinds, Kind(strings.TrimSpace(k)))
+			}
+		}
 	}
 	if o.Rounds == 0 {
 		o.Rounds = 1
 		if Full() {
 			o.Rounds = 20
+		}
+		if n, err := strconv.Atoi(os.Getenv("HOLDFAST_FAILOVER_ROUNDS")); err == nil && n > 0 {
+			o.Rounds = n
 		}
 	}
 	if o.Clients == 0 {

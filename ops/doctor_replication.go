@@ -16,11 +16,12 @@ func (d *doctor) replication(ctx context.Context) error {
 		timeline        int
 		ssn, syncCommit string
 		senders, syncs  int
+		hidden          int
 		lagBytes        int64
 		lagSeconds      float64
 	)
 	if err := d.pool.QueryRow(ctx, statement("replication")).Scan(&standby, &timeline, &ssn, &syncCommit,
-		&senders, &syncs, &lagBytes, &lagSeconds); err != nil {
+		&senders, &syncs, &hidden, &lagBytes, &lagSeconds); err != nil {
 		return err
 	}
 	const meaning = "a commit acknowledged before a synchronous standby has it is lost if the primary fails and a standby is promoted: holdfast would have acknowledged holds, claims and stock changes that no longer exist"
@@ -33,6 +34,10 @@ func (d *doctor) replication(ctx context.Context) error {
 	picture := fmt.Sprintf("timeline %d, %d standbys streaming, %d synchronous (synchronous_standby_names %q, synchronous_commit %s), replay lag %d bytes / %.1fs",
 		timeline, senders, syncs, ssn, syncCommit, lagBytes, lagSeconds)
 	switch {
+	case hidden > 0:
+		d.add("replication.synchronous", SeverityWarn, fmt.Sprintf("%d standbys streaming, but this role cannot see whether they are synchronous (synchronous_standby_names %q, timeline %d)", senders, ssn, timeline),
+			"pg_stat_replication shows a standby's state only to roles with pg_read_all_stats; whether acknowledged writes reached a synchronous standby was not examined",
+			"GRANT pg_monitor TO <the doctor's role>, or run the doctor as a superuser")
 	case senders == 0 && strings.TrimSpace(ssn) == "":
 		d.add("replication.synchronous", SeverityOK, "a single server, no standby: "+picture, "", "")
 	case syncs == 0 && strings.TrimSpace(ssn) != "":

@@ -351,6 +351,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 		return nil, &commitError{err}
 	}
 	tag, err := br.Exec()
+	err = commitChecked(conn.Conn().PgConn(), err) // follow.go: a cancelled synchronous-replication wait
 	if err != nil {
 		return nil, &commitError{err}
 	}

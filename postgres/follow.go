@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +61,10 @@ type Follower struct {
 // error (a tracer wrapping any cfg already has): on a read-only answer
 // (25006), a connection lost, or the server shutting down or terminating
 // its sessions (57P01, 57P02, class 08) it resets the pool, at most once
-// per FollowResetGap. With one host it only watches errors.
+// per FollowResetGap. With one host it only watches errors. Either way a
+// COMMIT answered with the warning that its wait for the synchronous
+// standby was cancelled counts as unacknowledged (outcome_unknown), not as
+// success.
 func Follow(cfg *pgxpool.Config) *Follower {
 	f := &Follower{multi: len(cfg.ConnConfig.Fallbacks) > 0}
 	if f.multi {
@@ -93,6 +97,7 @@ func Follow(cfg *pgxpool.Config) *Follower {
 		}
 	}
 	cfg.ConnConfig.Tracer = &followTracer{f: f, next: cfg.ConnConfig.Tracer}
+	cfg.ConnConfig.OnNotice = noticeHandler(cfg.ConnConfig.OnNotice)
 	return f
 }
 
@@ -230,3 +235,43 @@ func IsPrimary(ctx context.Context, pool *pgxpool.Pool) error {
 // ErrNotPrimary is IsPrimary's answer for a server that does not take
 // writes (a standby, or a demoted primary).
 var ErrNotPrimary = errors.New("postgres: the server does not take writes (a standby or read-only); no primary reachable")
+
+// A COMMIT whose wait for the synchronous standby was cancelled (the
+// client's context ended and pgx sent a cancel request, or
+// statement_timeout) is answered with success plus a WARNING, "canceling
+// wait for synchronous replication …: The transaction has already
+// committed locally, but might not have been replicated to the standby."
+// It may be lost when a standby is promoted (Patroni's documented caveat),
+// so it is not an acknowledgement: commitChecked turns it into an
+// unacknowledged commit (outcome_unknown), and a retry with the same
+// checkout id then tells the truth.
+
+// syncRepCancelled holds the connections on which the server sent that
+// warning since their last commit was checked.
+var syncRepCancelled sync.Map // *pgconn.PgConn -> struct{}
+
+// errSyncRepCancelled is the commit error for that warning. It has no
+// SQLSTATE, so commitUnacknowledged counts it as unanswered.
+var errSyncRepCancelled = errors.New("the server committed locally but cancelled the wait for the synchronous standby: the commit may be lost on failover")
+
+// noticeHandler records the synchronous-replication warning, then calls
+// next.
+func noticeHandler(next pgconn.NoticeHandler) pgconn.NoticeHandler {
+	return func(c *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.Contains(n.Message, "wait for synchronous replication") {
+			syncRepCancelled.Store(c, struct{}{})
+		}
+		if next != nil {
+			next(c, n)
+		}
+	}
+}
+
+// commitChecked is err, the result of a COMMIT on conn, or
+// errSyncRepCancelled when the COMMIT "succeeded" with the warning.
+func commitChecked(conn *pgconn.PgConn, err error) error {
+	if _, warned := syncRepCancelled.LoadAndDelete(conn); warned && err == nil {
+		return errSyncRepCancelled
+	}
+	return err
+}

@@ -64,6 +64,7 @@ func (t *ownTx) Commit(ctx context.Context) error {
 		return pgx.ErrTxClosed
 	}
 	tag, err := t.conn.Exec(ctx, "COMMIT")
+	err = commitChecked(t.conn.Conn().PgConn(), err) // follow.go: a cancelled synchronous-replication wait
 	t.conn.Release()
 	t.conn = nil
 	if err != nil {

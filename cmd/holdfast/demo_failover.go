@@ -173,11 +173,13 @@ feed:
 		switch {
 		case errors.Is(err, holdfast.ErrNotFound):
 			lost++
+			stderrf("lost: checkout %s was told %s, and is not in the database", id, want)
 		case err != nil:
 			return err
 		case want == holdfast.StatusClaimed && h.Status != holdfast.StatusClaimed,
 			want == holdfast.StatusReleased && h.Status != holdfast.StatusReleased:
 			lost++
+			stderrf("lost: checkout %s was told %s, and is %s in the database", id, want, h.Status)
 		}
 	}
 	lvl, err := hc.Level(ctx, key)
@@ -320,16 +322,22 @@ func (d *failoverSale) buy(ctx context.Context, payRate, failRate float64) {
 	time.Sleep(time.Duration(rand.N(5)) * time.Millisecond) // the payment provider
 	switch r := rand.Float64(); {
 	case r < payRate:
-		if err := d.retry(ctx, func() error {
-			return d.timed(ctx, func(c context.Context) error { _, err := d.eng.Claim(c, d.shop, id); return err })
-		}); err == nil || errors.Is(err, holdfast.ErrHoldClaimed) {
+		var h *holdfast.Hold
+		err := d.retry(ctx, func() error {
+			return d.timed(ctx, func(c context.Context) (err error) { h, err = d.eng.Claim(c, d.shop, id); return err })
+		})
+		if errors.Is(err, holdfast.ErrHoldClaimed) || (err == nil && h.Status == holdfast.StatusClaimed) {
 			d.claimed.Add(1)
 			d.ack(id, holdfast.StatusClaimed)
 		}
 	case r < payRate+failRate:
-		if err := d.retry(ctx, func() error {
-			return d.timed(ctx, func(c context.Context) error { _, err := d.eng.Release(c, d.shop, id); return err })
-		}); err == nil || errors.Is(err, holdfast.ErrHoldReleased) {
+		// A release answers the hold as it is: released, or expired when
+		// its TTL ran out first (a failover's gap can outlast --ttl).
+		var h *holdfast.Hold
+		err := d.retry(ctx, func() error {
+			return d.timed(ctx, func(c context.Context) (err error) { h, err = d.eng.Release(c, d.shop, id); return err })
+		})
+		if errors.Is(err, holdfast.ErrHoldReleased) || (err == nil && h.Status == holdfast.StatusReleased) {
 			d.released.Add(1)
 			d.ack(id, holdfast.StatusReleased)
 		}

@@ -13,6 +13,10 @@
 // PostgreSQL refuses root: when the calling process is root, every file is
 // owned by, and every process runs as, the unprivileged "postgres" user, as
 // in package pgcluster. A Cluster implements failovertest.Cluster.
+//
+// fsync is off (a test cluster; the machine does not crash, only processes
+// die), full_page_writes stays on: pg_rewind, which brings a failed primary
+// back as a standby, refuses a source without it.
 package patroni
 
 import (
@@ -34,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,9 +91,11 @@ type Cluster struct {
 	etcd     *proc
 	http     *http.Client
 
-	mu      sync.Mutex
-	nodes   [Nodes]*node
-	frozen  []int // pids stopped by Inject(Freeze)
+	mu     sync.Mutex
+	nodes  [Nodes]*node
+	frozen []int // pids stopped by Inject(Freeze)
+
+	keep atomic.Bool // a heal failed: Close keeps the logs
 
 	probeMu sync.Mutex
 	probe   *pgx.Conn // Probe's connection
@@ -268,7 +275,7 @@ postgresql:
     replication: {username: replicator, password: %[11]s}
     rewind: {username: rewinder, password: %[11]s}
   parameters: {unix_socket_directories: "%[12]s", shared_buffers: 32MB, max_connections: 100,
-               fsync: "off", full_page_writes: "off", max_locks_per_transaction: 256, jit: "off"}
+               fsync: "off", max_locks_per_transaction: 256, jit: "off"}
 `, n.name, n.apiPort, c.etcdPort, int(TTL/time.Second), int(LoopWait/time.Second), int(RetryTimeout/time.Second),
 		n.pgPort, filepath.Join(n.dir, "data"), c.bin, filepath.Join(n.dir, "pgpass"), c.superPW, n.dir)
 }
@@ -379,7 +386,7 @@ func (c *Cluster) clusterState(ctx context.Context) (State, error) {
 }
 
 func (c *Cluster) getJSON(ctx context.Context, n *node, path string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // Patroni answers slowly on a loaded machine
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", n.apiPort, path), nil)
 	res, err := c.http.Do(req)
@@ -396,13 +403,19 @@ func (c *Cluster) getJSON(ctx context.Context, n *node, path string, v any) erro
 // waitWhole polls until the cluster is whole (State.whole).
 func (c *Cluster) waitWhole(ctx context.Context) error {
 	var last State
+	var lastErr error
 	err := c.poll(ctx, "three nodes with a synchronous standby", func() bool {
 		st, err := c.clusterState(ctx)
+		if err != nil {
+			lastErr = err
+			return false
+		}
 		last = st
-		return err == nil && st.whole()
+		return st.whole()
 	})
 	if err != nil {
-		return fmt.Errorf("%w (last seen %+v; logs in %s)", err, last.Members, c.dir)
+		c.keep.Store(true)
+		return fmt.Errorf("%w (last seen %+v, last error %v; logs kept in %s)", err, last.Members, lastErr, c.dir)
 	}
 	return nil
 }
@@ -673,7 +686,7 @@ func (c *Cluster) Dir() string { return c.dir }
 
 // Close kills every process of the cluster (its PostgreSQL servers too)
 // and removes its files (kept, for reading the logs, when
-// HOLDFAST_PATRONI_KEEP is set).
+// HOLDFAST_PATRONI_KEEP is set or a Heal failed).
 func (c *Cluster) Close(ctx context.Context) error {
 	c.closeMu.Do(func() {
 		c.mu.Lock()
@@ -710,7 +723,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 			_ = c.etcd.cmd.Process.Kill()
 			<-c.etcd.done
 		}
-		if os.Getenv("HOLDFAST_PATRONI_KEEP") == "" {
+		if os.Getenv("HOLDFAST_PATRONI_KEEP") == "" && !c.keep.Load() {
 			_ = os.RemoveAll(c.dir)
 		}
 	})

@@ -13,8 +13,9 @@ import (
 
 // TestDoctorReplication: on the Patroni cluster, holdfast doctor's
 // replication.synchronous reports the synchronous standby (ok, with the
-// timeline); on a standby alone it is critical (holdfast cannot write
-// there).
+// timeline) to a role that may see it (a superuser; holdfast's own role is
+// told to get pg_monitor); on a standby alone it is critical (holdfast
+// cannot write there).
 func TestDoctorReplication(t *testing.T) {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, cluster.URL())
@@ -25,7 +26,17 @@ func TestDoctorReplication(t *testing.T) {
 	if _, err := migrate.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
+	// holdfast's own role cannot see the standbys' state: said so.
 	f := finding(t, ctx, pool, "replication.synchronous")
+	if f.Severity != ops.SeverityWarn || !strings.Contains(f.Message, "cannot see") || !strings.Contains(f.Message, "2 standbys streaming") {
+		t.Fatalf("unprivileged role: %+v, want a warning that it cannot see the standbys' state", f)
+	}
+	super, err := pgxpool.New(ctx, cluster.SuperURL("holdfast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer super.Close()
+	f = finding(t, ctx, super, "replication.synchronous")
 	if f.Severity != ops.SeverityOK || !strings.Contains(f.Message, "1 synchronous") || !strings.Contains(f.Message, "2 standbys streaming") {
 		t.Fatalf("primary of a whole cluster: %+v, want ok with 1 synchronous of 2 standbys", f)
 	}

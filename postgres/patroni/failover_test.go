@@ -84,14 +84,19 @@ func serve(t *testing.T, url string) failovertest.Service {
 func TestFailover(t *testing.T) {
 	svc := serve(t, cluster.URL())
 	res := failovertest.Run(t, failovertest.Options{Cluster: cluster, Service: svc})
+	if !failovertest.Full() {
+		// The short form (CI) checks what was answered, not how fast: a
+		// loaded machine stretches failovers (scripts/test: no test
+		// measures a time window there).
+		return
+	}
 	for _, r := range res {
-		// The bound with the test timings; the 2 s bound over the
-		// plain probe is asserted on the full form only (a loaded CI
-		// machine stretches single measurements).
-		if r.Unavailable > 20*time.Second+3*failovertest.Slack() {
+		// #27's bounds with the test timings: at most 20 s per failover,
+		// at most 2 s more than the plain probe in the same run.
+		if r.Unavailable > 20*time.Second+failovertest.Slack() {
 			t.Errorf("%s: unavailable %.1fs, more than 20 s", r.Kind, r.Unavailable.Seconds())
 		}
-		if failovertest.Full() && r.Unavailable-r.Probe > 2*time.Second {
+		if r.Unavailable-r.Probe > 2*time.Second+failovertest.Slack() {
 			t.Errorf("%s: holdfast unavailable %.1fs, plain probe %.1fs: holdfast adds more than 2 s", r.Kind, r.Unavailable.Seconds(), r.Probe.Seconds())
 		}
 	}
