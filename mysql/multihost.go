@@ -432,7 +432,21 @@ const erWsrepNotReady = 1047
 // place; a COMMIT so answered is outcome_unknown (the node may have lost
 // the primary component after the others ordered the write set).
 func nodeUnusable(err error) bool {
-	return errNumber(err) == erWsrepNotReady || errors.Is(err, ErrNoWriter)
+	return errNumber(err) == erWsrepNotReady || errors.Is(err, ErrNoWriter) || badConnNoWrite(err)
+}
+
+// badConnNoWrite reports go-sql-driver's unexported errBadConnNoWrite ("bad
+// connection": the socket failed before anything was sent) anywhere in
+// err's chain. Some paths (a prepared statement's) return it as is; seen
+// reaching a caller as an untyped error after the connector closed a
+// connection. Nothing was sent: a lost connection, safe to retry.
+func badConnNoWrite(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == "bad connection" {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeConn is a connection of the multi-host connector. A connection that
