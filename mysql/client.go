@@ -122,7 +122,7 @@ func Open(dsn string, maxConns int, cfg holdfast.Config) (*Client, error) {
 		// InnoDB counts lock waits in whole seconds.
 		dc.Params["innodb_lock_wait_timeout"] = fmt.Sprint(max(1, int((cfg.LockTimeout+time.Second-1)/time.Second)))
 	}
-	conn, err := mysqldriver.NewConnector(dc)
+	conn, err := NewConnector(dc) // multihost.go
 	if err != nil {
 		return nil, err
 	}
@@ -559,6 +559,9 @@ func Unreachable(err error) bool {
 func connectionLost(err error) bool {
 	if err == nil {
 		return false
+	}
+	if nodeUnusable(err) { // multihost.go
+		return true
 	}
 	switch errNumber(err) {
 	case erServerShutdown, erConnectionKilled, erServerGone, erServerLost:

@@ -177,7 +177,7 @@ func (d *mysqlDatabase) open(maxConns int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := mysqldriver.NewConnector(cfg)
+	conn, err := mysql.NewConnector(cfg) // several hosts: the writer only
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,7 @@ func Doctor(ctx context.Context, db *sql.DB, cfg DoctorConfig) (*health.Report, 
 		{"connections", d.checkConnections},
 		{"invariant", d.checkInvariant},
 		{"safety", d.checkSafety}, // safety.go
+		{"galera", d.checkGalera}, // galera.go
 	}
 	for _, c := range checks {
 		cctx, cancel := context.WithTimeout(ctx, cfg.CheckTimeout+time.Duration(cfg.Samples)*cfg.SampleInterval)
