@@ -1,6 +1,7 @@
 package galera_test
 
 import (
+	"github.com/holdfast/holdfast/internal/heavy"
 	"io"
 	"log"
 	"os"
@@ -85,9 +86,13 @@ func TestMain(m *testing.M) {
 	// The driver logs every connection a fault ends; the tests read the
 	// errors themselves.
 	_ = mysqldriver.SetLogger(log.New(io.Discard, "", 0))
+	// Three servers and their failovers keep every core busy: run alone
+	// among the heavy suites, as the Patroni tests do.
+	release := heavy.Lock()
 	code := m.Run()
 	if shared != nil {
 		_ = shared.Close(context.Background())
 	}
+	release()
 	os.Exit(code)
 }
