@@ -60,6 +60,12 @@ type Options struct {
 	Items int
 	// Log receives progress lines; nil is t.Logf.
 	Log func(format string, args ...any)
+	// NotReadyAfter is how long a gap must last before /readyz is
+	// required to have answered 503 in it. Defaults to 1 s. A cluster
+	// whose writer stays reachable while it reconfigures (Galera blocks
+	// commits during a view change, its status still Synced and Primary)
+	// sets it above that pause.
+	NotReadyAfter time.Duration
 }
 
 // Result is one failover's measurements.
@@ -116,6 +122,9 @@ func Run(t *testing.T, o Options) []Result {
 		if n, err := strconv.Atoi(os.Getenv("HOLDFAST_FAILOVER_ROUNDS")); err == nil && n > 0 {
 			o.Rounds = n
 		}
+	}
+	if o.NotReadyAfter == 0 {
+		o.NotReadyAfter = time.Second
 	}
 	if o.Clients == 0 {
 		o.Clients = 6
@@ -221,7 +230,7 @@ func Run(t *testing.T, o Options) []Result {
 				}
 			}
 			rmu.Unlock()
-			if res.Unavailable > time.Second && !notReady {
+			if res.Unavailable > o.NotReadyAfter && !notReady {
 				t.Errorf("failovertest: %s round %d: /readyz never answered 503 during the %.1fs with no primary", k, round+1, res.Unavailable.Seconds())
 			}
 			if !readyAfter {
