@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // reserveAllocated is Reserve for a cart with allocated lines (LocationID
@@ -49,7 +50,7 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 		h, keys, err = c.allocateOnce(ctx, tx, own, req, input, mode)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // Edit replaces a held checkout's lines with p.Lines in one transaction:
@@ -54,7 +55,7 @@ func (c *Client) edit(ctx context.Context, outer *sql.Tx, p holdfast.EditParams)
 	start := time.Now()
 	lines, err := holdfast.ValidateEdit(c.cfg, p)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteEdit, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteEdit, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)
@@ -80,7 +81,7 @@ func (c *Client) edit(ctx context.Context, outer *sql.Tx, p holdfast.EditParams)
 		h, grow, err = c.editOnce(ctx, tx, own, p, lines, raw, mode)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteEdit, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteEdit, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func (c *Client) claimLines(ctx context.Context, outer *sql.Tx, shop int64, chec
 	start := time.Now()
 	want, err := holdfast.ValidateClaimLines(c.cfg, shop, checkout, in)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -246,7 +247,7 @@ func (c *Client) claimLines(ctx context.Context, outer *sql.Tx, shop int64, chec
 		h, err = c.claimLinesOnce(ctx, tx, outer == nil, shop, checkout, in, want)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // CheckInvariant checks the whole database, from one snapshot (a read-only
@@ -19,7 +20,7 @@ func (c *Client) CheckInvariant(ctx context.Context) (*holdfast.InvariantReport,
 		if err == nil || !(connectionLost(err) || retryable(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
 			return rep, err
 		}
-		if err := backoff(ctx, attempt+1); err != nil {
+		if err := engine.Backoff(ctx, attempt+1); err != nil {
 			return nil, err
 		}
 	}

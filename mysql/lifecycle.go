@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // Claim converts a checkout's hold into a permanent deduction: in one
@@ -52,7 +53,7 @@ func (c *Client) ClaimTx(ctx context.Context, tx *sql.Tx, shopID int64, checkout
 func (c *Client) claim(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	start := time.Now()
 	if err := validateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -61,7 +62,7 @@ func (c *Client) claim(ctx context.Context, outer *sql.Tx, shop int64, checkout 
 		h, err = c.claimOnce(ctx, tx, outer == nil, shop, checkout)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,7 @@ func (c *Client) ReleaseTx(ctx context.Context, tx *sql.Tx, shopID int64, checko
 func (c *Client) release(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	start := time.Now()
 	if err := validateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteRelease, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -223,7 +224,7 @@ func (c *Client) release(ctx context.Context, outer *sql.Tx, shop int64, checkou
 		return err
 	})
 	err = cmp.Or(err, answer)
-	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteRelease, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +291,7 @@ func (c *Client) extend(ctx context.Context, outer *sql.Tx, shop int64, checkout
 		err = argError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
 	}
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteExtend, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -299,7 +300,7 @@ func (c *Client) extend(ctx context.Context, outer *sql.Tx, shop int64, checkout
 		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteExtend, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // Reserve holds every line of a cart for p.CheckoutID, or nothing.
@@ -119,12 +120,12 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 	start := time.Now()
 	req, err := c.validateReserve(p)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	req.buyer = p.BuyerID
 	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	if holdfast.HasAllocation(req.lines) {
@@ -134,7 +135,7 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
 			err := &holdfast.InsufficientStockError{Lines: short}
-			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+			c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, nil), time.Since(start))
 			return nil, err
 		}
 	}
@@ -173,7 +174,7 @@ func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveP
 			return err
 		})
 	}
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
 	var ise *holdfast.InsufficientStockError
 	switch {
 	case errors.As(err, &ise):

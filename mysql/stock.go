@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // ReasonMaxLen bounds a stock change's reason and reference (the columns'
@@ -88,7 +89,7 @@ func (c *Client) changeStock(ctx context.Context, outer *sql.Tx, ch holdfast.Sto
 	start := time.Now()
 	err := holdfast.ValidateStockChange(ch)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteAdjust, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	req := changeRequest{ItemID: ch.ItemID, LocationID: ch.LocationID, Set: ch.Set, Reason: ch.Reason, Reference: ch.Reference}
@@ -101,7 +102,7 @@ func (c *Client) changeStock(ctx context.Context, outer *sql.Tx, ch holdfast.Sto
 		lvl, err = c.changeOnce(ctx, tx, outer == nil, ch, req)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteAdjust, engine.Outcome(err, nil), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // The waitlist on MySQL/MariaDB (issue #17 item 2), as on PostgreSQL (see
@@ -149,7 +150,7 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 		c.kickWaitlist()
 	}
 	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(route, outcome(err, out), time.Since(start))
+	c.cfg.Observer.Op(route, engine.Outcome(err, out), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

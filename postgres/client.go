@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/postgres/migrate"
@@ -29,6 +30,7 @@ var statements = sqltext.Load("holdfast", sqlFiles, "sql")
 type Client struct {
 	pool     *pgxpool.Pool
 	cfg      holdfast.Config
+	core     *engine.Core // the engine's driver-free logic (package engine)
 	sql      map[string]string
 	setLocal [3]string
 	// combineLockWait is the lock_timeout of a combined batch.
@@ -101,7 +103,7 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 	case v < SchemaVersion:
 		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", holdfast.ErrSchemaOutdated, v, SchemaVersion)
 	}
-	c := &Client{pool: pool, cfg: cfg, sql: statements.Map()}
+	c := &Client{pool: pool, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
 	for _, o := range opts {
 		o(c)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -224,11 +225,11 @@ func (c *Client) execBatch(batch []*batchReq) {
 
 	var created map[checkoutKey]*holdfast.Hold
 	var err error
-	r := retrier{c: c, route: holdfast.RouteReserve}
+	r := c.core.NewRetrier(holdfast.RouteReserve)
 	for {
 		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
 		if commitUnacknowledged(err) {
-			r.doubt = true
+			r.Doubt = true
 		}
 		if err == nil {
 			break
@@ -240,11 +241,11 @@ func (c *Client) execBatch(batch []*batchReq) {
 		// safe even when a COMMIT's answer was lost: the holds it created
 		// are skipped, and their requests find them on the plain path.
 		canRetry := SQLState(err) != sqlstateLockNotAvailable && (retryable(err) || connectionLost(err))
-		if again, _ := r.again(ctx, err, canRetry); !again {
+		if again, _ := r.Again(ctx, err, canRetry); !again {
 			break
 		}
 	}
-	doubt := r.doubt
+	doubt := r.Doubt
 	if err != nil {
 		c.cfg.Logger.Debug("combined batch failed; its requests take the plain path", "requests", len(uniq), "err", err)
 	}
@@ -336,23 +337,23 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return nil, &commitError{err}
+		return nil, &driver.CommitError{Err: err}
 	}
 	for rows.Next() {
 		h := &holdfast.Hold{Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
 		if err := rows.Scan(&h.ShopID, &h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			rows.Close()
-			return nil, &commitError{err}
+			return nil, &driver.CommitError{Err: err}
 		}
 		created[checkoutKey{h.ShopID, h.CheckoutID}] = h
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, &commitError{err}
+		return nil, &driver.CommitError{Err: err}
 	}
 	tag, err := br.Exec()
 	if err != nil {
-		return nil, &commitError{err}
+		return nil, &driver.CommitError{Err: err}
 	}
 	if tag.String() == "ROLLBACK" {
 		return nil, pgx.ErrTxCommitRollback

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -51,7 +52,7 @@ func (c *Client) edit(ctx context.Context, b beginner, own bool, p holdfast.Edit
 	start := time.Now()
 	lines, err := holdfast.ValidateEdit(c.cfg, p)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteEdit, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteEdit, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)
@@ -77,7 +78,7 @@ func (c *Client) edit(ctx context.Context, b beginner, own bool, p holdfast.Edit
 		h, grow, err = c.editOnce(ctx, tx, p, lines, raw, mode)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteEdit, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteEdit, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +203,7 @@ func (c *Client) claimLines(ctx context.Context, b beginner, own bool, shop int6
 	start := time.Now()
 	want, err := holdfast.ValidateClaimLines(c.cfg, shop, checkout, in)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -211,7 +212,7 @@ func (c *Client) claimLines(ctx context.Context, b beginner, own bool, shop int6
 		h, err = c.claimLinesOnce(ctx, tx, shop, checkout, in, want)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,10 @@ import (
 // available, and holds and their lines agree. Tests run it after every
 // concurrent test; operators can run it through `holdfast doctor`.
 func (c *Client) CheckInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
-	// The engine's one retry policy (retrier). Its transaction begins on
+	// The engine's one retry policy (engine.Retrier). Its transaction begins on
 	// its own terms: one REPEATABLE READ snapshot, read only, and no
 	// statement timeout, since it reads every key.
-	r := retrier{c: c, route: holdfast.RouteRead}
+	r := c.core.NewRetrier(holdfast.RouteRead)
 	for {
 		rep, err := c.checkInvariant(ctx)
 		// A read: after a lost connection (a pooled connection a server
@@ -25,7 +25,7 @@ func (c *Client) CheckInvariant(ctx context.Context) (*holdfast.InvariantReport,
 		if err == nil {
 			return rep, nil
 		}
-		if again, berr := r.again(ctx, err, connectionLost(err) || retryable(err)); !again {
+		if again, berr := r.Again(ctx, err, connectionLost(err) || retryable(err)); !again {
 			if berr != nil {
 				return nil, berr
 			}

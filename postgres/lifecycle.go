@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -47,7 +48,7 @@ func (c *Client) ClaimTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutI
 func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	start := time.Now()
 	if err := holdfast.ValidateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -56,7 +57,7 @@ func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, ch
 		h, err = c.claimOnce(ctx, tx, shop, checkout)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func (c *Client) ReleaseTx(ctx context.Context, tx pgx.Tx, shopID int64, checkou
 func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	start := time.Now()
 	if err := holdfast.ValidateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteRelease, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -203,7 +204,7 @@ func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, 
 		return err
 	})
 	err = cmp.Or(err, answer)
-	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteRelease, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +356,7 @@ func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, c
 		err = holdfast.NewArgumentError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
 	}
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteExtend, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var h *holdfast.Hold
@@ -364,7 +365,7 @@ func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, c
 		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteExtend, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

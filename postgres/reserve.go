@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -94,12 +95,12 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p holdfast.R
 	start := time.Now()
 	req, err := c.validateReserve(p)
 	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	req.buyer = p.BuyerID
 	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	if holdfast.HasAllocation(req.lines) {
@@ -108,7 +109,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p holdfast.R
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
 			err := &holdfast.InsufficientStockError{Lines: short}
-			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
+			c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, nil), time.Since(start))
 			return nil, err
 		}
 	}
@@ -156,7 +157,7 @@ func (c *Client) reserve(ctx context.Context, b beginner, own bool, p holdfast.R
 			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, err)
 		}
 	}
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
 	var ise *holdfast.InsufficientStockError
 	switch {
 	case errors.As(err, &ise):
@@ -561,49 +562,4 @@ func columns(lines []holdfast.Line) (items, locs []int64, qtys []int32) {
 		items[i], locs[i], qtys[i] = l.ItemID, l.LocationID, int32(l.Quantity)
 	}
 	return items, locs, qtys
-}
-
-// outcome names an operation's result for metrics.
-func outcome(err error, h *holdfast.Hold) string {
-	switch {
-	case err == nil && h != nil && h.Replayed:
-		return "replayed"
-	case err == nil && h != nil:
-		return string(h.Status)
-	case err == nil:
-		return "ok"
-	case errors.Is(err, holdfast.ErrInvalidArgument):
-		return "invalid"
-	case errors.Is(err, holdfast.ErrInsufficientStock):
-		return "insufficient_stock"
-	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
-		return "buyer_limit_exceeded"
-	case errors.Is(err, holdfast.ErrIdempotencyConflict):
-		return "conflict"
-	case errors.Is(err, holdfast.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, holdfast.ErrHoldClaimed):
-		return "hold_claimed"
-	case errors.Is(err, holdfast.ErrHoldReleased):
-		return "hold_released"
-	case errors.Is(err, holdfast.ErrHoldExpired):
-		return "hold_expired"
-	case errors.Is(err, holdfast.ErrLifetimeExceeded):
-		return "lifetime_exceeded"
-	case errors.Is(err, holdfast.ErrOverCommitted):
-		return "over_committed"
-	case errors.Is(err, holdfast.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, holdfast.ErrWaitlisted):
-		return "waitlisted"
-	case errors.Is(err, holdfast.ErrWaitExpired):
-		return "wait_expired"
-	case errors.Is(err, holdfast.ErrWaitCancelled):
-		return "wait_cancelled"
-	case errors.Is(err, holdfast.ErrWaitUnservable):
-		return "wait_unservable"
-	case errors.Is(err, holdfast.ErrRevisionConflict):
-		return "revision_conflict"
-	}
-	return "error"
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -62,7 +63,7 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 		h, keys, err = c.allocateOnce(ctx, tx, req, input, mode)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 	"time"
 )
@@ -75,7 +76,7 @@ func (c *Client) ChangeStockTx(ctx context.Context, tx pgx.Tx, ch holdfast.Stock
 func (c *Client) changeStock(ctx context.Context, b beginner, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
 	start := time.Now()
 	if err := holdfast.ValidateStockChange(ch); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
+		c.cfg.Observer.Op(holdfast.RouteAdjust, engine.Outcome(err, nil), time.Since(start))
 		return nil, err
 	}
 	var lvl *holdfast.Level
@@ -84,7 +85,7 @@ func (c *Client) changeStock(ctx context.Context, b beginner, own bool, ch holdf
 		lvl, err = c.changeStockOnce(ctx, tx, ch)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteAdjust, engine.Outcome(err, nil), time.Since(start))
 	return lvl, err
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -146,7 +147,7 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 		c.kickWaitlist()
 	}
 	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, out), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, out), time.Since(start))
 	if err != nil {
 		return nil, err
 	}

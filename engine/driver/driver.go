@@ -1,0 +1,87 @@
+// Package driver is the contract a database implements under holdfast's
+// engine (package engine): whole database attempts — one transaction's
+// worth of statements in the database's own lock order and idioms — plus
+// the database's error classifier and capabilities. The engine decides
+// what to do with an attempt's answer (retry it, slow down, combine, wait,
+// replay, call the outcome unknown); a driver never retries and never
+// decides a status. See docs/DESIGN.md, "One engine, two drivers".
+//
+// Drivers are generic over their transaction type TTx (pgx.Tx, *sql.Tx) so
+// that the engine's …Tx twins take the caller's own transaction typed to
+// its database, as River's riverdriver.Driver[TTx] does.
+package driver
+
+import (
+	"context"
+	"errors"
+)
+
+// Driver is one database under the engine: its classifier, and the one
+// way it runs an attempt. The domains' attempts (docs/DESIGN.md, "The
+// driver contract") join it as each domain moves into the engine.
+type Driver[TTx any] interface {
+	Classifier
+	// Attempt runs fn once in a transaction — the driver's own when own,
+	// else a savepoint in the caller's tx — and commits it (or releases
+	// the savepoint). A failure of COMMIT itself is a *CommitError. fn's
+	// error rolls the transaction (savepoint) back and is returned as is;
+	// a driver whose database rolls the caller's whole transaction back
+	// answers an error CallerTxLost reports.
+	Attempt(ctx context.Context, tx TTx, own bool, route string, fn func(tx TTx) error) error
+}
+
+// Sentinels an attempt answers the engine with. They never reach a caller.
+var (
+	// ErrSlowPath asks the engine to roll the attempt back and run it
+	// again one level slower (at most SlowLevelMax times).
+	ErrSlowPath = errors.New("holdfast: take the slow path")
+	// ErrRetry asks the engine to roll back and run the attempt again,
+	// counting it as a retry: a race with a concurrent purge, strategy
+	// change, key creation or retry.
+	ErrRetry = errors.New("holdfast: transient race, retrying")
+	// ErrRollback asks the engine to roll the transaction back and report
+	// success: the attempt found its answer already in place (a replayed
+	// reservation) and what it did must not be kept.
+	ErrRollback = errors.New("holdfast: roll back, done")
+)
+
+// SlowLevelMax bounds how often an operation asks for a slower path
+// (ErrSlowPath): fast, then slow, then slowest.
+const SlowLevelMax = 2
+
+// CommitError marks a failure of COMMIT itself: the outcome is unknown
+// until the classifier says otherwise (Classifier.CommitUnacknowledged).
+type CommitError struct{ Err error }
+
+func (e *CommitError) Error() string { return "commit: " + e.Err.Error() }
+
+func (e *CommitError) Unwrap() error { return e.Err }
+
+// Classifier is a driver's one mapping of its database's errors. Every
+// method is safe for concurrent use and must accept nil.
+type Classifier interface {
+	// Code is the server's error code in err's chain (a SQLSTATE, a MySQL
+	// error number), "" when err is not the server's answer. It labels
+	// retries for the Observer.
+	Code(err error) string
+	// Retryable reports that the server rolled the attempt (or its last
+	// statement) back for a reason a new attempt can clear: a deadlock, a
+	// serialization failure, a lock wait timeout, a server going down.
+	Retryable(err error) bool
+	// ConnectionLost reports that the connection failed under the
+	// attempt; the outcome of a COMMIT in flight is unknown.
+	ConnectionLost(err error) bool
+	// CommitUnacknowledged reports a *CommitError in err's chain whose
+	// COMMIT the server did not answer: it may have committed.
+	CommitUnacknowledged(err error) bool
+	// Unavailable reports what, left after the retries, means "the
+	// database cannot serve this now; try later" (holdfast.ErrUnavailable),
+	// beyond lost connections and retryable failures: a statement timeout,
+	// a read-only server.
+	Unavailable(err error) bool
+	// CallerTxLost reports a failure after which the database has rolled
+	// the caller's whole transaction back (a deadlock inside a savepoint on
+	// InnoDB): a …Tx attempt is then never run again in place, and the
+	// answer is holdfast.ErrTxRolledBack. PostgreSQL never does this.
+	CallerTxLost(err error) bool
+}
