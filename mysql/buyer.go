@@ -68,14 +68,14 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // buyerHash is the hash of req's buyer, read before req's transaction
 // begins (buyerSecret); nil without a buyer.
 func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
-	if req.buyer == "" {
+	if req.Buyer == "" {
 		return nil, nil
 	}
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return holdfast.BuyerHash(secret, req.shop, req.buyer), nil
+	return holdfast.BuyerHash(secret, req.Shop, req.Buyer), nil
 }
 
 // checkBuyer enforces the buyer limits of a reservation's items and
@@ -83,8 +83,8 @@ func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error
 // already has a hold or outcome is answered with it (a retry), else it is a
 // *holdfast.BuyerLimitError.
 func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *reservation) ([]byte, *holdfast.Hold, error) {
-	hash := req.buyerHash
-	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.shop, req.checkout, req.lines, hash)
+	hash := req.BuyerHash
+	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines, hash)
 	if err != nil || over == nil {
 		return hash, nil, err
 	}
@@ -102,10 +102,10 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 // item 6). Only a replay pays its round trip.
 func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) error {
 	var hash []byte
-	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout[:]).Scan(&hash); err != nil {
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.Shop, req.Checkout[:]).Scan(&hash); err != nil {
 		return err
 	}
-	if !bytes.Equal(hash, req.buyerHash) {
+	if !bytes.Equal(hash, req.BuyerHash) {
 		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
 	}
 	return nil

@@ -34,14 +34,17 @@ var statements = sqltext.Load("holdfast/mysql", sqlFiles, "sql")
 // It is safe for concurrent use by any number of goroutines; any number of
 // Clients, in any number of processes, may share a database.
 type Client struct {
+	// The engine (package engine): the operations written once, over
+	// this package as its driver (enginedriver.go). Its methods are the
+	// Client's.
+	*engineClient
+
 	db    *sql.DB
 	cfg   holdfast.Config
 	core  *engine.Core // the engine's driver-free logic (package engine)
 	sql   map[string]string
 	texts sync.Map // textKey -> tagged statement text
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
-
-	soldOutAt sync.Map // holdfast.Key -> time.Time: when a reservation last found it sold out
 
 	combiner       combiner     // contended one-line reservations on batch keys
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
@@ -55,6 +58,10 @@ type Client struct {
 }
 
 var _ holdfast.Engine = (*Client)(nil)
+
+// engineClient is the engine over this package's driver; embedded under
+// this name, its methods are the Client's and the field is not exported.
+type engineClient = engine.Client[*sql.Tx]
 
 // keyInfoTTL bounds how long a client trusts its cached view of a key's
 // strategy. A stale view is safe (both buffers count as pooled), only
@@ -75,17 +82,12 @@ type keyInfo struct {
 // PostgreSQL: the zero Strategy means holdfast.StrategyBatch. StrategySlots
 // is not offered (see the package documentation).
 func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
-	cfg = withDefaults(cfg)
-	if !supported(cfg.Strategy) {
-		return nil, argError("Config.Strategy", "unknown or unsupported strategy %q (counter, batch or pool)", cfg.Strategy)
-	}
-	if cfg.HoldTTLDefault < holdfast.HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
-		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", holdfast.HoldTTLMin, cfg.HoldLifetimeMax)
-	}
-	if err := holdfast.ValidateBuyerSecret(cfg.BuyerSecret); err != nil {
+	cfg, err := engine.Configure(cfg, Strategies())
+	if err != nil {
 		return nil, err
 	}
 	c := &Client{db: db, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
+	c.engineClient = engine.NewClient[*sql.Tx](c.core, (*engineDriver)(c))
 	c.loadBuyerSecret()
 	return c, nil
 }
@@ -205,13 +207,6 @@ func (c *Client) DB() *sql.DB { return c.db }
 // Config is the client's configuration with defaults filled in.
 func (c *Client) Config() holdfast.Config { return c.cfg }
 
-// withDefaults is holdfast.Config.WithDefaults: both engines fill in the
-// same defaults (strategy batch included), so a zero Config behaves alike
-// on PostgreSQL and MySQL.
-func withDefaults(c holdfast.Config) holdfast.Config {
-	return c.WithDefaults()
-}
-
 type textKey struct{ route, name, tag string }
 
 // q returns the named statement prefixed with the comment that attributes
@@ -268,10 +263,6 @@ func (c *Client) now() any {
 		return nil
 	}
 	return c.cfg.Now().UTC()
-}
-
-func argError(field, format string, args ...any) error {
-	return &holdfast.ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // The sentinels an attempt answers the engine's retry policy with

@@ -46,7 +46,7 @@ func (c *Client) Edit(ctx context.Context, p holdfast.EditParams) (*holdfast.Hol
 // with TxOptions.
 func (c *Client) EditTx(ctx context.Context, tx *sql.Tx, p holdfast.EditParams) (*holdfast.Hold, error) {
 	if tx == nil {
-		return nil, argError("tx", "must not be nil")
+		return nil, holdfast.NewArgumentError("tx", "must not be nil")
 	}
 	return c.edit(ctx, tx, p)
 }
@@ -229,7 +229,7 @@ func (c *Client) ClaimLines(ctx context.Context, shopID int64, checkoutID uuid.U
 // together. Begin tx with TxOptions.
 func (c *Client) ClaimLinesTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
 	if tx == nil {
-		return nil, argError("tx", "must not be nil")
+		return nil, holdfast.NewArgumentError("tx", "must not be nil")
 	}
 	return c.claimLines(ctx, tx, shopID, checkoutID, lines)
 }

@@ -71,7 +71,7 @@ func (c *Client) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfast.Hol
 			if err := json.Unmarshal(raw, &h.Lines); err != nil {
 				return err
 			}
-			slices.SortFunc(h.Lines, compareLines)
+			slices.SortFunc(h.Lines, holdfast.CompareLines)
 			page.Holds = append(page.Holds, h)
 		}
 		return rows.Err()

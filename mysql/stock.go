@@ -57,21 +57,9 @@ func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*hol
 // savepoint). Begin tx with TxOptions.
 func (c *Client) ChangeStockTx(ctx context.Context, tx *sql.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
 	if tx == nil {
-		return nil, argError("tx", "must not be nil")
+		return nil, holdfast.NewArgumentError("tx", "must not be nil")
 	}
 	return c.changeStock(ctx, tx, ch)
-}
-
-func validateKey(k holdfast.Key) error {
-	switch {
-	case k.ShopID <= 0:
-		return argError("shop_id", "must be a positive integer")
-	case k.ItemID <= 0:
-		return argError("item_id", "must be a positive integer")
-	case k.LocationID <= 0:
-		return argError("location_id", "must be a positive integer")
-	}
-	return nil
 }
 
 // changeRequest is what a stock change's ID stands for: a retry must ask
@@ -160,10 +148,10 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 		next = *ch.Set
 	}
 	if next < 0 {
-		return nil, argError("delta", "would take available below zero (available %d, delta %d)", old, ch.Delta)
+		return nil, holdfast.NewArgumentError("delta", "would take available below zero (available %d, delta %d)", old, ch.Delta)
 	}
 	if next > holdfast.AvailableMax {
-		return nil, argError("delta", "would take available above %d", holdfast.AvailableMax)
+		return nil, holdfast.NewArgumentError("delta", "would take available above %d", holdfast.AvailableMax)
 	}
 	if exists {
 		_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_update"), next, c.now(), k.ShopID, k.ItemID, k.LocationID)
@@ -251,14 +239,14 @@ func (c *Client) shrink(ctx context.Context, tx *sql.Tx, route string, k holdfas
 // client's default), moving its buffered units into the new buffer under
 // the key's lock row. StrategySlots is not offered by this engine.
 func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
-	if err := validateKey(k); err != nil {
+	if err := holdfast.ValidateKey(k); err != nil {
 		return nil, err
 	}
 	if !supported(s) {
-		return nil, argError("strategy", "must be counter, batch or pool on MySQL")
+		return nil, holdfast.NewArgumentError("strategy", "must be counter, batch or pool on MySQL")
 	}
 	if poolCap < 0 || poolCap > PoolCapMax {
-		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapMax)
+		return nil, holdfast.NewArgumentError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapMax)
 	}
 	const route = holdfast.RouteAdjust
 	var lvl *holdfast.Level
@@ -310,7 +298,7 @@ func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Str
 
 // Level returns a key's stock: available, held, pooled and sellable.
 func (c *Client) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
-	if err := validateKey(k); err != nil {
+	if err := holdfast.ValidateKey(k); err != nil {
 		return nil, err
 	}
 	var lvl *holdfast.Level
@@ -446,7 +434,7 @@ func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route str
 		return err
 	}
 	if seen < bumped {
-		return argError("tx", "the caller's transaction reads from a snapshot (REPEATABLE READ?); holdfast's …Tx operations need READ COMMITTED: begin it with mysql.TxOptions()")
+		return holdfast.NewArgumentError("tx", "the caller's transaction reads from a snapshot (REPEATABLE READ?); holdfast's …Tx operations need READ COMMITTED: begin it with mysql.TxOptions()")
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 	if p.Wait <= 0 || !errors.As(err, &ise) {
 		return h, err
 	}
-	req, verr := c.validateReserve(p)
+	req, verr := engine.ValidateReserve(c.cfg, p)
 	if verr != nil {
 		return nil, verr
 	}
@@ -66,12 +66,12 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 			out = prev
 			return err
 		}
-		for _, l := range req.lines {
-			if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
+		for _, l := range req.Lines {
+			if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
 				return err
 			}
 		}
-		rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), req.shop, string(req.linesRaw))
+		rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), req.Shop, string(req.LinesRaw))
 		if err != nil {
 			return err
 		}
@@ -91,27 +91,27 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		if len(kw) != len(req.lines) {
+		if len(kw) != len(req.Lines) {
 			return errors.New("holdfast/mysql: sellable returned a row count unlike the cart's")
 		}
 		var short []holdfast.Line
 		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
+			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
 			// Units can come back only where holds are outstanding (or
 			// waiters ahead will release theirs), and a cart asking more
 			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.lines[i].Quantity > kw[i].available {
+			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
 				answer = ise
 				return errRollback
 			}
-			short = append(short, req.lines[i])
+			short = append(short, req.Lines[i])
 		}
 		shortRaw, err := json.Marshal(ise.Lines)
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.shop, req.checkout[:], string(req.linesRaw), string(shortRaw),
-			req.ttl.Microseconds(), p.Wait.Microseconds(), c.now())
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.Shop, req.Checkout[:], string(req.LinesRaw), string(shortRaw),
+			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now())
 		if isDup(err) {
 			return errRetry // enqueued meanwhile: answer it
 		}
@@ -123,23 +123,23 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 			return err
 		}
 		for _, l := range short {
-			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_line_create"), req.shop, l.ItemID, l.LocationID, seq, req.checkout[:], l.Quantity); err != nil {
+			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_line_create"), req.Shop, l.ItemID, l.LocationID, seq, req.Checkout[:], l.Quantity); err != nil {
 				return err
 			}
 		}
 		for _, l := range short {
 			// The key's buffer goes back to unallocated: from now on its
 			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, route, holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}, true); err != nil {
+			if err := c.shrink(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true); err != nil {
 				return err
 			}
 		}
 		// The feed says the checkout waits: its keys sell nothing to new
 		// buyers from now on (key.sold_out derives from it).
-		if err := c.InsertEventTx(ctx, tx, req.shop, holdfast.EventWaitlistWaiting, &req.checkout, req.lines, nil); err != nil {
+		if err := c.InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
 			return err
 		}
-		werr := c.waiterAnswer(ctx, tx, route, req.shop, req.checkout, req.lines)
+		werr := c.waiterAnswer(ctx, tx, route, req.Shop, req.Checkout, req.Lines)
 		if !errors.Is(werr, holdfast.ErrWaitlisted) {
 			return werr // a failed read: roll the wait back
 		}

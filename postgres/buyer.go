@@ -56,14 +56,14 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // buyerHash is the hash of req's buyer, read before req's transaction
 // begins (buyerSecret); nil without a buyer.
 func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
-	if req.buyer == "" {
+	if req.Buyer == "" {
 		return nil, nil
 	}
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return holdfast.BuyerHash(secret, req.shop, req.buyer), nil
+	return holdfast.BuyerHash(secret, req.Shop, req.Buyer), nil
 }
 
 // secretLoadTimeout bounds New's read of the buyer secret.
@@ -92,10 +92,10 @@ func (c *Client) loadBuyerSecret() {
 // item 6). Only a replay pays its round trip.
 func (c *Client) sameBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
 	var hash []byte
-	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout).Scan(&hash); err != nil {
+	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.Shop, req.Checkout).Scan(&hash); err != nil {
 		return err
 	}
-	if !bytes.Equal(hash, req.buyerHash) {
+	if !bytes.Equal(hash, req.BuyerHash) {
 		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
 	}
 	return nil
@@ -122,7 +122,7 @@ func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
 // one at a time, then reads each limited item's limit and what the buyer
 // has, in a statement that starts after the locks.
 func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
-	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines, req.buyerHash, true)
+	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines, req.BuyerHash, true)
 }
 
 // checkBuyerLate enforces the buyer limits on a late claim, which takes a

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // BuyerLockKey is buyerLockKey, for tests that hold a buyer's lock to stall
@@ -17,7 +18,9 @@ var KeyHash = keyHash
 
 // HoldSoldOutHint makes c read k as recently sold out for the next hour,
 // so a test reaches the sold-out hint without racing its one-second window.
-func HoldSoldOutHint(c *Client, k holdfast.Key) { c.soldOutAt.Store(k, time.Now().Add(time.Hour)) }
+func HoldSoldOutHint(c *Client, k holdfast.Key) {
+	engine.HintSoldOut(c.engineClient, k, time.Now().Add(time.Hour))
+}
 
 // Statement is the text c sends for the named statement on route (with its
 // sqlcommenter comment, no caller tag), for tests that recognise it in

@@ -57,7 +57,7 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 	if p.Wait <= 0 || !errors.As(err, &ise) {
 		return h, err
 	}
-	req, verr := c.validateReserve(p)
+	req, verr := engine.ValidateReserve(c.cfg, p)
 	if verr != nil {
 		return nil, verr
 	}
@@ -73,13 +73,13 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 			out = prev
 			return err
 		}
-		for _, l := range req.lines {
-			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+		for _, l := range req.Lines {
+			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
 				return err
 			}
 		}
-		items, locs, _ := columns(req.lines)
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.shop, items, locs)
+		items, locs, _ := columns(req.Lines)
+		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.Shop, items, locs)
 		if err != nil {
 			return err
 		}
@@ -97,23 +97,23 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 		}
 		var short []holdfast.Line
 		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
+			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
 			// Units can come back only where holds are outstanding (or
 			// waiters ahead will release theirs), and a cart asking more
 			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.lines[i].Quantity > kw[i].available {
+			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
 				answer = ise
 				return errRollback
 			}
-			short = append(short, req.lines[i])
+			short = append(short, req.Lines[i])
 		}
 		shortRaw, err := json.Marshal(ise.Lines)
 		if err != nil {
 			return err
 		}
 		var seq int64
-		err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.shop, req.checkout, string(req.linesRaw), string(shortRaw),
-			req.ttl.Microseconds(), p.Wait.Microseconds(), c.now()).Scan(&seq)
+		err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
+			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now()).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errRetry // enqueued meanwhile: answer it
 		}
@@ -121,22 +121,22 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 			return err
 		}
 		si, sl, sq := columns(short)
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.shop, req.checkout, seq, si, sl, sq); err != nil {
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.Shop, req.Checkout, seq, si, sl, sq); err != nil {
 			return err
 		}
 		for _, l := range short {
 			// The key's buffer goes back to unallocated: from now on its
 			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
+			if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
 				return err
 			}
 		}
 		// The feed says the checkout waits: its keys sell nothing to new
 		// buyers from now on (key.sold_out derives from it).
-		if err := InsertEventTx(ctx, tx, req.shop, holdfast.EventWaitlistWaiting, &req.checkout, req.lines, nil); err != nil {
+		if err := InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
 			return err
 		}
-		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
+		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
 		if !errors.Is(werr, holdfast.ErrWaitlisted) {
 			return werr // a failed read: roll the wait back
 		}

@@ -14,12 +14,18 @@ package driver
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
 )
 
-// Driver is one database under the engine: its classifier, and the one
-// way it runs an attempt. The domains' attempts (docs/DESIGN.md, "The
-// driver contract") join it as each domain moves into the engine.
-type Driver[TTx any] interface {
+// Driver is one database under the engine (engine.Client[TTx]): its
+// classifier, the one way it runs an attempt, and the domains' attempts.
+// The domains that are still each driver's own (docs/DESIGN.md, "Moved so
+// far") join this interface as they move into the engine.
+type Driver[TTx comparable] interface {
 	Classifier
 	// Attempt runs fn once in a transaction — the driver's own when own,
 	// else a savepoint in the caller's tx — and commits it (or releases
@@ -28,6 +34,56 @@ type Driver[TTx any] interface {
 	// a driver whose database rolls the caller's whole transaction back
 	// answers an error CallerTxLost reports.
 	Attempt(ctx context.Context, tx TTx, own bool, route string, fn func(tx TTx) error) error
+
+	Reserver[TTx]
+	Lifecycle[TTx]
+	Waits[TTx]
+}
+
+// Lifecycle is the attempts of a hold's lifecycle. Each runs in the
+// transaction it is given, in the driver's lock order (docs/DESIGN.md,
+// "Lock order"), and answers the hold, a holdfast error the engine passes
+// on, or a sentinel (ErrRetry: decided and undone meanwhile, look again).
+type Lifecycle[TTx comparable] interface {
+	// ClaimAttempt moves a held (or lapsed, unswept) hold to claimed and
+	// deducts its lines; a claimed hold answers itself with Replayed set,
+	// a released one holdfast.ErrHoldReleased, a swept one is claimed late
+	// from sellable stock or answers a *holdfast.ExpiredError; none is
+	// holdfast.ErrNotFound. own: tx is the driver's own transaction.
+	ClaimAttempt(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
+	// ReleaseAttempt moves a held hold to released and gives its units
+	// back (refilling buffers it can without waiting, queueing the rest
+	// for the replenisher); an ended hold answers itself with Replayed
+	// set, a claimed one holdfast.ErrHoldClaimed; none is ErrNotFound.
+	ReleaseAttempt(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
+	// ExtendAttempt moves a held hold's expiry to the database's now + ttl
+	// within its deadline: ErrLifetimeExceeded beyond it, ErrHoldClaimed,
+	// ErrHoldReleased or ErrHoldExpired for an ended hold, ErrNotFound.
+	ExtendAttempt(ctx context.Context, tx TTx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error)
+	// ReadHold reads a checkout's hold (a lapsed one as StatusExpired,
+	// Claimable); none is ErrNotFound.
+	ReadHold(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
+}
+
+// Waits is what the lifecycle asks of the waitlist, which is still each
+// driver's own: a checkout without a hold may be waiting.
+type Waits[TTx comparable] interface {
+	// CancelWait cancels a waiting checkout's wait in tx: answer is
+	// holdfast.ErrWaitCancelled (or how it ended), err ErrNotFound when
+	// the checkout has no wait either.
+	CancelWait(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (answer, err error)
+	// WaitOrNotFound answers a checkout without a hold from its wait, in tx.
+	WaitOrNotFound(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
+	// OrWait runs op and answers its ErrNotFound from the checkout's wait.
+	OrWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error)
+	// SettleLapsed ends a wait whose time ran out that a read found, and
+	// answers ErrWaitExpired; other errors pass.
+	SettleLapsed(ctx context.Context, err error) error
+	// EndUnservable ends the waits on keys that can no longer be served
+	// (claimed units never come back). Best effort.
+	EndUnservable(ctx context.Context, route string, keys []holdfast.Key)
+	// KickWaitlist wakes the waitlist server, if the client runs one.
+	KickWaitlist()
 }
 
 // Sentinels an attempt answers the engine with. They never reach a caller.
