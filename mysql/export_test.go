@@ -1,10 +1,12 @@
 package mysql
 
 import (
+	"database/sql"
 	"time"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
+	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
 // CombinedGrants is how many reservations c's combined batches granted.
@@ -15,3 +17,7 @@ func CombinedGrants(c *Client) int64 { return c.combinedGrants.Load() }
 func HoldSoldOutHint(c *Client, k holdfast.Key) {
 	engine.HintSoldOut(c.engineClient, k, time.Now().Add(time.Hour))
 }
+
+// DriverOf is c as the engine's driver (enginedriver.go), for the
+// driver-level suite (driver_test.go).
+func DriverOf(c *Client) hfdriver.Driver[*sql.Tx] { return (*engineDriver)(c) }

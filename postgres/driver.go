@@ -126,3 +126,19 @@ func (d *engineDriver) MarkNotStocked(ctx context.Context, tx pgx.Tx, own bool, 
 func (d *engineDriver) WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
 	return d.c().waitIfShort(ctx, p, h, err)
 }
+
+func (d *engineDriver) ListHolds(ctx context.Context, tx pgx.Tx, q holdfast.HoldQuery, cur *holdfast.HoldCursor) ([]holdfast.Hold, error) {
+	return d.c().listHolds(ctx, tx, q, cur)
+}
+
+func (d *engineDriver) ListLedger(ctx context.Context, tx pgx.Tx, q holdfast.LedgerQuery, cur *holdfast.LedgerCursor) ([]holdfast.LedgerEntry, error) {
+	return d.c().listLedger(ctx, tx, q, cur)
+}
+
+func (d *engineDriver) ListKeys(ctx context.Context, tx pgx.Tx, q holdfast.KeyQuery) ([]holdfast.Key, error) {
+	return d.c().listKeys(ctx, tx, q)
+}
+
+func (d *engineDriver) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
+	return d.c().Level(ctx, k)
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 )
 
 // BuyerLockKey is buyerLockKey, for tests that hold a buyer's lock to stall
@@ -29,3 +32,7 @@ func HoldSoldOutHint(c *Client, k holdfast.Key) {
 func Statement(c *Client, route, name string) string {
 	return c.q(context.Background(), route, name)
 }
+
+// DriverOf is c as the engine's driver (driver.go), for the driver-level
+// suite (driver_test.go).
+func DriverOf(c *Client) driver.Driver[pgx.Tx] { return (*engineDriver)(c) }

@@ -36,6 +36,7 @@ type Driver[TTx comparable] interface {
 	Attempt(ctx context.Context, tx TTx, own bool, route string, fn func(tx TTx) error) error
 
 	Reserver[TTx]
+	Lister[TTx]
 	Lifecycle[TTx]
 	Waits[TTx]
 }
@@ -140,4 +141,20 @@ type Classifier interface {
 	// InnoDB): a …Tx attempt is then never run again in place, and the
 	// answer is holdfast.ErrTxRolledBack. PostgreSQL never does this.
 	CallerTxLost(err error) bool
+}
+
+// Lister is the reads of the listings: each is one read in the attempt's
+// transaction, newest first, at most one row more than the query's limit
+// (the engine trims the page and makes its cursor).
+type Lister[TTx comparable] interface {
+	// ListHolds reads q's shop's holds and outcomes after cur (nil: from
+	// the newest), filtered as q says, lapsed holds as StatusExpired.
+	ListHolds(ctx context.Context, tx TTx, q holdfast.HoldQuery, cur *holdfast.HoldCursor) ([]holdfast.Hold, error)
+	// ListLedger reads q's key's ledger entries after cur.
+	ListLedger(ctx context.Context, tx TTx, q holdfast.LedgerQuery, cur *holdfast.LedgerCursor) ([]holdfast.LedgerEntry, error)
+	// ListKeys reads q's shop's keys by activity, at most q.Limit.
+	ListKeys(ctx context.Context, tx TTx, q holdfast.KeyQuery) ([]holdfast.Key, error)
+	// Level reads a key's level (holdfast.Engine.Level; the stock domain
+	// is still each driver's own).
+	Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error)
 }
