@@ -29,6 +29,7 @@ type Client[TTx comparable] struct {
 
 	soldOutAt sync.Map     // Key -> time.Time: when a reservation last found it sold out (hint.go)
 	inflight  atomic.Int64 // combinable reservations in flight: the contention that decides combining
+	sequencer sequencer    // coalesces event sequencing (events.go)
 }
 
 // NewClient returns the engine over d with cfg (defaults filled in and
@@ -76,7 +77,7 @@ func (c *Client[TTx]) observe(route string, start time.Time, err error, h *holdf
 // checkout that is waiting is ErrCheckoutWaiting.
 func (c *Client[TTx]) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	var zero TTx
-	h, err := c.d.OrWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, zero, true, shopID, checkoutID) })
+	h, err := OrWait(c, ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, zero, true, shopID, checkoutID) })
 	if err == nil && !h.Replayed {
 		// Claimed units never come back: a wait that asked for them ends
 		// now.
@@ -175,7 +176,7 @@ func (c *Client[TTx]) release(ctx context.Context, tx TTx, own bool, shop int64,
 // ErrHoldReleased or ErrHoldExpired.
 func (c *Client[TTx]) Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
 	var zero TTx
-	return c.d.OrWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
+	return OrWait(c, ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
 		return c.extend(ctx, zero, true, shopID, checkoutID, ttl)
 	})
 }
@@ -232,7 +233,7 @@ func (c *Client[TTx]) Hold(ctx context.Context, shopID int64, checkoutID uuid.UU
 		return err
 	})
 	if err != nil {
-		return nil, c.d.SettleLapsed(ctx, err)
+		return nil, c.settleLapsed(ctx, err)
 	}
 	return h, nil
 }

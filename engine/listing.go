@@ -80,7 +80,7 @@ func (c *Client[TTx]) Keys(ctx context.Context, q holdfast.KeyQuery) ([]holdfast
 	}
 	out := make([]holdfast.Level, 0, len(keys))
 	for _, k := range keys {
-		l, err := c.d.Level(ctx, k)
+		l, err := c.Level(ctx, k)
 		if err != nil {
 			return nil, err
 		}

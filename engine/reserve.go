@@ -24,7 +24,7 @@ func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*h
 	var zero TTx
 	h, err := c.reserve(ctx, zero, true, p)
 	h, err = c.d.WaitIfShort(ctx, p, h, err)
-	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.d.SettleLapsed(ctx, err))
+	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
 }
 
 // ReserveTx is Reserve inside the caller's transaction, in a savepoint: on

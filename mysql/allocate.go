@@ -225,43 +225,20 @@ func (c *Client) existingAllocated(ctx context.Context, tx *sql.Tx, req *reserva
 	return h, errRollback
 }
 
-// SetLocationOrder sets a shop's default location order: the candidates,
-// in priority order, of every allocated line that names none. Empty clears
-// it. At most holdfast.LocationOrderMax positive, distinct ids; bad input
-// is an *ArgumentError and writes nothing.
-func (c *Client) SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error {
-	if err := holdfast.ValidateLocationOrder(shopID, locations); err != nil {
+// putLocationOrder sets or clears a shop's default location order
+// (driver.Settings).
+func (c *Client) putLocationOrder(ctx context.Context, tx *sql.Tx, shopID int64, locations []int64) error {
+	const route = holdfast.RouteLocationOrder
+	if len(locations) == 0 {
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "location_order_clear"), shopID)
 		return err
 	}
-	const route = holdfast.RouteLocationOrder
-	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		if len(locations) == 0 {
-			_, err := tx.ExecContext(ctx, c.q(ctx, route, "location_order_clear"), shopID)
-			return err
-		}
-		raw, err := json.Marshal(locations)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, c.q(ctx, route, "location_order_set"), shopID, string(raw))
+	raw, err := json.Marshal(locations)
+	if err != nil {
 		return err
-	})
-}
-
-// LocationOrder reads a shop's default location order (empty when none is
-// set).
-func (c *Client) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
-	if shopID <= 0 {
-		return nil, holdfast.NewArgumentError("shop_id", "must be a positive integer")
 	}
-	const route = holdfast.RouteLocationOrder
-	var out []int64
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		out, err = c.locationOrder(ctx, tx, route, shopID)
-		return err
-	})
-	return out, err
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "location_order_set"), shopID, string(raw))
+	return err
 }
 
 func (c *Client) locationOrder(ctx context.Context, tx *sql.Tx, route string, shop int64) ([]int64, error) {

@@ -64,12 +64,12 @@ func (d *engineDriver) WaitOrNotFound(ctx context.Context, tx *sql.Tx, route str
 	return d.c().waitOrNotFound(ctx, tx, route, shop, checkout, nil)
 }
 
-func (d *engineDriver) OrWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
-	return d.c().orWait(ctx, shop, checkout, op)
+func (d *engineDriver) WaiterAnswer(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) error {
+	return d.c().waiterAnswer(ctx, tx, route, shop, checkout, nil)
 }
 
-func (d *engineDriver) SettleLapsed(ctx context.Context, err error) error {
-	return d.c().settleLapsed(ctx, err)
+func (d *engineDriver) ExpireWait(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID) error {
+	return d.c().expireWait(ctx, tx, shop, checkout)
 }
 
 func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []holdfast.Key) {
@@ -134,6 +134,50 @@ func (d *engineDriver) ListKeys(ctx context.Context, tx *sql.Tx, q holdfast.KeyQ
 	return d.c().listKeys(ctx, tx, q)
 }
 
-func (d *engineDriver) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
-	return d.c().Level(ctx, k)
+func (d *engineDriver) SequencePasses(ctx context.Context, reading bool) (int, error) {
+	return d.c().sequencePasses(ctx, reading)
+}
+
+func (d *engineDriver) ReadEvents(ctx context.Context, tx *sql.Tx, shop, after int64, limit int) ([]holdfast.Event, int64, error) {
+	return d.c().readEvents(ctx, tx, shop, after, limit)
+}
+
+func (d *engineDriver) PutBuyerLimit(ctx context.Context, tx *sql.Tx, l holdfast.BuyerLimit) error {
+	return d.c().putBuyerLimit(ctx, tx, l)
+}
+
+func (d *engineDriver) GetBuyerLimit(ctx context.Context, tx *sql.Tx, shop, item int64) (*holdfast.BuyerLimit, error) {
+	return d.c().getBuyerLimit(ctx, tx, shop, item)
+}
+
+func (d *engineDriver) DeleteBuyerLimit(ctx context.Context, tx *sql.Tx, shop, item int64) error {
+	return d.c().deleteBuyerLimit(ctx, tx, shop, item)
+}
+
+func (d *engineDriver) PutLocationOrder(ctx context.Context, tx *sql.Tx, shop int64, locations []int64) error {
+	return d.c().putLocationOrder(ctx, tx, shop, locations)
+}
+
+func (d *engineDriver) GetLocationOrder(ctx context.Context, tx *sql.Tx, shop int64) ([]int64, error) {
+	return d.c().locationOrder(ctx, tx, holdfast.RouteLocationOrder, shop)
+}
+
+func (d *engineDriver) Strategies() []holdfast.Strategy { return Strategies() }
+
+func (d *engineDriver) ChangeStockAttempt(ctx context.Context, tx *sql.Tx, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
+	return d.c().changeStockOnce(ctx, tx, own, ch)
+}
+
+func (d *engineDriver) SetStrategyAttempt(ctx context.Context, tx *sql.Tx, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
+	return d.c().setStrategyOnce(ctx, tx, k, s, poolCap)
+}
+
+func (d *engineDriver) StrategyChanged(k holdfast.Key) { d.keys.Delete(k) }
+
+func (d *engineDriver) SetSafetyAttempt(ctx context.Context, tx *sql.Tx, k holdfast.Key, safety int) (*holdfast.Level, error) {
+	return d.c().setSafetyOnce(ctx, tx, k, safety)
+}
+
+func (d *engineDriver) ReadLevel(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (*holdfast.Level, error) {
+	return d.c().level(ctx, tx, route, k)
 }

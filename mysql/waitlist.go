@@ -14,6 +14,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
+	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
 // The waitlist on MySQL/MariaDB (issue #17 item 2), as on PostgreSQL (see
@@ -190,7 +191,7 @@ func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, sho
 		// transaction of its own once this one is over — so the outcome
 		// is durable and single: a later release never turns it into
 		// another (issue 24 item 5).
-		return &waitLapsedError{shop: shop, checkout: checkout}
+		return &waitLapsedError{Shop: shop, Checkout: checkout}
 	case status == "expired":
 		return holdfast.ErrWaitExpired
 	case status == "cancelled":
@@ -249,68 +250,25 @@ func (c *Client) waitOrNotFound(ctx context.Context, tx *sql.Tx, route string, s
 }
 
 // waitLapsedError is waiterAnswer's ErrWaitExpired for a wait past its end
-// that nothing ended yet: the caller answers ErrWaitExpired and ends it as
-// expired (settleLapsed) once its transaction is over.
-type waitLapsedError struct {
-	shop     int64
-	checkout uuid.UUID
+// that nothing ended yet (engine/driver.WaitLapsedError).
+type waitLapsedError = hfdriver.WaitLapsedError
+
+// expireWait ends a lapsed wait as expired — event waitlist.expired; its
+// keys' buffers come back with the next refill (driver.Waits.ExpireWait).
+func (c *Client) expireWait(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID) error {
+	_, _, err := c.endWait(ctx, tx, holdfast.RouteRead, shop, checkout, "expired", holdfast.EventWaitlistExpired)
+	return err
 }
 
-func (e *waitLapsedError) Error() string        { return holdfast.ErrWaitExpired.Error() }
-func (e *waitLapsedError) Is(target error) bool { return target == holdfast.ErrWaitExpired }
-
-// settleLapsed ends, in a transaction of its own, the wait err reports past
-// its end (a *waitLapsedError) as expired — event waitlist.expired; its
-// keys' buffers come back with the next refill — and answers
-// ErrWaitExpired; other errors pass through. A wait ended meanwhile (the
-// worker, a release) is left as it ended: as expired too
-// (waitlist_end.sql). A failure leaves it to the waitlist worker; the
-// answer stays ErrWaitExpired.
-func (c *Client) settleLapsed(ctx context.Context, err error) error {
-	var le *waitLapsedError
-	if !errors.As(err, &le) {
-		return err
-	}
-	_ = c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
-		_, _, err := c.endWait(ctx, tx, holdfast.RouteRead, le.shop, le.checkout, "expired", holdfast.EventWaitlistExpired)
-		return err
-	})
-	c.kickWaitlist()
-	return holdfast.ErrWaitExpired
-}
-
-// orWait runs op (a claim, extend or edit of the checkout) and answers its
-// ErrNotFound from the checkout's wait, as Hold does: ErrCheckoutWaiting
-// while it waits (it holds nothing yet), how it ended once it ended
-// without a hold (ErrWaitExpired, ErrWaitCancelled, ErrWaitUnservable);
-// a wait granted meanwhile runs op once more (the hold is there now).
+// orWait is engine.OrWait: op's ErrNotFound answered from the checkout's
+// wait.
 func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
-	for try := 0; ; try++ {
-		h, err := op()
-		if !errors.Is(err, holdfast.ErrNotFound) {
-			return h, err
-		}
-		var werr error
-		if rerr := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
-			werr = c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
-			return nil
-		}); rerr != nil {
-			return nil, err
-		}
-		switch {
-		case errors.Is(werr, errGranted) && try == 0:
-			continue
-		case errors.Is(werr, holdfast.ErrWaitlisted):
-			return nil, holdfast.ErrCheckoutWaiting
-		case errors.Is(werr, holdfast.ErrWaitExpired), errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
-			return nil, c.settleLapsed(ctx, werr)
-		}
-		return nil, err
-	}
+	return engine.OrWait(c.engineClient, ctx, shop, checkout, op)
 }
 
-// errGranted: waiterAnswer found the wait granted; the hold answers.
-var errGranted = errors.New("holdfast: wait granted")
+// errGranted: waiterAnswer found the wait granted; the hold answers
+// (engine/driver.ErrGranted).
+var errGranted = hfdriver.ErrGranted
 
 // isWaitAnswer reports whether err is a wait's answer (waiting, or ended
 // without a hold).

@@ -196,49 +196,29 @@ func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop
 	return rows.Err()
 }
 
-// SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
-// item. It applies to reservations from then on; holds already made are
-// not undone. Safe for concurrent use.
-func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
-	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
-		return err
-	}
-	return c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
-		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_set"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds())
-		return err
-	})
+// putBuyerLimit sets an item's per-buyer limit (driver.Settings).
+func (c *Client) putBuyerLimit(ctx context.Context, tx pgx.Tx, l holdfast.BuyerLimit) error {
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_set"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds())
+	return err
 }
 
-// BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
-// it has none.
-func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
-		return nil, err
-	}
+// getBuyerLimit reads an item's per-buyer limit (driver.Settings).
+func (c *Client) getBuyerLimit(ctx context.Context, tx pgx.Tx, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
 	l := &holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}
-	err := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		var us int64
-		err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
-		l.Window = time.Duration(us) * time.Microsecond
-		return err
-	})
+	var us int64
+	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
 	}
 	if err != nil {
 		return nil, err
 	}
+	l.Window = time.Duration(us) * time.Microsecond
 	return l, nil
 }
 
-// RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
-// one that does not exist is not an error.
-func (c *Client) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
-		return err
-	}
-	return c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
-		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_delete"), shopID, itemID)
-		return err
-	})
+// deleteBuyerLimit removes an item's per-buyer limit (driver.Settings).
+func (c *Client) deleteBuyerLimit(ctx context.Context, tx pgx.Tx, shopID, itemID int64) error {
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_delete"), shopID, itemID)
+	return err
 }

@@ -302,37 +302,15 @@ func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservat
 	return h, errRollback
 }
 
-// SetLocationOrder sets a shop's default location order: the candidates,
-// in priority order, of every allocated line that names none. Empty clears
-// it. At most LocationOrderMax positive, distinct ids; bad input is an
-// *ArgumentError and writes nothing.
-func (c *Client) SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error {
-	if err := holdfast.ValidateLocationOrder(shopID, locations); err != nil {
+// putLocationOrder sets or clears a shop's default location order
+// (driver.Settings).
+func (c *Client) putLocationOrder(ctx context.Context, tx pgx.Tx, shopID int64, locations []int64) error {
+	if len(locations) == 0 {
+		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_clear"), shopID)
 		return err
 	}
-	return c.run(ctx, c.pool, holdfast.RouteLocationOrder, true, true, func(tx pgx.Tx, _ int) error {
-		if len(locations) == 0 {
-			_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_clear"), shopID)
-			return err
-		}
-		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_set"), shopID, locations)
-		return err
-	})
-}
-
-// LocationOrder reads a shop's default location order (empty when none is
-// set).
-func (c *Client) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
-	if shopID <= 0 {
-		return nil, holdfast.NewArgumentError("shop_id", "must be a positive integer")
-	}
-	var out []int64
-	err := c.run(ctx, c.pool, holdfast.RouteLocationOrder, true, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		out, err = c.locationOrder(ctx, tx, holdfast.RouteLocationOrder, shopID)
-		return err
-	})
-	return out, err
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_set"), shopID, locations)
+	return err
 }
 
 func (c *Client) locationOrder(ctx context.Context, tx pgx.Tx, route string, shop int64) ([]int64, error) {

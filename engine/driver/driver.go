@@ -37,6 +37,9 @@ type Driver[TTx comparable] interface {
 
 	Reserver[TTx]
 	Lister[TTx]
+	Stocker[TTx]
+	Eventer[TTx]
+	Settings[TTx]
 	Lifecycle[TTx]
 	Waits[TTx]
 }
@@ -75,17 +78,35 @@ type Waits[TTx comparable] interface {
 	CancelWait(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (answer, err error)
 	// WaitOrNotFound answers a checkout without a hold from its wait, in tx.
 	WaitOrNotFound(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
-	// OrWait runs op and answers its ErrNotFound from the checkout's wait.
-	OrWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error)
-	// SettleLapsed ends a wait whose time ran out that a read found, and
-	// answers ErrWaitExpired; other errors pass.
-	SettleLapsed(ctx context.Context, err error) error
+	// WaiterAnswer reads the checkout's wait: a *holdfast.WaitlistedError
+	// while it waits, ErrWaitExpired (a *WaitLapsedError when nothing
+	// ended it yet), ErrWaitCancelled or ErrWaitUnservable once it ended
+	// without a hold, ErrGranted once granted, ErrNotFound without a wait.
+	WaiterAnswer(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) error
+	// ExpireWait ends a lapsed wait as expired (event waitlist.expired); a
+	// wait ended meanwhile is left as it ended.
+	ExpireWait(ctx context.Context, tx TTx, shop int64, checkout uuid.UUID) error
 	// EndUnservable ends the waits on keys that can no longer be served
 	// (claimed units never come back). Best effort.
 	EndUnservable(ctx context.Context, route string, keys []holdfast.Key)
 	// KickWaitlist wakes the waitlist server, if the client runs one.
 	KickWaitlist()
 }
+
+// ErrGranted is WaiterAnswer's answer for a wait that was granted: the
+// checkout's hold answers.
+var ErrGranted = errors.New("holdfast: wait granted")
+
+// WaitLapsedError is WaiterAnswer's ErrWaitExpired for a wait past its end
+// that nothing ended yet: the engine answers ErrWaitExpired and ends it as
+// expired (ExpireWait) once its transaction is over.
+type WaitLapsedError struct {
+	Shop     int64
+	Checkout uuid.UUID
+}
+
+func (e *WaitLapsedError) Error() string        { return holdfast.ErrWaitExpired.Error() }
+func (e *WaitLapsedError) Is(target error) bool { return target == holdfast.ErrWaitExpired }
 
 // Sentinels an attempt answers the engine with. They never reach a caller.
 var (
@@ -154,7 +175,55 @@ type Lister[TTx comparable] interface {
 	ListLedger(ctx context.Context, tx TTx, q holdfast.LedgerQuery, cur *holdfast.LedgerCursor) ([]holdfast.LedgerEntry, error)
 	// ListKeys reads q's shop's keys by activity, at most q.Limit.
 	ListKeys(ctx context.Context, tx TTx, q holdfast.KeyQuery) ([]holdfast.Key, error)
-	// Level reads a key's level (holdfast.Engine.Level; the stock domain
-	// is still each driver's own).
-	Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error)
+}
+
+// Stocker is the attempts on a key's stock, each under the key's lock in
+// the driver's lock order, answering the key's level as it leaves it.
+type Stocker[TTx comparable] interface {
+	// Strategies is the strategies the driver offers (a capability).
+	Strategies() []holdfast.Strategy
+	// ChangeStockAttempt applies a validated change (recording an
+	// identified one first, and answering its first outcome on a replay):
+	// ErrOverCommitted when a move would leave holds above available.
+	ChangeStockAttempt(ctx context.Context, tx TTx, own bool, ch holdfast.StockChange) (*holdfast.Level, error)
+	// SetStrategyAttempt moves a key's buffer to strategy s (pool cap
+	// poolCap, 0 the default), creating the key when new.
+	SetStrategyAttempt(ctx context.Context, tx TTx, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error)
+	// StrategyChanged tells the driver to forget what it cached of k's
+	// strategy.
+	StrategyChanged(k holdfast.Key)
+	// SetSafetyAttempt sets a key's safety stock, creating the key when
+	// new, keeping safety units out of its buffer and ending waits it
+	// leaves unservable.
+	SetSafetyAttempt(ctx context.Context, tx TTx, k holdfast.Key, safety int) (*holdfast.Level, error)
+	// ReadLevel reads a key's level.
+	ReadLevel(ctx context.Context, tx TTx, route string, k holdfast.Key) (*holdfast.Level, error)
+}
+
+// Eventer is the event feed's database side.
+type Eventer[TTx comparable] interface {
+	// SequencePasses runs a bounded number of sequencing passes — each one
+	// batch, under the one sequencer lock across every process — and
+	// answers how many events it sequenced. reading: on behalf of a read
+	// (the request path's connections), else the maintenance's.
+	SequencePasses(ctx context.Context, reading bool) (int, error)
+	// ReadEvents reads up to limit of shop's sequenced events after the
+	// cursor after, and the shop's last cursor (read first: an event at or
+	// before it that the read does not see was purged).
+	ReadEvents(ctx context.Context, tx TTx, shop, after int64, limit int) (events []holdfast.Event, last int64, err error)
+}
+
+// Settings is the attempts on a shop's settings: per-buyer limits and the
+// default location order.
+type Settings[TTx comparable] interface {
+	// PutBuyerLimit sets an item's per-buyer limit (last writer wins).
+	PutBuyerLimit(ctx context.Context, tx TTx, l holdfast.BuyerLimit) error
+	// GetBuyerLimit reads it: holdfast.ErrNotFound when the item has none.
+	GetBuyerLimit(ctx context.Context, tx TTx, shop, item int64) (*holdfast.BuyerLimit, error)
+	// DeleteBuyerLimit removes it (none is no error).
+	DeleteBuyerLimit(ctx context.Context, tx TTx, shop, item int64) error
+	// PutLocationOrder sets a shop's default location order; empty clears it.
+	PutLocationOrder(ctx context.Context, tx TTx, shop int64, locations []int64) error
+	// GetLocationOrder reads it: empty, not nil, when none is set.
+	GetLocationOrder(ctx context.Context, tx TTx, shop int64) ([]int64, error)
 }
