@@ -19,7 +19,7 @@ import (
 // answers a *holdfast.CursorExpiredError with the oldest cursor still
 // available, never a page that silently skips them.
 func (c *Client[TTx]) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
-	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
+	limit, err := validateEventsArgs(shopID, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (c *Client[TTx]) Events(ctx context.Context, shopID int64, after int64, lim
 	if err != nil {
 		return nil, err
 	}
-	return holdfast.CheckEventsPage(after, out, last)
+	return checkEventsPage(after, out, last)
 }
 
 // SequenceEvents assigns per-shop cursors to the events that committed

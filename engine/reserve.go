@@ -66,7 +66,7 @@ func ValidateReserve(cfg holdfast.Config, p holdfast.ReserveParams) (*driver.Res
 	if err := holdfast.ValidateBuyerID(p.BuyerID); err != nil {
 		return nil, err
 	}
-	if err := holdfast.ValidateWaitCart(p); err != nil {
+	if err := validateWaitCart(p); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(lines)

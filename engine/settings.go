@@ -10,7 +10,7 @@ import (
 // ReserveParams.BuyerID) may hold and buy at most Limit units of it per
 // Window.
 func (c *Client[TTx]) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
-	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
+	if err := validateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
 		return err
 	}
 	var zero TTx
@@ -22,7 +22,7 @@ func (c *Client[TTx]) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) 
 // BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
 // it has none.
 func (c *Client[TTx]) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+	if err := validateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
 		return nil, err
 	}
 	var zero TTx
@@ -41,7 +41,7 @@ func (c *Client[TTx]) BuyerLimit(ctx context.Context, shopID, itemID int64) (*ho
 // RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
 // one that does not exist is not an error.
 func (c *Client[TTx]) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
+	if err := validateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
 		return err
 	}
 	var zero TTx

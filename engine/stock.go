@@ -38,7 +38,7 @@ func (c *Client[TTx]) ChangeStockTx(ctx context.Context, tx TTx, ch holdfast.Sto
 
 func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
 	start := time.Now()
-	if err := holdfast.ValidateStockChange(ch); err != nil {
+	if err := validateStockChange(ch); err != nil {
 		c.observe(holdfast.RouteAdjust, start, err, nil)
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func strategyNames(offered []holdfast.Strategy) string {
 // key (available 0) when it is new, and returns its level: the units it
 // withholds are never sold (Level.Sellable), and never held in its buffer.
 func (c *Client[TTx]) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int) (*holdfast.Level, error) {
-	if err := holdfast.ValidateSafety(k, safety); err != nil {
+	if err := validateSafety(k, safety); err != nil {
 		return nil, err
 	}
 	var zero TTx

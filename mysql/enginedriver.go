@@ -181,3 +181,14 @@ func (d *engineDriver) SetSafetyAttempt(ctx context.Context, tx *sql.Tx, k holdf
 func (d *engineDriver) ReadLevel(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (*holdfast.Level, error) {
 	return d.c().level(ctx, tx, route, k)
 }
+
+func (d *engineDriver) EditAttempt(ctx context.Context, tx *sql.Tx, own bool, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode hfdriver.TakeMode) (*holdfast.Hold, []holdfast.Line, error) {
+	return d.c().editOnce(ctx, tx, own, p, lines, raw, mode)
+}
+
+// Edited: nothing to track (the replenisher here scans levels).
+func (d *engineDriver) Edited(*holdfast.Hold, holdfast.EditParams, []holdfast.Line) {}
+
+func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
+	return d.c().claimLinesOnce(ctx, tx, own, shop, checkout, in, want)
+}

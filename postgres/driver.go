@@ -186,3 +186,20 @@ func (d *engineDriver) SetSafetyAttempt(ctx context.Context, tx pgx.Tx, k holdfa
 func (d *engineDriver) ReadLevel(ctx context.Context, tx pgx.Tx, route string, k holdfast.Key) (*holdfast.Level, error) {
 	return d.c().level(ctx, tx, route, k)
 }
+
+func (d *engineDriver) EditAttempt(ctx context.Context, tx pgx.Tx, _ bool, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode driver.TakeMode) (*holdfast.Hold, []holdfast.Line, error) {
+	return d.c().editOnce(ctx, tx, p, lines, raw, mode)
+}
+
+// Edited: as after a reservation, the grown keys are the replenisher's to
+// top up, and a moved expiry the sweeper's to wait for (maintenance.go).
+func (d *engineDriver) Edited(h *holdfast.Hold, p holdfast.EditParams, grow []holdfast.Line) {
+	d.c().noteReserved(p.ShopID, grow)
+	if p.TTL > 0 {
+		d.c().noteHold(h)
+	}
+}
+
+func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx pgx.Tx, _ bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
+	return d.c().claimLinesOnce(ctx, tx, shop, checkout, in, want)
+}

@@ -9,89 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
-
-// Edit replaces a held checkout's lines with p.Lines in one transaction:
-// only the differences move — extra units are taken from their keys'
-// buffers (the paths Reserve takes, refills included), units no longer
-// wanted go back (as Release gives them back) — so the units the checkout
-// keeps never leave it. All or nothing: when a line cannot be had the hold
-// stays exactly as it was and the error is an *InsufficientStockError
-// naming the line (Requested: its new quantity; Sellable: the most this
-// checkout could hold, what it holds included).
-//
-// Edit is idempotent on p.Revision, the revision it makes (the hold's
-// current revision + 1): a retry of the same revision, lines and TTL answers
-// the hold with Replayed set (and moves nothing); the same revision with
-// other lines or another TTL is ErrIdempotencyConflict (revision 1, the
-// reservation, carries TTL 0); any other revision is a
-// *RevisionConflictError.
-// A hold past its expiry but not swept can be edited (its units are still
-// its own); with TTL 0 it stays past its expiry. An ended hold is
-// ErrHoldClaimed, ErrHoldReleased or ErrHoldExpired; an unknown checkout
-// ErrNotFound. A Reserve retry of the checkout's original lines after an
-// edit is ErrIdempotencyConflict: the hold has other lines now.
-//
-// Lock order (postgres/migrate/sql/001_init.sql): the hold's row first, then the
-// keys' advisory locks and buffers as Reserve takes them, then
-// reserved_quantities; give-backs only try key locks.
-func (c *Client) Edit(ctx context.Context, p holdfast.EditParams) (*holdfast.Hold, error) {
-	return c.orWait(ctx, p.ShopID, p.CheckoutID, func() (*holdfast.Hold, error) { return c.edit(ctx, c.pool, true, p) })
-}
-
-// EditTx is Edit inside the caller's transaction, in a savepoint: on any
-// error the caller's transaction is left as it was. The edit takes effect
-// once the caller commits.
-func (c *Client) EditTx(ctx context.Context, tx pgx.Tx, p holdfast.EditParams) (*holdfast.Hold, error) {
-	return c.edit(ctx, tx, false, p)
-}
-
-func (c *Client) edit(ctx context.Context, b beginner, own bool, p holdfast.EditParams) (*holdfast.Hold, error) {
-	start := time.Now()
-	lines, err := holdfast.ValidateEdit(c.cfg, p)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteEdit, engine.Outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	raw, err := json.Marshal(lines)
-	if err != nil {
-		return nil, err
-	}
-	var h *holdfast.Hold
-	// grow is the last attempt's extra units: what the slow path refills.
-	var grow []holdfast.Line
-	var beforeSlow func() error
-	if own {
-		beforeSlow = func() error { return c.refillInline(ctx, p.ShopID, grow) }
-	}
-	err = c.runSlow(ctx, b, holdfast.RouteEdit, own, true, beforeSlow, func(tx pgx.Tx, level int) error {
-		mode := takeFast
-		switch {
-		case level == 1 && own:
-			mode = takeRetry
-		case level > 0:
-			mode = takeLocked
-		}
-		var err error
-		h, grow, err = c.editOnce(ctx, tx, p, lines, raw, mode)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteEdit, engine.Outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	if own && !h.Replayed {
-		// As after a reservation: the grown keys are the replenisher's
-		// to top up, and a moved expiry the sweeper's to wait for.
-		c.noteReserved(p.ShopID, grow)
-		if p.TTL > 0 {
-			c.noteHold(h)
-		}
-	}
-	return h, nil
-}
 
 func (c *Client) editOnce(ctx context.Context, tx pgx.Tx, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
 	const route = holdfast.RouteEdit
@@ -172,54 +91,6 @@ func (c *Client) editOnce(ctx context.Context, tx pgx.Tx, p holdfast.EditParams,
 		}
 	}
 	return h, grow, nil
-}
-
-// ClaimLines claims part of a held checkout and gives the rest back, in one
-// transaction: the buyer paid for less than was held. Each given line
-// names a held line and a quantity up to what it holds; held lines not
-// given are released whole. The answer's Lines are what was claimed (the
-// ledger drops by exactly these), Released what went back. A line the hold
-// does not have, or a quantity above what it holds, is an *ArgumentError
-// naming it, and nothing changes.
-//
-// A retry of the same partial claim answers the claimed hold with Replayed
-// set; a claimed checkout with other lines is ErrHoldClaimed. A released
-// checkout is ErrHoldReleased. A hold past its expiry but not swept is
-// still claimable; once swept, ClaimLines is ErrHoldExpired (Claim serves
-// the late claim of every line).
-func (c *Client) ClaimLines(ctx context.Context, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
-	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
-		return c.claimLines(ctx, c.pool, true, shopID, checkoutID, lines)
-	})
-}
-
-// ClaimLinesTx is ClaimLines inside the caller's transaction (in a
-// savepoint), so the application's order row and the claim commit together.
-func (c *Client) ClaimLinesTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
-	return c.claimLines(ctx, tx, false, shopID, checkoutID, lines)
-}
-
-func (c *Client) claimLines(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID, in []holdfast.Line) (*holdfast.Hold, error) {
-	start := time.Now()
-	want, err := holdfast.ValidateClaimLines(c.cfg, shop, checkout, in)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err = c.run(ctx, b, holdfast.RouteClaim, own, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		h, err = c.claimLinesOnce(ctx, tx, shop, checkout, in, want)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, engine.Outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	if !h.Replayed {
-		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
-	}
-	return h, nil
 }
 
 func (c *Client) claimLinesOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {

@@ -40,6 +40,7 @@ type Driver[TTx comparable] interface {
 	Stocker[TTx]
 	Eventer[TTx]
 	Settings[TTx]
+	Editor[TTx]
 	Lifecycle[TTx]
 	Waits[TTx]
 }
@@ -226,4 +227,18 @@ type Settings[TTx comparable] interface {
 	PutLocationOrder(ctx context.Context, tx TTx, shop int64, locations []int64) error
 	// GetLocationOrder reads it: empty, not nil, when none is set.
 	GetLocationOrder(ctx context.Context, tx TTx, shop int64) ([]int64, error)
+}
+
+// Editor is the attempts of edits and partial claims of a held checkout.
+type Editor[TTx comparable] interface {
+	// EditAttempt replaces a held checkout's lines with lines (validated,
+	// sorted; raw their JSON) taking only the differences by mode, and
+	// answers the hold and the grown lines (what a slow path refills).
+	EditAttempt(ctx context.Context, tx TTx, own bool, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode TakeMode) (*holdfast.Hold, []holdfast.Line, error)
+	// Edited tells the driver the engine's own transaction committed an
+	// edit that grew lines grow (its maintenance may track them).
+	Edited(h *holdfast.Hold, p holdfast.EditParams, grow []holdfast.Line)
+	// ClaimLinesAttempt claims want (validated from in) of a held checkout
+	// and releases the rest.
+	ClaimLinesAttempt(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error)
 }

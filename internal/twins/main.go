@@ -164,7 +164,7 @@ func main() {
 	if *verbose {
 		sort.Slice(myFns, func(i, j int) bool { return myFns[i].lines > myFns[j].lines })
 		for _, f := range myFns {
-			mark := " "
+			mark := "-"
 			if pgKeys[f.key] {
 				mark = "T"
 			}
