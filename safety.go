@@ -21,4 +21,3 @@ package holdfast
 func SafetyRespected(a KeyAccount) bool {
 	return a.Safety == 0 || a.Pooled == 0 || a.Pooled+a.Held <= a.Available-a.Safety
 }
-

@@ -130,4 +130,3 @@ const (
 	// ended and nothing is held for it.
 	EventWaitlistUnservable EventType = "waitlist.unservable"
 )
-

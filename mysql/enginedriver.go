@@ -192,3 +192,7 @@ func (d *engineDriver) Edited(*holdfast.Hold, holdfast.EditParams, []holdfast.Li
 func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
 	return d.c().claimLinesOnce(ctx, tx, own, shop, checkout, in, want)
 }
+
+func (d *engineDriver) ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
+	return d.c().checkInvariant(ctx)
+}

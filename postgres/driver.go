@@ -203,3 +203,7 @@ func (d *engineDriver) Edited(h *holdfast.Hold, p holdfast.EditParams, grow []ho
 func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx pgx.Tx, _ bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
 	return d.c().claimLinesOnce(ctx, tx, shop, checkout, in, want)
 }
+
+func (d *engineDriver) ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
+	return d.c().checkInvariant(ctx)
+}

@@ -41,6 +41,7 @@ type Driver[TTx comparable] interface {
 	Eventer[TTx]
 	Settings[TTx]
 	Editor[TTx]
+	Checker
 	Lifecycle[TTx]
 	Waits[TTx]
 }
@@ -241,4 +242,12 @@ type Editor[TTx comparable] interface {
 	// ClaimLinesAttempt claims want (validated from in) of a held checkout
 	// and releases the rest.
 	ClaimLinesAttempt(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error)
+}
+
+// Checker reads the whole database for the invariant.
+type Checker interface {
+	// ReadInvariant reads every key, hold and ledger from one snapshot (a
+	// read-only transaction of its own) and reports what breaks the
+	// invariant; one read, never retried by the driver.
+	ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error)
 }
