@@ -80,26 +80,6 @@ func ValidateBuyerID(id string) error {
 	return nil
 }
 
-// ValidateBuyerLimit checks a BuyerLimit against its bounds: positive shop
-// and item, 0 <= Limit <= AvailableMax, 0 <= Window <= retention (claims
-// older than the outcome retention are no longer on record, so a longer
-// window could not be honoured). Every engine uses it.
-func ValidateBuyerLimit(l BuyerLimit, retention time.Duration) error {
-	switch {
-	case l.ShopID <= 0:
-		return NewArgumentError("shop_id", "must be a positive integer")
-	case l.ItemID <= 0:
-		return NewArgumentError("item_id", "must be a positive integer")
-	case l.Limit < 0 || l.Limit > AvailableMax:
-		return NewArgumentError("limit", "must be between 0 and %d", AvailableMax)
-	case l.Window < 0 || l.Window > retention:
-		return NewArgumentError("window", "must be between 0 and the outcome retention (%v)", retention)
-	case l.Window%time.Microsecond != 0:
-		return NewArgumentError("window", "must be a whole number of microseconds")
-	}
-	return nil
-}
-
 // ValidateBuyerSecret checks Config.BuyerSecret: empty (the engine uses the
 // secret stored in its database) or at least BuyerSecretMinLen bytes.
 func ValidateBuyerSecret(secret []byte) error {

@@ -48,7 +48,10 @@
 //
 // # Picking an engine
 //
-// Two engines implement Engine and pass the same behaviour suite:
+// holdfast has one engine (package engine: engine.Client[TTx] implements
+// Engine once) over a driver per database; two drivers exist, and each
+// package below gives you the engine on its database. Both pass the same
+// behaviour suite, with the same Config defaults:
 //
 //   - package postgres, on PostgreSQL through pgx (postgres.New with a
 //     *pgxpool.Pool migrated by package postgres/migrations, or

@@ -121,22 +121,6 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
-// ValidateEventsArgs checks the arguments of Events for every engine and
-// returns the page size to use (limit 0 means EventsLimitDefault).
-func ValidateEventsArgs(shopID, after int64, limit int) (int, error) {
-	switch {
-	case shopID <= 0:
-		return 0, NewArgumentError("shop_id", "must be positive")
-	case after < 0:
-		return 0, NewArgumentError("after", "must not be negative")
-	case limit < 0 || limit > EventsLimitMax:
-		return 0, NewArgumentError("limit", "must be between 1 and %d (0: %d)", EventsLimitMax, EventsLimitDefault)
-	case limit == 0:
-		return EventsLimitDefault, nil
-	}
-	return limit, nil
-}
-
 // ErrCursorExpired: Events was asked for the events after a cursor whose
 // next events have been purged from the feed (older than
 // Config.EventRetention): reading on would skip them silently. The error
@@ -159,31 +143,6 @@ func (e *CursorExpiredError) Error() string {
 }
 
 func (e *CursorExpiredError) Is(target error) bool { return target == ErrCursorExpired }
-
-// CheckEventsPage turns a page of the feed read after cursor after into
-// what Events answers: a *CursorExpiredError when the page does not start
-// right after it (cursors are contiguous per shop, so the events between
-// were purged) or, for an empty page, when the shop's last cursor lastSeq
-// is past it; else the page cut before its first gap (events purged out of
-// cursor order: the next read reports them). Every engine's Events ends
-// with it.
-func CheckEventsPage(after int64, evs []Event, lastSeq int64) ([]Event, error) {
-	if len(evs) == 0 {
-		if lastSeq > after {
-			return nil, &CursorExpiredError{After: after, Oldest: lastSeq}
-		}
-		return evs, nil
-	}
-	if evs[0].Cursor != after+1 {
-		return nil, &CursorExpiredError{After: after, Oldest: evs[0].Cursor - 1}
-	}
-	for i := 1; i < len(evs); i++ {
-		if evs[i].Cursor != evs[i-1].Cursor+1 {
-			return evs[:i], nil
-		}
-	}
-	return evs, nil
-}
 
 // EventSequencePasses bounds the batches one SequenceEvents call runs.
 const EventSequencePasses = 8

@@ -1,7 +1,6 @@
 package holdfast
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -287,45 +286,4 @@ func checkLimit(n, most int) (int, error) {
 		return n, NewArgumentError("limit", "must be between 1 and %d", most)
 	}
 	return n, nil
-}
-
-// TrimHoldPage is how every engine ends a page of q (validated): it reads
-// q.Limit+1 holds, and the last one only says that there is a next page,
-// whose cursor names q's shop and filters.
-func TrimHoldPage(p *HoldPage, q HoldQuery) {
-	if len(p.Holds) <= q.Limit {
-		p.Next = ""
-		return
-	}
-	p.Holds = p.Holds[:q.Limit]
-	last := p.Holds[q.Limit-1]
-	p.Next = HoldCursor{CreatedAt: last.CreatedAt, CheckoutID: last.CheckoutID,
-		ShopID: q.ShopID, ItemID: q.ItemID, LocationID: q.LocationID, Status: q.Status}.Encode()
-}
-
-// TrimLedgerPage is how every engine ends a page of q's ledger (q
-// validated): it reads q.Limit+1 entries, and the last one only says that
-// there is a next page, whose cursor names q's key.
-func TrimLedgerPage(p *LedgerPage, q LedgerQuery) {
-	if len(p.Entries) <= q.Limit {
-		p.Next = ""
-		return
-	}
-	p.Entries = p.Entries[:q.Limit]
-	p.Next = LedgerCursor{ID: p.Entries[q.Limit-1].ID, Key: q.Key}.Encode()
-}
-
-// KeyLevels reads each key's level with e.Level, in order: how every
-// engine answers Keys once it has listed them. A key's level is read on
-// its own, so two levels may be of different instants.
-func KeyLevels(ctx context.Context, e Engine, keys []Key) ([]Level, error) {
-	out := make([]Level, 0, len(keys))
-	for _, k := range keys {
-		l, err := e.Level(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *l)
-	}
-	return out, nil
 }

@@ -21,14 +21,3 @@ package holdfast
 func SafetyRespected(a KeyAccount) bool {
 	return a.Safety == 0 || a.Pooled == 0 || a.Pooled+a.Held <= a.Available-a.Safety
 }
-
-// ValidateSafety checks SetSafetyStock's arguments. Every engine uses it.
-func ValidateSafety(k Key, safety int) error {
-	if err := ValidateKey(k); err != nil {
-		return err
-	}
-	if safety < 0 || safety > AvailableMax {
-		return NewArgumentError("safety", "must be between 0 and %d", AvailableMax)
-	}
-	return nil
-}

@@ -130,20 +130,3 @@ const (
 	// ended and nothing is held for it.
 	EventWaitlistUnservable EventType = "waitlist.unservable"
 )
-
-// ValidateWaitCart refuses a wait the waitlist cannot serve correctly: a
-// grant is made by the waitlist server, which neither holds a buyer to its
-// limits nor allocates (the queue is per key). Every engine's Reserve
-// checks it.
-func ValidateWaitCart(p ReserveParams) error {
-	if p.Wait == 0 {
-		return nil
-	}
-	if p.BuyerID != "" {
-		return NewArgumentError("wait", "waiting is not offered to a reservation with a buyer id")
-	}
-	if HasAllocation(p.Lines) {
-		return NewArgumentError("wait", "waiting is not offered to a cart with allocated lines (location_id 0)")
-	}
-	return nil
-}

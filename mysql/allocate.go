@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // reserveAllocated is Reserve for a cart with allocated lines (LocationID
@@ -35,7 +36,7 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 	var keys []holdfast.Line
 	var beforeSlow func() error
 	if own {
-		beforeSlow = func() error { return c.refillInline(ctx, req.shop, keys) }
+		beforeSlow = func() error { return c.refillInline(ctx, req.Shop, keys) }
 	}
 	err := c.runSlow(ctx, outer, holdfast.RouteReserve, true, beforeSlow, func(tx *sql.Tx, level int) error {
 		mode := takeFast
@@ -49,7 +50,7 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 		h, keys, err = c.allocateOnce(ctx, tx, own, req, input, mode)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -59,17 +60,17 @@ func (c *Client) reserveAllocated(ctx context.Context, outer *sql.Tx, req *reser
 func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, input []holdfast.Line, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
 	const route = holdfast.RouteReserve
 	// The checkout's in-flight mark before anything else (inflight.go).
-	if err := c.markInFlight(ctx, tx, req.shop, req.checkout); err != nil {
+	if err := c.markInFlight(ctx, tx, req.Shop, req.Checkout); err != nil {
 		return nil, nil, err
 	}
 	var order []int64
-	if holdfast.NeedsLocationOrder(req.lines) {
+	if holdfast.NeedsLocationOrder(req.Lines) {
 		var err error
-		if order, err = c.locationOrder(ctx, tx, route, req.shop); err != nil {
+		if order, err = c.locationOrder(ctx, tx, route, req.Shop); err != nil {
 			return nil, nil, err
 		}
 	}
-	lines, err := holdfast.ExpandAllocation(req.lines, input, order)
+	lines, err := holdfast.ExpandAllocation(req.Lines, input, order)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,11 +80,11 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 		return nil, keys, err
 	}
 	var buyerHash []byte
-	if req.buyer != "" {
+	if req.Buyer != "" {
 		// The buyer's lock rows first (the lock order, buyer.go); limits
 		// are per item, whatever location allocation picks.
-		buyerHash = req.buyerHash
-		over, err := c.enforceBuyer(ctx, tx, own, route, req.shop, req.checkout, req.lines, buyerHash)
+		buyerHash = req.BuyerHash
+		over, err := c.enforceBuyer(ctx, tx, own, route, req.Shop, req.Checkout, req.Lines, buyerHash)
 		if err != nil {
 			return nil, keys, err
 		}
@@ -100,7 +101,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 		// that has one refilled under it.
 		var mine []holdfast.Key
 		for _, l := range keys {
-			k := holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}
+			k := holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}
 			ok, err := c.lockKey(ctx, tx, route, k)
 			if err != nil {
 				return nil, keys, err
@@ -120,11 +121,11 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 		// in flight to others), so it never passes over a candidate that
 		// could supply a line; an over-counted choice comes up short at
 		// the take and goes the slow way.
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "alloc_lock"), string(keysRaw), req.shop); err != nil {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "alloc_lock"), string(keysRaw), req.Shop); err != nil {
 			return nil, keys, err
 		}
 	}
-	sellable, err := c.sellable(ctx, tx, route, req.shop, keysRaw)
+	sellable, err := c.sellable(ctx, tx, route, req.Shop, keysRaw)
 	if err != nil {
 		return nil, keys, err
 	}
@@ -134,14 +135,14 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 		if err != nil {
 			return nil, keys, err
 		}
-		short, err = c.take(ctx, tx, own, route, req.shop, resolved, raw, mode)
+		short, err = c.take(ctx, tx, own, route, req.Shop, resolved, raw, mode)
 		if err != nil {
 			return nil, keys, err
 		}
 		if len(short) == 0 {
 			h, err := c.createAllocated(ctx, tx, req, resolved, raw)
 			if err == nil && buyerHash != nil && !h.Replayed {
-				_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), buyerHash, req.shop, req.checkout[:])
+				_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), buyerHash, req.Shop, req.Checkout[:])
 			}
 			return h, keys, err
 		}
@@ -152,7 +153,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 	if !errors.Is(err, holdfast.ErrNotFound) {
 		return h, keys, err
 	}
-	if resolved != nil && holdfast.AllocatedShort(req.lines, short) {
+	if resolved != nil && holdfast.AllocatedShort(req.Lines, short) {
 		if mode != takeLocked {
 			return nil, keys, errSlowPath
 		}
@@ -165,9 +166,9 @@ func (c *Client) allocateOnce(ctx context.Context, tx *sql.Tx, own bool, req *re
 // resolved lines.
 func (c *Client) createAllocated(ctx context.Context, tx *sql.Tx, req *reservation, resolved []holdfast.Line, raw []byte) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
-	id := req.checkout[:]
+	id := req.Checkout[:]
 	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		req.shop, id, string(raw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), req.shop, id)
+		req.Shop, id, string(raw), req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), req.Shop, id)
 	if isDup(err) || (err == nil && rowsAffected(res) == 0) { // 0: the checkout waits (waitlist.go)
 		h, err := c.existingAllocated(ctx, tx, req)
 		if errors.Is(err, holdfast.ErrNotFound) {
@@ -178,10 +179,10 @@ func (c *Client) createAllocated(ctx context.Context, tx *sql.Tx, req *reservati
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), req.shop, id); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), req.Shop, id); err != nil {
 		return nil, err
 	}
-	h, err := c.readHold(ctx, tx, route, "hold_get", req.shop, req.checkout)
+	h, err := c.readHold(ctx, tx, route, "hold_get", req.Shop, req.Checkout)
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +195,11 @@ func (c *Client) createAllocated(ctx context.Context, tx *sql.Tx, req *reservati
 // (holdfast.AllocationSatisfied), else ErrIdempotencyConflict. ErrNotFound
 // means the checkout is new.
 func (c *Client) existingAllocated(ctx context.Context, tx *sql.Tx, req *reservation) (*holdfast.Hold, error) {
-	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.shop, req.checkout)
+	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.Shop, req.Checkout)
 	if errors.Is(err, holdfast.ErrNotFound) {
 		// A checkout that waits (or waited) for other lines: allocated
 		// lines never wait, so they are other lines (waitlist.go).
-		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, nil)
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, nil)
 		if isWaitAnswer(err) {
 			return nil, holdfast.ErrIdempotencyConflict
 		}
@@ -214,7 +215,7 @@ func (c *Client) existingAllocated(ctx context.Context, tx *sql.Tx, req *reserva
 	case h.Status == holdfast.StatusExpired && !h.Claimable:
 		return nil, holdfast.ErrHoldExpired
 	}
-	if !holdfast.AllocationSatisfied(h.Lines, req.lines) {
+	if !holdfast.AllocationSatisfied(h.Lines, req.Lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
 	if err := c.sameBuyer(ctx, tx, req); err != nil {
@@ -224,43 +225,20 @@ func (c *Client) existingAllocated(ctx context.Context, tx *sql.Tx, req *reserva
 	return h, errRollback
 }
 
-// SetLocationOrder sets a shop's default location order: the candidates,
-// in priority order, of every allocated line that names none. Empty clears
-// it. At most holdfast.LocationOrderMax positive, distinct ids; bad input
-// is an *ArgumentError and writes nothing.
-func (c *Client) SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error {
-	if err := holdfast.ValidateLocationOrder(shopID, locations); err != nil {
+// putLocationOrder sets or clears a shop's default location order
+// (driver.Settings).
+func (c *Client) putLocationOrder(ctx context.Context, tx *sql.Tx, shopID int64, locations []int64) error {
+	const route = holdfast.RouteLocationOrder
+	if len(locations) == 0 {
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "location_order_clear"), shopID)
 		return err
 	}
-	const route = holdfast.RouteLocationOrder
-	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		if len(locations) == 0 {
-			_, err := tx.ExecContext(ctx, c.q(ctx, route, "location_order_clear"), shopID)
-			return err
-		}
-		raw, err := json.Marshal(locations)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, c.q(ctx, route, "location_order_set"), shopID, string(raw))
+	raw, err := json.Marshal(locations)
+	if err != nil {
 		return err
-	})
-}
-
-// LocationOrder reads a shop's default location order (empty when none is
-// set).
-func (c *Client) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
-	if shopID <= 0 {
-		return nil, argError("shop_id", "must be a positive integer")
 	}
-	const route = holdfast.RouteLocationOrder
-	var out []int64
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		out, err = c.locationOrder(ctx, tx, route, shopID)
-		return err
-	})
-	return out, err
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "location_order_set"), shopID, string(raw))
+	return err
 }
 
 func (c *Client) locationOrder(ctx context.Context, tx *sql.Tx, route string, shop int64) ([]int64, error) {

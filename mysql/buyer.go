@@ -68,14 +68,14 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // buyerHash is the hash of req's buyer, read before req's transaction
 // begins (buyerSecret); nil without a buyer.
 func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
-	if req.buyer == "" {
+	if req.Buyer == "" {
 		return nil, nil
 	}
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return holdfast.BuyerHash(secret, req.shop, req.buyer), nil
+	return holdfast.BuyerHash(secret, req.Shop, req.Buyer), nil
 }
 
 // checkBuyer enforces the buyer limits of a reservation's items and
@@ -83,8 +83,8 @@ func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error
 // already has a hold or outcome is answered with it (a retry), else it is a
 // *holdfast.BuyerLimitError.
 func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *reservation) ([]byte, *holdfast.Hold, error) {
-	hash := req.buyerHash
-	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.shop, req.checkout, req.lines, hash)
+	hash := req.BuyerHash
+	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines, hash)
 	if err != nil || over == nil {
 		return hash, nil, err
 	}
@@ -102,10 +102,10 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 // item 6). Only a replay pays its round trip.
 func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) error {
 	var hash []byte
-	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout[:]).Scan(&hash); err != nil {
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.Shop, req.Checkout[:]).Scan(&hash); err != nil {
 		return err
 	}
-	if !bytes.Equal(hash, req.buyerHash) {
+	if !bytes.Equal(hash, req.BuyerHash) {
 		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
 	}
 	return nil
@@ -180,67 +180,42 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 	return nil, nil
 }
 
-// SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
-// item. See postgres.Client.SetBuyerLimit.
-func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
-	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
+// putBuyerLimit sets an item's per-buyer limit (driver.Settings).
+func (c *Client) putBuyerLimit(ctx context.Context, tx *sql.Tx, l holdfast.BuyerLimit) error {
+	const route = holdfast.RouteAdjust
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_update"), l.Limit, l.Window.Microseconds(), c.now(), l.ShopID, l.ItemID)
+	if err != nil {
 		return err
 	}
-	const route = holdfast.RouteAdjust
-	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		res, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_update"), l.Limit, l.Window.Microseconds(), c.now(), l.ShopID, l.ItemID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			return nil
-		}
-		// 0 rows: new, or unchanged (MySQL counts changed rows); the
-		// insert tells them apart.
-		_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_insert"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds(), c.now())
-		if isDup(err) {
-			return nil // unchanged, or set concurrently: last writer wins either way
-		}
-		return err
-	})
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	// 0 rows: new, or unchanged (MySQL counts changed rows); the insert
+	// tells them apart.
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_insert"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds(), c.now())
+	if isDup(err) {
+		return nil // unchanged, or set concurrently: last writer wins either way
+	}
+	return err
 }
 
-// BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
-// it has none.
-func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
-		return nil, err
-	}
-	const route = holdfast.RouteRead
+// getBuyerLimit reads an item's per-buyer limit (driver.Settings).
+func (c *Client) getBuyerLimit(ctx context.Context, tx *sql.Tx, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
 	l := &holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}
-	found := false
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		var us int64
-		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		found, l.Window = err == nil, time.Duration(us)*time.Microsecond
-		return err
-	})
+	var us int64
+	err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
-	}
+	l.Window = time.Duration(us) * time.Microsecond
 	return l, nil
 }
 
-// RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
-// one that does not exist is not an error.
-func (c *Client) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
-		return err
-	}
-	const route = holdfast.RouteAdjust
-	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		_, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_limit_delete"), shopID, itemID)
-		return err
-	})
+// deleteBuyerLimit removes an item's per-buyer limit (driver.Settings).
+func (c *Client) deleteBuyerLimit(ctx context.Context, tx *sql.Tx, shopID, itemID int64) error {
+	_, err := tx.ExecContext(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_delete"), shopID, itemID)
+	return err
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
+	hfdriver "github.com/holdfast/holdfast/engine/driver"
 	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
 )
@@ -33,13 +34,17 @@ var statements = sqltext.Load("holdfast/mysql", sqlFiles, "sql")
 // It is safe for concurrent use by any number of goroutines; any number of
 // Clients, in any number of processes, may share a database.
 type Client struct {
+	// The engine (package engine): the operations written once, over
+	// this package as its driver (enginedriver.go). Its methods are the
+	// Client's.
+	*engineClient
+
 	db    *sql.DB
 	cfg   holdfast.Config
+	core  *engine.Core // the engine's driver-free logic (package engine)
 	sql   map[string]string
 	texts sync.Map // textKey -> tagged statement text
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
-
-	soldOutAt sync.Map // holdfast.Key -> time.Time: when a reservation last found it sold out
 
 	combiner       combiner     // contended one-line reservations on batch keys
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
@@ -53,6 +58,10 @@ type Client struct {
 }
 
 var _ holdfast.Engine = (*Client)(nil)
+
+// engineClient is the engine over this package's driver; embedded under
+// this name, its methods are the Client's and the field is not exported.
+type engineClient = engine.Client[*sql.Tx]
 
 // keyInfoTTL bounds how long a client trusts its cached view of a key's
 // strategy. A stale view is safe (both buffers count as pooled), only
@@ -73,17 +82,12 @@ type keyInfo struct {
 // PostgreSQL: the zero Strategy means holdfast.StrategyBatch. StrategySlots
 // is not offered (see the package documentation).
 func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
-	cfg = withDefaults(cfg)
-	if !supported(cfg.Strategy) {
-		return nil, argError("Config.Strategy", "unknown or unsupported strategy %q (counter, batch or pool)", cfg.Strategy)
-	}
-	if cfg.HoldTTLDefault < holdfast.HoldTTLMin || cfg.HoldTTLDefault > cfg.HoldLifetimeMax {
-		return nil, argError("Config.HoldTTLDefault", "must be between %v and HoldLifetimeMax (%v)", holdfast.HoldTTLMin, cfg.HoldLifetimeMax)
-	}
-	if err := holdfast.ValidateBuyerSecret(cfg.BuyerSecret); err != nil {
+	cfg, err := engine.Configure(cfg, Strategies())
+	if err != nil {
 		return nil, err
 	}
-	c := &Client{db: db, cfg: cfg, sql: statements.Map()}
+	c := &Client{db: db, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
+	c.engineClient = engine.NewClient[*sql.Tx](c.core, (*engineDriver)(c))
 	c.loadBuyerSecret()
 	return c, nil
 }
@@ -203,13 +207,6 @@ func (c *Client) DB() *sql.DB { return c.db }
 // Config is the client's configuration with defaults filled in.
 func (c *Client) Config() holdfast.Config { return c.cfg }
 
-// withDefaults is holdfast.Config.WithDefaults: both engines fill in the
-// same defaults (strategy batch included), so a zero Config behaves alike
-// on PostgreSQL and MySQL.
-func withDefaults(c holdfast.Config) holdfast.Config {
-	return c.WithDefaults()
-}
-
 type textKey struct{ route, name, tag string }
 
 // q returns the named statement prefixed with the comment that attributes
@@ -268,30 +265,13 @@ func (c *Client) now() any {
 	return c.cfg.Now().UTC()
 }
 
-func argError(field, format string, args ...any) error {
-	return &holdfast.ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}
-
-// errSlowPath asks run to roll back and run the operation again one level
-// slower (see slowLevelMax). It never reaches a caller.
-var errSlowPath = errors.New("holdfast/mysql: take the slow path")
-
-// errRetry asks run to roll back and run the operation again, counting it as
-// a retry: a race with a concurrent purge, key creation or retry.
-var errRetry = errors.New("holdfast/mysql: transient race, retrying")
-
-// errRollback asks run to roll the transaction back and report success: the
-// operation found its answer already in place (a replayed reservation).
-var errRollback = errors.New("holdfast/mysql: roll back, done")
-
-// commitError marks a failure of COMMIT itself: the outcome is unknown.
-type commitError struct{ err error }
-
-func (e *commitError) Error() string { return "commit: " + e.err.Error() }
-func (e *commitError) Unwrap() error { return e.err }
-
-// slowLevelMax bounds how often an operation asks for a slower path.
-const slowLevelMax = 2
+// The sentinels an attempt answers the engine's retry policy with
+// (package engine/driver).
+var (
+	errSlowPath = hfdriver.ErrSlowPath
+	errRetry    = hfdriver.ErrRetry
+	errRollback = hfdriver.ErrRollback
+)
 
 // run executes fn in a transaction: the client's own (outer nil, READ
 // COMMITTED) or a savepoint in the caller's outer transaction. Transactions
@@ -305,83 +285,14 @@ func (c *Client) run(ctx context.Context, outer *sql.Tx, route string, idempoten
 	return c.runSlow(ctx, outer, route, idempotent, nil, fn)
 }
 
+// runSlow is run with beforeSlow called between the rolled-back fast
+// attempt and the first slow one, outside any transaction. The policy —
+// what runs again, how often, and what the last answer says — is the
+// engine's one (engine.Core.Run).
 func (c *Client) runSlow(ctx context.Context, outer *sql.Tx, route string, idempotent bool, beforeSlow func() error, fn func(tx *sql.Tx, level int) error) error {
-	own := outer == nil
-	level := 0
-	// doubt: an earlier attempt's COMMIT went unacknowledged, so it may
-	// have committed. The retries find its effect (every operation run
-	// here is idempotent on its ID) and answer it; if they cannot finish,
-	// the answer is ErrOutcomeUnknown, never "nothing changed".
-	doubt := false
-	for attempt := 0; ; {
-		err := c.once(ctx, outer, route, func(tx *sql.Tx) error { return fn(tx, level) })
-		if err == nil || errors.Is(err, errRollback) {
-			return nil
-		}
-		doubt = doubt || (own && commitUnacknowledged(err))
-		if errors.Is(err, errSlowPath) && level < slowLevelMax {
-			level++
-			if level == 1 && beforeSlow != nil {
-				err = beforeSlow()
-			}
-			if err == nil || errors.Is(err, errSlowPath) {
-				continue
-			}
-		}
-		var ce *commitError
-		lost := connectionLost(err)
-		canRetry := errors.Is(err, errRetry) ||
-			(retryable(err) && (own || errNumber(err) != erLockDeadlock)) ||
-			(own && lost && (idempotent || !errors.As(err, &ce)))
-		if errors.Is(err, holdfast.ErrTxRolledBack) {
-			canRetry = false // the caller's transaction is gone: never in place
-		}
-		if !canRetry || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return c.doubtErr(route, c.mapErr(route, err, own, idempotent), doubt)
-		}
-		attempt++
-		state := "race"
-		switch {
-		case errNumber(err) != 0:
-			state = fmt.Sprint(errNumber(err))
-		case lost:
-			state = "connection"
-		}
-		c.cfg.Observer.Retry(route, state)
-		if err := backoff(ctx, attempt); err != nil {
-			return c.doubtErr(route, c.mapErr(route, err, own, idempotent), doubt)
-		}
-	}
-}
-
-// doubtErr is a run's final answer err when an earlier attempt's COMMIT may
-// have committed (doubt): an answer that would say nothing changed —
-// ErrUnavailable, the caller's context ended — becomes ErrOutcomeUnknown.
-// Any other answer came from a later attempt that saw the committed state,
-// and stands.
-func (c *Client) doubtErr(route string, err error, doubt bool) error {
-	if !doubt || errors.Is(err, holdfast.ErrOutcomeUnknown) {
-		return err
-	}
-	if errors.Is(err, holdfast.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %s: an earlier attempt's commit was not acknowledged and the retries could not finish: %v", holdfast.ErrOutcomeUnknown, route, err)
-	}
-	return err
-}
-
-// backoff waits before retry number attempt: jittered, exponential, at most
-// about 128 ms, or until ctx ends.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond
-	d = d/2 + rand.N(d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return c.core.Run(ctx, route, outer == nil, idempotent, beforeSlow, func(level int) error {
+		return c.once(ctx, outer, route, func(tx *sql.Tx) error { return fn(tx, level) })
+	})
 }
 
 func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(tx *sql.Tx) error) error {
@@ -425,54 +336,19 @@ func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return &commitError{err}
+		return &hfdriver.CommitError{Err: err}
 	}
 	return nil
 }
 
-// txRolledBack is the answer of a …Tx call whose caller's transaction the
-// database rolled back: never retried in place, where its statements would
-// run in autocommit, outside the caller's transaction.
-func txRolledBack(route string, err error) error {
-	return fmt.Errorf("%w (%w): %s: InnoDB rolled the caller's whole transaction back; roll it back and run all of it again: %w", holdfast.ErrTxRolledBack, holdfast.ErrUnavailable, route, err)
-}
+// txRolledBack is the answer of a …Tx call whose caller's transaction
+// InnoDB rolled back (engine.TxRolledBack).
+func txRolledBack(route string, err error) error { return engine.TxRolledBack(route, err) }
 
-// mapErr turns what is left after retries into holdfast's typed errors.
+// mapErr turns what is left after retries into holdfast's typed errors
+// (engine.Core.MapErr).
 func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
-	var ae *holdfast.ArgumentError
-	var ie *holdfast.InsufficientStockError
-	var ee *holdfast.ExpiredError
-	switch {
-	case errors.Is(err, holdfast.ErrTxRolledBack),
-		errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &ee),
-		errors.Is(err, holdfast.ErrIdempotencyConflict), errors.Is(err, holdfast.ErrNotFound),
-		errors.Is(err, holdfast.ErrHoldClaimed), errors.Is(err, holdfast.ErrHoldReleased),
-		errors.Is(err, holdfast.ErrHoldExpired), errors.Is(err, holdfast.ErrLifetimeExceeded),
-		errors.Is(err, holdfast.ErrOverCommitted),
-		errors.Is(err, holdfast.ErrRevisionConflict),
-		errors.Is(err, holdfast.ErrWaitlisted), errors.Is(err, holdfast.ErrWaitExpired),
-		errors.Is(err, holdfast.ErrWaitCancelled), errors.Is(err, holdfast.ErrWaitUnservable):
-		return err
-	}
-	// A COMMIT that was sent and not acknowledged may have committed,
-	// whether or not the operation could have been retried: checked before
-	// the context, since "the caller gave up" must not read as "nothing
-	// happened". The cause is kept as text only, so errors.Is(err,
-	// context.Canceled) does not match and no layer above turns it into a
-	// retryable answer.
-	if own && commitUnacknowledged(err) {
-		return fmt.Errorf("%w: %s: commit not acknowledged: %v", holdfast.ErrOutcomeUnknown, route, err)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("holdfast: %s: %w", route, err)
-	}
-	if !own && errNumber(err) == erLockDeadlock {
-		return txRolledBack(route, err)
-	}
-	if connectionLost(err) || retryable(err) || errors.Is(err, errRetry) || timedOut(err) {
-		return fmt.Errorf("%w: %s: %w", holdfast.ErrUnavailable, route, err)
-	}
-	return fmt.Errorf("holdfast: %s: %w", route, err)
+	return c.core.MapErr(route, err, own, idempotent)
 }
 
 // MySQL and MariaDB error numbers the engine treats specially: the one place
@@ -589,61 +465,38 @@ func connectionLost(err error) bool {
 // without reading the answer: unacknowledged too (once checks the context
 // before sending COMMIT, so one that was never sent is not a commitError).
 func commitUnacknowledged(err error) bool {
-	var ce *commitError
+	var ce *hfdriver.CommitError
 	if !errors.As(err, &ce) {
 		return false
 	}
-	if errors.Is(ce.err, sql.ErrTxDone) {
+	if errors.Is(ce.Err, sql.ErrTxDone) {
 		return false
 	}
-	return connectionLost(ce.err) || errNumber(ce.err) == 0 ||
-		errors.Is(ce.err, context.Canceled) || errors.Is(ce.err, context.DeadlineExceeded)
+	return connectionLost(ce.Err) || errNumber(ce.Err) == 0 ||
+		errors.Is(ce.Err, context.Canceled) || errors.Is(ce.Err, context.DeadlineExceeded)
 }
 
 // isDup reports a duplicate-key error.
 func isDup(err error) bool { return errNumber(err) == erDupEntry }
 
-// outcome names an operation's result for metrics.
-func outcome(err error, h *holdfast.Hold) string {
-	switch {
-	case err == nil && h != nil && h.Replayed:
-		return "replayed"
-	case err == nil && h != nil:
-		return string(h.Status)
-	case err == nil:
-		return "ok"
-	case errors.Is(err, holdfast.ErrInvalidArgument):
-		return "invalid"
-	case errors.Is(err, holdfast.ErrInsufficientStock):
-		return "insufficient_stock"
-	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
-		return "buyer_limit_exceeded"
-	case errors.Is(err, holdfast.ErrIdempotencyConflict):
-		return "conflict"
-	case errors.Is(err, holdfast.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, holdfast.ErrHoldClaimed):
-		return "hold_claimed"
-	case errors.Is(err, holdfast.ErrHoldReleased):
-		return "hold_released"
-	case errors.Is(err, holdfast.ErrHoldExpired):
-		return "hold_expired"
-	case errors.Is(err, holdfast.ErrLifetimeExceeded):
-		return "lifetime_exceeded"
-	case errors.Is(err, holdfast.ErrOverCommitted):
-		return "over_committed"
-	case errors.Is(err, holdfast.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, holdfast.ErrWaitlisted):
-		return "waitlisted"
-	case errors.Is(err, holdfast.ErrWaitExpired):
-		return "wait_expired"
-	case errors.Is(err, holdfast.ErrWaitCancelled):
-		return "wait_cancelled"
-	case errors.Is(err, holdfast.ErrWaitUnservable):
-		return "wait_unservable"
-	case errors.Is(err, holdfast.ErrRevisionConflict):
-		return "revision_conflict"
+// classifier is the driver's error classifier (engine/driver.Classifier):
+// the engine's retry policy asks it, and only it, about MySQL's errors.
+type classifier struct{}
+
+func (classifier) Code(err error) string {
+	if n := errNumber(err); n != 0 {
+		return fmt.Sprint(n)
 	}
-	return "error"
+	return ""
 }
+func (classifier) Retryable(err error) bool            { return retryable(err) }
+func (classifier) ConnectionLost(err error) bool       { return connectionLost(err) }
+func (classifier) CommitUnacknowledged(err error) bool { return commitUnacknowledged(err) }
+
+// Unavailable: statement and execution timeouts, an interrupted query, a
+// read-only server.
+func (classifier) Unavailable(err error) bool { return timedOut(err) }
+
+// CallerTxLost: InnoDB rolls the whole transaction back on a deadlock, the
+// caller's work and savepoints included.
+func (classifier) CallerTxLost(err error) bool { return errNumber(err) == erLockDeadlock }

@@ -35,10 +35,9 @@ const combineTimeout = 30 * time.Second
 // takes the plain counter path, so keys are combined while contention shows
 // and stop being combined as soon as it cools.
 type combiner struct {
-	inflight atomic.Int64
-	mu       sync.Mutex
-	running  int
-	pending  []*batchReq
+	mu      sync.Mutex
+	running int
+	pending []*batchReq
 }
 
 type batchReq struct {
@@ -66,19 +65,6 @@ type batchResult struct {
 	plain bool
 }
 
-// Combinable reports whether a Reserve of p would be served by the
-// combiner when others are in flight: a one-line reservation on a batch
-// key, as this client last saw the key's strategy (its default for keys it
-// has not seen). The HTTP service admits such requests without a
-// connection slot of their own: they wait in the combiner. As the
-// PostgreSQL engine's Client.Combinable.
-func (c *Client) Combinable(p holdfast.ReserveParams) bool {
-	if !p.CombinableShape() {
-		return false
-	}
-	return c.batchKey(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})
-}
-
 // batchKey reports whether k is a batch key as this client last saw its
 // strategy, or by the client's default for a key it has not seen. A stale
 // or missing cache entry is safe: a key that is not (or no longer) a batch
@@ -93,11 +79,11 @@ func (c *Client) batchKey(k holdfast.Key) bool {
 
 // reserveCombined serves req through the combiner when another combinable
 // reservation is in flight in this process (the caller counts itself in
-// combiner.inflight while it is). ok false: take the plain path.
-func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reservation) (h *holdfast.Hold, err error, ok bool) {
+// inflight, the engine's count, while it is). ok false: take the plain path.
+func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reservation, inflight int64) (h *holdfast.Hold, err error, ok bool) {
 	cb := &c.combiner
 	cb.mu.Lock()
-	if cb.inflight.Load() <= 1 && cb.running == 0 {
+	if inflight <= 1 && cb.running == 0 {
 		cb.mu.Unlock()
 		return nil, nil, false
 	}
@@ -180,7 +166,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 	seen := make(map[checkoutKey]bool, len(batch))
 	uniq := make([]*batchReq, 0, len(batch))
 	for _, r := range batch {
-		ck := checkoutKey{r.req.shop, strings.ToUpper(hex.EncodeToString(r.req.checkout[:]))}
+		ck := checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}
 		if seen[ck] {
 			r.done <- batchResult{plain: true}
 			continue
@@ -195,7 +181,7 @@ func (c *Client) execBatch(batch []*batchReq) {
 		return err
 	})
 	for _, r := range uniq {
-		ck := checkoutKey{r.req.shop, strings.ToUpper(hex.EncodeToString(r.req.checkout[:]))}
+		ck := checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}
 		switch h, ok := created[ck]; {
 		case err != nil:
 			r.done <- batchResult{err: err}
@@ -243,7 +229,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	}
 	all := make([][2]any, len(reqs))
 	for i, r := range reqs {
-		all[i] = [2]any{r.req.shop, hex.EncodeToString(r.req.checkout[:])}
+		all[i] = [2]any{r.req.Shop, hex.EncodeToString(r.req.Checkout[:])}
 	}
 	raw, _ := json.Marshal(all)
 	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), string(raw), string(raw))
@@ -266,15 +252,15 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	var grantedIDs [][2]any
 	taken := map[holdfast.Key]int{}
 	for _, r := range reqs {
-		ck := checkoutKey{r.req.shop, strings.ToUpper(hex.EncodeToString(r.req.checkout[:]))}
-		q := r.req.lines[0].Quantity
+		ck := checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}
+		q := r.req.Lines[0].Quantity
 		if exists[ck] || units[r.key] < q {
 			continue
 		}
 		units[r.key] -= q
 		taken[r.key] += q
-		granted = append(granted, [4]any{r.req.shop, ck.id, string(r.req.linesRaw), r.req.ttl.Microseconds()})
-		grantedIDs = append(grantedIDs, [2]any{r.req.shop, ck.id})
+		granted = append(granted, [4]any{r.req.Shop, ck.id, string(r.req.LinesRaw), r.req.TTL.Microseconds()})
+		grantedIDs = append(grantedIDs, [2]any{r.req.Shop, ck.id})
 	}
 	if len(granted) == 0 {
 		return nil, nil
@@ -316,7 +302,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	defer rows.Close()
 	byID := make(map[checkoutKey]*batchReq, len(reqs))
 	for _, r := range reqs {
-		byID[checkoutKey{r.req.shop, strings.ToUpper(hex.EncodeToString(r.req.checkout[:]))}] = r
+		byID[checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}] = r
 	}
 	out = make(map[checkoutKey]*holdfast.Hold, len(granted))
 	for rows.Next() {
@@ -329,7 +315,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		if r == nil {
 			continue
 		}
-		h.CheckoutID, h.ShopID, h.Lines = r.req.checkout, r.req.shop, r.req.lines
+		h.CheckoutID, h.ShopID, h.Lines = r.req.Checkout, r.req.Shop, r.req.Lines
 		out[ck] = h
 	}
 	return out, rows.Err()

@@ -6,86 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
 )
-
-// Edit replaces a held checkout's lines with p.Lines in one transaction:
-// only the differences move — extra units are taken from their keys'
-// buffers (the paths Reserve takes, refills included), units no longer
-// wanted go back (as Release gives them back) — so the units the checkout
-// keeps never leave it. All or nothing: when a line cannot be had the hold
-// stays exactly as it was and the error is an *InsufficientStockError
-// naming the line (Requested: its new quantity; Sellable: the most this
-// checkout could hold, what it holds included).
-//
-// Edit is idempotent on p.Revision, the revision it makes (the hold's
-// current revision + 1): a retry of the same revision, lines and TTL answers
-// the hold with Replayed set (and moves nothing); the same revision with
-// other lines or another TTL is ErrIdempotencyConflict (revision 1, the
-// reservation, carries TTL 0); any other revision is a
-// *RevisionConflictError.
-// A hold past its expiry but not swept can be edited; with TTL 0 it stays
-// past its expiry. An ended hold is ErrHoldClaimed, ErrHoldReleased or
-// ErrHoldExpired; an unknown checkout ErrNotFound.
-//
-// Lock order (doc.go, decision 3): like a reservation, the extra units are
-// taken from the buffers first, then the hold's row is locked; the hold is
-// read before (to know the differences) and checked again under the lock —
-// an edit, claim or release that came in between makes the attempt roll
-// back and run again. Give-backs only try the keys' lock rows.
-func (c *Client) Edit(ctx context.Context, p holdfast.EditParams) (*holdfast.Hold, error) {
-	return c.orWait(ctx, p.ShopID, p.CheckoutID, func() (*holdfast.Hold, error) { return c.edit(ctx, nil, p) })
-}
-
-// EditTx is Edit inside the caller's transaction (in a savepoint). Begin tx
-// with TxOptions.
-func (c *Client) EditTx(ctx context.Context, tx *sql.Tx, p holdfast.EditParams) (*holdfast.Hold, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	return c.edit(ctx, tx, p)
-}
-
-func (c *Client) edit(ctx context.Context, outer *sql.Tx, p holdfast.EditParams) (*holdfast.Hold, error) {
-	start := time.Now()
-	lines, err := holdfast.ValidateEdit(c.cfg, p)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteEdit, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	raw, err := json.Marshal(lines)
-	if err != nil {
-		return nil, err
-	}
-	own := outer == nil
-	var h *holdfast.Hold
-	var grow []holdfast.Line // the last attempt's extra units: what the slow path refills
-	var beforeSlow func() error
-	if own {
-		beforeSlow = func() error { return c.refillInline(ctx, p.ShopID, grow) }
-	}
-	err = c.runSlow(ctx, outer, holdfast.RouteEdit, true, beforeSlow, func(tx *sql.Tx, level int) error {
-		mode := takeFast
-		switch {
-		case level == 1 && own:
-			mode = takeRetry
-		case level > 0:
-			mode = takeLocked
-		}
-		var err error
-		h, grow, err = c.editOnce(ctx, tx, own, p, lines, raw, mode)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteEdit, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
 
 // editAnswer answers an edit from the hold as it is: an ended hold's error,
 // a replay, a conflict, or nil when the edit is to be applied. editTTL reads
@@ -201,59 +126,6 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 		return nil, grow, err
 	}
 	return h, grow, nil
-}
-
-// ClaimLines claims part of a held checkout and gives the rest back, in one
-// transaction: the buyer paid for less than was held. Each given line
-// names a held line and a quantity up to what it holds; held lines not
-// given are released whole. The answer's Lines are what was claimed (the
-// ledger drops by exactly these), Released what went back. A line the hold
-// does not have, or a quantity above what it holds, is an *ArgumentError
-// naming it, and nothing changes.
-//
-// A retry of the same partial claim answers the claimed hold with Replayed
-// set; a claimed checkout with other lines is ErrHoldClaimed. A released
-// checkout is ErrHoldReleased. A hold past its expiry but not swept is
-// still claimable; once swept, ClaimLines is ErrHoldExpired (Claim serves
-// the late claim of every line). Like Claim it locks the hold first and
-// touches no buffer but by trying the keys' lock rows to give units back.
-func (c *Client) ClaimLines(ctx context.Context, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
-	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
-		return c.claimLines(ctx, nil, shopID, checkoutID, lines)
-	})
-}
-
-// ClaimLinesTx is ClaimLines inside the caller's transaction (in a
-// savepoint), so the application's order row and the claim commit
-// together. Begin tx with TxOptions.
-func (c *Client) ClaimLinesTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID, lines []holdfast.Line) (*holdfast.Hold, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	return c.claimLines(ctx, tx, shopID, checkoutID, lines)
-}
-
-func (c *Client) claimLines(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID, in []holdfast.Line) (*holdfast.Hold, error) {
-	start := time.Now()
-	want, err := holdfast.ValidateClaimLines(c.cfg, shop, checkout, in)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err = c.run(ctx, outer, holdfast.RouteClaim, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		h, err = c.claimLinesOnce(ctx, tx, outer == nil, shop, checkout, in, want)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	if !h.Replayed && h.EndedAt != nil {
-		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
-	}
-	return h, nil
 }
 
 func (c *Client) claimLinesOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,33 +11,18 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
-// Events returns up to limit events of shopID's feed with a cursor above
-// after, in cursor order (limit 0 means holdfast.EventsLimitDefault). It
-// first sequences the events committed before the call (waiting for a
-// sequencer at work), so the feed is never older than the call. Hold and
-// stock events are written by triggers (migration 005) in the change's own
-// transaction; see holdfast.Event.
-//
-// An after cursor whose next events were purged (Config.EventRetention)
-// answers a *holdfast.CursorExpiredError with the oldest cursor still
-// available, never a page that silently skips them.
-func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
-	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.SequenceEvents(ctx); err != nil {
-		return nil, err
-	}
+// readEvents reads a page of shop's events and its last cursor
+// (driver.Eventer.ReadEvents).
+func (c *Client) readEvents(ctx context.Context, tx *sql.Tx, shopID, after int64, limit int) ([]holdfast.Event, int64, error) {
 	// The shop's last cursor first: an event at or before it that the read
 	// below does not see was purged.
 	var last int64
-	if err := c.db.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
-		return nil, err
+	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
+		return nil, 0, err
 	}
-	rows, err := c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
+	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []holdfast.Event
@@ -49,7 +33,7 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 		var item, loc, delta, avail sql.NullInt64
 		var reason, ref sql.NullString
 		if err := rows.Scan(&e.Cursor, &e.Type, &checkout, &cart, &expires, &item, &loc, &delta, &avail, &reason, &ref, &e.At); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if len(checkout) == 16 {
 			id, _ := uuid.FromBytes(checkout)
@@ -57,7 +41,7 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 		}
 		if cart != nil {
 			if err := json.Unmarshal(cart, &e.Lines); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if expires.Valid {
@@ -78,48 +62,20 @@ func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit in
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return holdfast.CheckEventsPage(after, out, last)
+	return out, last, nil
 }
 
 // eventSequencePasses bounds the batches one SequenceEvents call runs
 // (holdfast.EventSequencePassMax events).
 const eventSequencePasses = holdfast.EventSequencePassMax / holdfast.EventSequenceBatch
 
-// SequenceEvents assigns per-shop cursors to the events committed since
-// the last pass, in batches of holdfast.EventSequenceBatch, and derives key
-// events (sold out, back in stock) for the keys they touched. One sequencer
-// runs at a time across every process (the lock row of
-// holdfast_event_sequencer; a second waits for the first's batch). The
-// sequencer worker (Start) runs it after every sweeper tick and at least
-// every Config.SweepInterval; Events runs it before reading.
-func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
-	called := time.Now()
-	v, _ := sequencers.LoadOrStore(c, &sequencer{})
-	sq := v.(*sequencer)
-	sq.mu.Lock()
-	defer sq.mu.Unlock()
-	if sq.lastRun.After(called) {
-		return 0, nil
-	}
-	began := time.Now()
-	n, err := c.sequenceEvents(ctx)
-	if err == nil {
-		sq.lastRun = began
-	}
-	return n, err
+// sequencePasses runs the sequencing passes (driver.Eventer.SequencePasses);
+// one pool serves both the request path and maintenance here.
+func (c *Client) sequencePasses(ctx context.Context, _ bool) (int, error) {
+	return c.sequenceEvents(ctx)
 }
-
-// sequencer coalesces a process's sequencing: one caller at a time runs
-// it (waiting in memory, holding no connection), and a caller that started
-// before a run that has since begun and finished needs no run of its own.
-type sequencer struct {
-	mu      sync.Mutex
-	lastRun time.Time // when the last completed run began
-}
-
-var sequencers sync.Map // *Client -> *sequencer
 
 func (c *Client) sequenceEvents(ctx context.Context) (int, error) {
 	const route = holdfast.RouteSweep

@@ -72,7 +72,7 @@ func (c *Client) markInFlightBatch(ctx context.Context, tx *sql.Tx, reqs []*batc
 	const route = holdfast.RouteReserve
 	ids := make([][2]any, len(reqs))
 	for i, r := range reqs {
-		ids[i] = [2]any{r.req.shop, hex.EncodeToString(r.req.checkout[:])}
+		ids[i] = [2]any{r.req.Shop, hex.EncodeToString(r.req.Checkout[:])}
 	}
 	slices.SortFunc(ids, func(a, b [2]any) int {
 		return cmp.Or(cmp.Compare(a[0].(int64), b[0].(int64)), strings.Compare(a[1].(string), b[1].(string)))

@@ -8,23 +8,8 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
-// CheckInvariant checks the whole database, from one snapshot (a read-only
-// REPEATABLE READ transaction), for the invariant holdfast guarantees: for
-// every key, pooled + held <= available (or, after a stock reduction, an
-// empty buffer), the audit trail sums to available, and holds and their
-// lines agree. Tests run it after every concurrent test.
-func (c *Client) CheckInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
-	for attempt := 0; ; attempt++ {
-		rep, err := c.checkInvariant(ctx)
-		if err == nil || !(connectionLost(err) || retryable(err)) || attempt >= c.cfg.RetryMax || ctx.Err() != nil {
-			return rep, err
-		}
-		if err := backoff(ctx, attempt+1); err != nil {
-			return nil, err
-		}
-	}
-}
-
+// checkInvariant is one read of the whole database from one snapshot
+// (driver.Checker.ReadInvariant).
 func (c *Client) checkInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
 	const route = holdfast.RouteRead
 	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})

@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,63 +13,7 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
-// Claim converts a checkout's hold into a permanent deduction: in one
-// transaction its lines leave reserved_quantities, available drops by each
-// line, and the audit trail records each line with the checkout as
-// reference. Claim touches only holds, reserved_quantities and the ledger
-// (seed decision 3), never a buffer — but for a late claim.
-//
-// A repeated Claim returns the claimed hold with Replayed set. A released
-// checkout is ErrHoldReleased. A hold that expired but was not yet swept is
-// still claimable (its units never went back). Once swept, Claim takes the
-// same lines afresh from sellable stock in the same transaction; when it
-// cannot, the error is an *ExpiredError with the shortfall: refund.
-func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	h, err := c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, nil, shopID, checkoutID) })
-	if err == nil && !h.Replayed {
-		// Claimed units never come back: a wait that asked for them ends
-		// now (waitlist.go).
-		keys := make([]holdfast.Key, len(h.Lines))
-		for i, l := range h.Lines {
-			keys[i] = holdfast.Key{ShopID: shopID, ItemID: l.ItemID, LocationID: l.LocationID}
-		}
-		c.endUnservableOn(ctx, holdfast.RouteClaim, keys)
-	}
-	return h, err
-}
-
-// ClaimTx is Claim inside the caller's transaction (in a savepoint), so the
-// application's order row and the claim commit together. Begin tx with
-// TxOptions.
-func (c *Client) ClaimTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	return c.claim(ctx, tx, shopID, checkoutID)
-}
-
-func (c *Client) claim(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	start := time.Now()
-	if err := validateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err := c.run(ctx, outer, holdfast.RouteClaim, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		h, err = c.claimOnce(ctx, tx, outer == nil, shop, checkout)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	if !h.Replayed && h.EndedAt != nil {
-		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
-	}
-	return h, nil
-}
-
+// claimOnce is one claim attempt (driver.Lifecycle.ClaimAttempt).
 func (c *Client) claimOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	const route = holdfast.RouteClaim
 	h, err := c.endHold(ctx, tx, route, shop, checkout, holdfast.StatusHeld, holdfast.StatusClaimed)
@@ -178,58 +121,6 @@ func (c *Client) deduct(ctx context.Context, tx *sql.Tx, route string, shop int6
 	return err
 }
 
-// Release gives a checkout's held units back: its lines leave
-// reserved_quantities and, where the key's lock row is free, go straight
-// back into the key's buffer (otherwise the replenisher or the next short
-// reservation refills it). Releasing twice returns the released hold with
-// Replayed set; releasing a hold that expired returns it with status
-// expired — also one past its expiry not swept yet, which the release ends
-// as expired (its units go back). Releasing a claimed checkout is
-// ErrHoldClaimed.
-func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	h, err := c.release(ctx, nil, shopID, checkoutID)
-	if (err == nil && !h.Replayed) || errors.Is(err, holdfast.ErrWaitCancelled) {
-		c.kickWaitlist() // units came back, or a wait ended: waiters first (waitlist.go)
-	}
-	return h, err
-}
-
-// ReleaseTx is Release inside the caller's transaction (in a savepoint).
-// Begin tx with TxOptions.
-func (c *Client) ReleaseTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	return c.release(ctx, tx, shopID, checkoutID)
-}
-
-func (c *Client) release(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	start := time.Now()
-	if err := validateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	var answer error
-	err := c.run(ctx, outer, holdfast.RouteRelease, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		h, answer = nil, nil
-		h, err = c.releaseOnce(ctx, tx, outer == nil, shop, checkout)
-		if errors.Is(err, holdfast.ErrNotFound) {
-			// No hold: releasing a waiting checkout cancels its wait
-			// (waitlist.go).
-			answer, err = c.cancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
-		}
-		return err
-	})
-	err = cmp.Or(err, answer)
-	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
 func (c *Client) releaseOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	const route = holdfast.RouteRelease
 	h, err := c.endHold(ctx, tx, route, shop, checkout, holdfast.StatusHeld, holdfast.StatusReleased)
@@ -259,48 +150,6 @@ func (c *Client) releaseOnce(ctx context.Context, tx *sql.Tx, own bool, shop int
 		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 	}
 	if err := c.returnUnits(ctx, tx, own, route, keys); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// Extend moves a held checkout's expiry to now + ttl, never past its
-// deadline (creation + Config.HoldLifetimeMax): beyond it the error is
-// ErrLifetimeExceeded. A hold that expired but was not swept can be
-// extended (its units never went back). An ended hold is ErrHoldClaimed,
-// ErrHoldReleased or ErrHoldExpired.
-func (c *Client) Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
-		return c.extend(ctx, nil, shopID, checkoutID, ttl)
-	})
-}
-
-// ExtendTx is Extend inside the caller's transaction (in a savepoint).
-func (c *Client) ExtendTx(ctx context.Context, tx *sql.Tx, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	return c.extend(ctx, tx, shopID, checkoutID, ttl)
-}
-
-func (c *Client) extend(ctx context.Context, outer *sql.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	start := time.Now()
-	err := validateCheckout(shop, checkout)
-	if err == nil && (ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax) {
-		err = argError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
-	}
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err = c.run(ctx, outer, holdfast.RouteExtend, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, h), time.Since(start))
-	if err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -351,30 +200,6 @@ func (c *Client) extendOnce(ctx context.Context, tx *sql.Tx, shop int64, checkou
 	return h, nil
 }
 
-// Hold returns a checkout's hold or outcome. A hold past its expiry that
-// the sweeper has not taken yet reports StatusExpired with Claimable set:
-// a claim still succeeds (its units never went back), an Extend still
-// revives it, a Release ends it as expired.
-func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	if err := validateCheckout(shopID, checkoutID); err != nil {
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		h, err = c.readHold(ctx, tx, holdfast.RouteRead, "hold_get", shopID, checkoutID)
-		if errors.Is(err, holdfast.ErrNotFound) {
-			// Its wait, in the same transaction (waitlist.go).
-			h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID, nil)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, c.settleLapsed(ctx, err)
-	}
-	return h, nil
-}
-
 func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	h := &holdfast.Hold{CheckoutID: checkout, ShopID: shop}
 	var raw []byte
@@ -404,7 +229,7 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(h.Lines, compareLines)
+	slices.SortFunc(h.Lines, holdfast.CompareLines)
 	if len(released) > 0 && string(released) != "null" {
 		if err := json.Unmarshal(released, &h.Released); err != nil {
 			return nil, err

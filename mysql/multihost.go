@@ -13,6 +13,8 @@ import (
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
+
+	"github.com/holdfast/holdfast"
 )
 
 // Several hosts: a Galera cluster (or a primary with replicas) written
@@ -118,7 +120,7 @@ func splitHosts(addr string) ([]string, error) {
 	for _, h := range strings.Split(addr, ",") {
 		h = strings.TrimSpace(h)
 		if h == "" {
-			return nil, argError("DATABASE_URL", "empty host in the host list %q", addr)
+			return nil, &holdfast.ArgumentError{Field: "DATABASE_URL", Reason: fmt.Sprintf("empty host in the host list %q", addr)}
 		}
 		if _, _, err := net.SplitHostPort(h); err != nil {
 			h = net.JoinHostPort(h, "3306")
@@ -126,7 +128,7 @@ func splitHosts(addr string) ([]string, error) {
 		hosts = append(hosts, h)
 	}
 	if len(hosts) > HostsMax {
-		return nil, argError("DATABASE_URL", "names %d hosts; at most %d", len(hosts), HostsMax)
+		return nil, &holdfast.ArgumentError{Field: "DATABASE_URL", Reason: fmt.Sprintf("names %d hosts; at most %d", len(hosts), HostsMax)}
 	}
 	return hosts, nil
 }

@@ -8,202 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/holdfast/holdfast"
+	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
-// Reserve holds every line of a cart for p.CheckoutID, or nothing.
-//
-// Lines are processed in (item, location) order whatever order they are
-// given in; two lines for the same item and location are rejected. Reserve
-// is idempotent on (shop, checkout id): the same checkout with the same
-// lines returns the existing hold (Hold.Replayed set), also under concurrent
-// retries; the same checkout with other lines is ErrIdempotencyConflict.
-// Out of stock is an *InsufficientStockError naming every short line.
-func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	h, err := c.reserve(ctx, nil, p)
-	h, err = c.waitIfShort(ctx, p, h, err) // waitlist.go
-	return h, c.markNotStocked(ctx, c.db, p.ShopID, c.settleLapsed(ctx, err))
-}
-
-// ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
-// an error the caller's transaction is left as it was (but when InnoDB
-// rolled the whole transaction back — a deadlock, or a lock wait timeout
-// under innodb_rollback_on_timeout — the answer is holdfast.ErrTxRolledBack
-// and nothing is retried). The hold exists once the caller commits. Begin tx with TxOptions.
-func (c *Client) ReserveTx(ctx context.Context, tx *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	if p.Wait != 0 {
-		return nil, argError("wait", "waiting is not offered inside a caller's transaction")
-	}
-	h, err := c.reserve(ctx, tx, p)
-	return h, c.markNotStocked(ctx, tx, p.ShopID, err) // in the caller's transaction: no second connection
-}
-
-// reservation is a validated ReserveParams.
-type reservation struct {
-	shop     int64
-	checkout uuid.UUID
-	lines    []holdfast.Line // sorted by (item, location)
-	linesRaw []byte          // canonical JSON of lines
-	ttl      time.Duration
-	buyer    string // ReserveParams.BuyerID (buyer.go)
-	// buyerHash is buyer's keyed hash, computed before the transaction
-	// begins (buyer.go); nil without a buyer.
-	buyerHash []byte
-}
-
-func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
-	if err := validateCheckout(p.ShopID, p.CheckoutID); err != nil {
-		return nil, err
-	}
-	ttl := p.TTL
-	if ttl == 0 {
-		ttl = c.cfg.HoldTTLDefault
-	}
-	if ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax {
-		return nil, argError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
-	}
-	lines, err := c.validateLines(p.Lines)
-	if err != nil {
-		return nil, err
-	}
-	if err := holdfast.ValidateWait(c.cfg, p.Wait); err != nil {
-		return nil, err
-	}
-	if err := holdfast.ValidateBuyerID(p.BuyerID); err != nil {
-		return nil, err
-	}
-	if err := holdfast.ValidateWaitCart(p); err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(lines)
-	if err != nil {
-		return nil, err
-	}
-	return &reservation{shop: p.ShopID, checkout: p.CheckoutID, lines: lines, linesRaw: raw, ttl: ttl}, nil
-}
-
-func (c *Client) validateLines(in []holdfast.Line) ([]holdfast.Line, error) {
-	return holdfast.ValidateLines(c.cfg, in)
-}
-
-func compareLines(a, b holdfast.Line) int {
-	switch {
-	case a.ItemID < b.ItemID:
-		return -1
-	case a.ItemID > b.ItemID:
-		return 1
-	case a.LocationID < b.LocationID:
-		return -1
-	case a.LocationID > b.LocationID:
-		return 1
-	}
-	return 0
-}
-
-func validateCheckout(shop int64, checkout uuid.UUID) error {
-	if shop <= 0 {
-		return argError("shop_id", "must be a positive integer")
-	}
-	if checkout == uuid.Nil {
-		return argError("checkout_id", "must be a non-nil UUID")
-	}
-	return nil
-}
-
-func (c *Client) reserve(ctx context.Context, outer *sql.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	start := time.Now()
-	req, err := c.validateReserve(p)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	req.buyer = p.BuyerID
-	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	if holdfast.HasAllocation(req.lines) {
-		return c.reserveAllocated(ctx, outer, req, p.Lines, start)
-	}
-	own := outer == nil
-	if own && c.recentlySoldOut(req) {
-		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
-			err := &holdfast.InsufficientStockError{Lines: short}
-			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
-			return nil, err
-		}
-	}
-	// The slow path of the client's own transactions refills the short
-	// buffers in a short transaction of its own, so waiters on a key's lock
-	// row wait for a refill, not for each other's reservations; inside a
-	// caller's transaction it refills under the lock in place.
-	var beforeSlow func() error
-	if own {
-		beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
-	}
-	var h *holdfast.Hold
-	combined := false
-	// A named buyer takes the plain path, where its limits are checked.
-	if own && len(req.lines) == 1 && req.buyer == "" {
-		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
-		if c.batchKey(k) {
-			// In flight until answered, on either path: the measure of
-			// contention that decides whether to combine.
-			c.combiner.inflight.Add(1)
-			defer c.combiner.inflight.Add(-1)
-			h, err, combined = c.reserveCombined(ctx, k, req)
-		}
-	}
-	if !combined {
-		err = c.runSlow(ctx, outer, holdfast.RouteReserve, true, beforeSlow, func(tx *sql.Tx, level int) error {
-			mode := takeFast
-			switch {
-			case level == 1 && own:
-				mode = takeRetry
-			case level > 0:
-				mode = takeLocked
-			}
-			var err error
-			h, err = c.reserveOnce(ctx, tx, own, req, mode)
-			return err
-		})
-	}
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
-	var ise *holdfast.InsufficientStockError
-	switch {
-	case errors.As(err, &ise):
-		for _, s := range ise.Lines {
-			c.soldOutAt.Store(holdfast.Key{ShopID: req.shop, ItemID: s.ItemID, LocationID: s.LocationID}, time.Now())
-		}
-	case err == nil:
-		for _, l := range req.lines {
-			c.soldOutAt.Delete(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// soldOutHint is how long a key that answered sold out is checked with
-// lock-free reads before a reservation opens a transaction for it.
-const soldOutHint = time.Second
-
-func (c *Client) recentlySoldOut(req *reservation) bool {
-	now := time.Now()
-	for _, l := range req.lines {
-		if at, ok := c.soldOutAt.Load(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); ok && now.Sub(at.(time.Time)) < soldOutHint {
-			return true
-		}
-	}
-	return false
-}
+// reservation is a validated ReserveParams (engine/driver.Reservation).
+type reservation = hfdriver.Reservation
 
 // soldOut answers a reservation on a key that recently sold out without a
 // transaction: the lines short by one read of available and held, unless
@@ -220,13 +30,13 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 // hold the checkout, so the normal path answers (waiting for it there).
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
 	const route = holdfast.RouteReserve
-	rows, err := c.db.QueryContext(ctx, c.q(ctx, route, "sellable"), req.shop, string(req.linesRaw))
+	rows, err := c.db.QueryContext(ctx, c.q(ctx, route, "sellable"), req.Shop, string(req.LinesRaw))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var short []holdfast.Shortfall
-	for i := 0; rows.Next() && i < len(req.lines); i++ {
+	for i := 0; rows.Next() && i < len(req.Lines); i++ {
 		var avail, held int
 		var waited bool
 		if err := rows.Scan(&avail, &held, &waited); err != nil {
@@ -235,8 +45,8 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 		if waited {
 			avail = 0 // units coming back go to the key's waiters first
 		}
-		if s := max(0, avail-held); s < req.lines[i].Quantity {
-			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
+		if s := max(0, avail-held); s < req.Lines[i].Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: req.Lines[i].ItemID, LocationID: req.Lines[i].LocationID, Requested: req.Lines[i].Quantity, Sellable: s})
 		}
 	}
 	if err := rows.Err(); err != nil || len(short) == 0 {
@@ -247,13 +57,13 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 	// normal path waits for it (inflight.go). Probed after the stock read,
 	// so an attempt that committed before the probe is seen by the hold
 	// read below.
-	if busy, err := c.inFlight(ctx, req.shop, req.checkout); err != nil {
+	if busy, err := c.inFlight(ctx, req.Shop, req.Checkout); err != nil {
 		return nil, err
 	} else if busy {
 		return nil, errInFlight
 	}
 	var status string
-	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.shop, req.checkout[:], req.shop, req.checkout[:]).Scan(&status)
+	err = c.db.QueryRowContext(ctx, c.q(ctx, route, "hold_status"), req.Shop, req.Checkout[:], req.Shop, req.Checkout[:]).Scan(&status)
 	if err == nil || !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
@@ -269,11 +79,11 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *reservation, mode takeMode) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
 	// The checkout's in-flight mark before anything else (inflight.go).
-	if err := c.markInFlight(ctx, tx, req.shop, req.checkout); err != nil {
+	if err := c.markInFlight(ctx, tx, req.Shop, req.Checkout); err != nil {
 		return nil, err
 	}
 	var buyerHash []byte
-	if req.buyer != "" {
+	if req.Buyer != "" {
 		// The buyer's lock rows first (the lock order, buyer.go).
 		var h *holdfast.Hold
 		var err error
@@ -281,7 +91,7 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 			return h, err
 		}
 	}
-	short, err := c.take(ctx, tx, own, route, req.shop, req.lines, req.linesRaw, mode)
+	short, err := c.take(ctx, tx, own, route, req.Shop, req.Lines, req.LinesRaw, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -294,9 +104,9 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 		}
 		return h, err
 	}
-	id := req.checkout[:]
+	id := req.Checkout[:]
 	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		req.shop, id, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), req.shop, id)
+		req.Shop, id, string(req.LinesRaw), req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), req.Shop, id)
 	if isDup(err) || (err == nil && rowsAffected(res) == 0) { // 0: the checkout waits (waitlist.go)
 		h, err := c.existing(ctx, tx, req)
 		if errors.Is(err, holdfast.ErrNotFound) {
@@ -307,19 +117,19 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), req.shop, id); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), req.Shop, id); err != nil {
 		return nil, err
 	}
 	if buyerHash != nil {
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), buyerHash, req.shop, id); err != nil {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), buyerHash, req.Shop, id); err != nil {
 			return nil, err
 		}
 	}
-	h, err := c.readHold(ctx, tx, route, "hold_get", req.shop, req.checkout)
+	h, err := c.readHold(ctx, tx, route, "hold_get", req.Shop, req.Checkout)
 	if err != nil {
 		return nil, err
 	}
-	h.Lines = req.lines
+	h.Lines = req.Lines
 	return h, nil
 }
 
@@ -328,11 +138,11 @@ func (c *Client) reserveOnce(ctx context.Context, tx *sql.Tx, own bool, req *res
 // A replay returns the hold with errRollback, so the units this attempt took
 // go back. ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*holdfast.Hold, error) {
-	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.shop, req.checkout)
+	h, err := c.readHold(ctx, tx, holdfast.RouteReserve, "hold_get", req.Shop, req.Checkout)
 	if errors.Is(err, holdfast.ErrNotFound) {
 		// A checkout that waits (or waited) answers its wait, and other
 		// lines are a conflict (waitlist.go).
-		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
 	}
 	if err != nil {
 		return nil, err
@@ -345,7 +155,7 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 	case h.Status == holdfast.StatusExpired && !h.Claimable:
 		return nil, holdfast.ErrHoldExpired
 	}
-	if !slices.Equal(h.Lines, req.lines) {
+	if !slices.Equal(h.Lines, req.Lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
 	if err := c.sameBuyer(ctx, tx, req); err != nil {
@@ -355,20 +165,13 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 	return h, errRollback
 }
 
-// takeMode is how take gets units.
-type takeMode int
+// takeMode is how take gets units (engine/driver.TakeMode).
+type takeMode = hfdriver.TakeMode
 
 const (
-	// takeFast takes without waiting on other reservers (but for a counter
-	// row) and returns errSlowPath when a buffer is short but the stock is
-	// not.
-	takeFast takeMode = iota
-	// takeRetry takes again after refillInline refilled the buffers, and
-	// returns errSlowPath when others took the refill first.
-	takeRetry
-	// takeLocked takes each key's lock row, refills its buffer and takes,
-	// in the caller's transaction.
-	takeLocked
+	takeFast   = hfdriver.TakeFast
+	takeRetry  = hfdriver.TakeRetry
+	takeLocked = hfdriver.TakeLocked
 )
 
 // take removes every line's quantity from its key's buffer, or returns the

@@ -28,51 +28,6 @@ const PoolCapMax = 1_000_000
 // cte_max_recursion_depth defaults to 1,000.
 const refillChunk = 1000
 
-// ChangeStock applies ch: sets a key's available stock to *ch.Set (a
-// stocktake, creating the key when it is new) or moves it by ch.Delta
-// (restock, shrinkage), with an audit entry carrying ch.Reason and
-// ch.Reference.
-//
-// Reducing stock below pooled + held shrinks the key's buffer first. When
-// active holds alone exceed the new stock the change still applies — it is a
-// fact about the warehouse — but the key is over-committed: its buffer stays
-// empty until it is whole again.
-//
-// With ch.ID set the change is idempotent: a retry with the same ID (per
-// shop) answers the first outcome and applies nothing, the same ID with a
-// different change is ErrIdempotencyConflict, and a lost COMMIT is retried
-// inside. Without an ID a lost COMMIT is ErrOutcomeUnknown.
-func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
-	l, err := c.changeStock(ctx, nil, ch)
-	if err == nil {
-		// A restock may serve waiters, a reduction may leave a wait that
-		// can never be served (waitlist.go).
-		c.endUnservableOn(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
-	}
-	return l, err
-}
-
-// ChangeStockTx is ChangeStock inside the caller's transaction (in a
-// savepoint). Begin tx with TxOptions.
-func (c *Client) ChangeStockTx(ctx context.Context, tx *sql.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
-	if tx == nil {
-		return nil, argError("tx", "must not be nil")
-	}
-	return c.changeStock(ctx, tx, ch)
-}
-
-func validateKey(k holdfast.Key) error {
-	switch {
-	case k.ShopID <= 0:
-		return argError("shop_id", "must be a positive integer")
-	case k.ItemID <= 0:
-		return argError("item_id", "must be a positive integer")
-	case k.LocationID <= 0:
-		return argError("location_id", "must be a positive integer")
-	}
-	return nil
-}
-
 // changeRequest is what a stock change's ID stands for: a retry must ask
 // for the same.
 type changeRequest struct {
@@ -84,28 +39,13 @@ type changeRequest struct {
 	Reference  string `json:"reference"`
 }
 
-func (c *Client) changeStock(ctx context.Context, outer *sql.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
-	start := time.Now()
-	err := holdfast.ValidateStockChange(ch)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
+// changeStockOnce is one attempt (driver.Stocker.ChangeStockAttempt).
+func (c *Client) changeStockOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
 	req := changeRequest{ItemID: ch.ItemID, LocationID: ch.LocationID, Set: ch.Set, Reason: ch.Reason, Reference: ch.Reference}
 	if ch.Set == nil {
 		req.Delta = ch.Delta
 	}
-	var lvl *holdfast.Level
-	err = c.run(ctx, outer, holdfast.RouteAdjust, ch.ID != "", func(tx *sql.Tx, _ int) error {
-		var err error
-		lvl, err = c.changeOnce(ctx, tx, outer == nil, ch, req)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	return lvl, nil
+	return c.changeOnce(ctx, tx, own, ch, req)
 }
 
 func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfast.StockChange, req changeRequest) (*holdfast.Level, error) {
@@ -159,10 +99,10 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 		next = *ch.Set
 	}
 	if next < 0 {
-		return nil, argError("delta", "would take available below zero (available %d, delta %d)", old, ch.Delta)
+		return nil, holdfast.NewArgumentError("delta", "would take available below zero (available %d, delta %d)", old, ch.Delta)
 	}
 	if next > holdfast.AvailableMax {
-		return nil, argError("delta", "would take available above %d", holdfast.AvailableMax)
+		return nil, holdfast.NewArgumentError("delta", "would take available above %d", holdfast.AvailableMax)
 	}
 	if exists {
 		_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_update"), next, c.now(), k.ShopID, k.ItemID, k.LocationID)
@@ -246,79 +186,50 @@ func (c *Client) shrink(ctx context.Context, tx *sql.Tx, route string, k holdfas
 	return errors.New("holdfast/mysql: shrink did not converge")
 }
 
-// SetStrategy chooses a key's allocation strategy and pool cap (0 means the
-// client's default), moving its buffered units into the new buffer under
-// the key's lock row. StrategySlots is not offered by this engine.
-func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
-	if err := validateKey(k); err != nil {
-		return nil, err
-	}
-	if !supported(s) {
-		return nil, argError("strategy", "must be counter, batch or pool on MySQL")
-	}
-	if poolCap < 0 || poolCap > PoolCapMax {
-		return nil, argError("pool_cap", "must be between 1 and %d (0 for the default)", PoolCapMax)
-	}
+// setStrategyOnce is one attempt of SetStrategy (driver.Stocker): under
+// the key's lock row, its level row, then its buffers (MySQL's lock
+// order).
+func (c *Client) setStrategyOnce(ctx context.Context, tx *sql.Tx, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
 	const route = holdfast.RouteAdjust
-	var lvl *holdfast.Level
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		locked, err := c.lockKey(ctx, tx, route, k)
-		if err != nil {
-			return err
-		}
-		// A key never stocked gets its lock and level rows (available 0),
-		// so the strategy is stored and answered as set, as on PostgreSQL;
-		// a reservation still answers not_stocked until stock is set
-		// (not_stocked.sql).
-		if !locked {
-			_, err := tx.ExecContext(ctx, c.q(ctx, route, "lock_create"), k.ShopID, k.ItemID, k.LocationID)
-			if isDup(err) {
-				return errRetry // created meanwhile: lock it on the next run
-			}
-			if err != nil {
-				return err
-			}
-		}
-		var old int
-		err = tx.QueryRowContext(ctx, c.q(ctx, route, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old)
-		if errors.Is(err, sql.ErrNoRows) {
-			_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_insert"), k.ShopID, k.ItemID, k.LocationID, 0, c.now())
-		}
-		if err != nil {
-			return err
-		}
-		var cp any
-		if poolCap > 0 {
-			cp = poolCap
-		}
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
-			return err
-		}
-		if err := c.shrink(ctx, tx, route, k, true); err != nil {
-			return err
-		}
-		if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
-			return err
-		}
-		lvl, err = c.level(ctx, tx, route, k)
-		return err
-	})
-	c.keys.Delete(k)
-	return lvl, err
-}
-
-// Level returns a key's stock: available, held, pooled and sellable.
-func (c *Client) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
-	if err := validateKey(k); err != nil {
+	locked, err := c.lockKey(ctx, tx, route, k)
+	if err != nil {
 		return nil, err
 	}
-	var lvl *holdfast.Level
-	err := c.run(ctx, nil, holdfast.RouteRead, true, func(tx *sql.Tx, _ int) error {
-		var err error
-		lvl, err = c.level(ctx, tx, holdfast.RouteRead, k)
-		return err
-	})
-	return lvl, err
+	// A key never stocked gets its lock and level rows (available 0),
+	// so the strategy is stored and answered as set, as on PostgreSQL;
+	// a reservation still answers not_stocked until stock is set
+	// (not_stocked.sql).
+	if !locked {
+		_, err := tx.ExecContext(ctx, c.q(ctx, route, "lock_create"), k.ShopID, k.ItemID, k.LocationID)
+		if isDup(err) {
+			return nil, errRetry // created meanwhile: lock it on the next run
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var old int
+	err = tx.QueryRowContext(ctx, c.q(ctx, route, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err = tx.ExecContext(ctx, c.q(ctx, route, "level_insert"), k.ShopID, k.ItemID, k.LocationID, 0, c.now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cp any
+	if poolCap > 0 {
+		cp = poolCap
+	}
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "set_strategy"), string(s), cp, k.ShopID, k.ItemID, k.LocationID); err != nil {
+		return nil, err
+	}
+	if err := c.shrink(ctx, tx, route, k, true); err != nil {
+		return nil, err
+	}
+	if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
+		return nil, err
+	}
+	return c.level(ctx, tx, route, k)
 }
 
 type keyState struct {
@@ -445,7 +356,7 @@ func (c *Client) requireReadCommitted(ctx context.Context, tx *sql.Tx, route str
 		return err
 	}
 	if seen < bumped {
-		return argError("tx", "the caller's transaction reads from a snapshot (REPEATABLE READ?); holdfast's …Tx operations need READ COMMITTED: begin it with mysql.TxOptions()")
+		return holdfast.NewArgumentError("tx", "the caller's transaction reads from a snapshot (REPEATABLE READ?); holdfast's …Tx operations need READ COMMITTED: begin it with mysql.TxOptions()")
 	}
 	return nil
 }

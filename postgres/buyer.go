@@ -56,14 +56,14 @@ func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
 // buyerHash is the hash of req's buyer, read before req's transaction
 // begins (buyerSecret); nil without a buyer.
 func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
-	if req.buyer == "" {
+	if req.Buyer == "" {
 		return nil, nil
 	}
 	secret, err := c.buyerSecret(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return holdfast.BuyerHash(secret, req.shop, req.buyer), nil
+	return holdfast.BuyerHash(secret, req.Shop, req.Buyer), nil
 }
 
 // secretLoadTimeout bounds New's read of the buyer secret.
@@ -92,10 +92,10 @@ func (c *Client) loadBuyerSecret() {
 // item 6). Only a replay pays its round trip.
 func (c *Client) sameBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
 	var hash []byte
-	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.shop, req.checkout).Scan(&hash); err != nil {
+	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.Shop, req.Checkout).Scan(&hash); err != nil {
 		return err
 	}
-	if !bytes.Equal(hash, req.buyerHash) {
+	if !bytes.Equal(hash, req.BuyerHash) {
 		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
 	}
 	return nil
@@ -122,7 +122,7 @@ func buyerLockKey(shop, item int64, hash []byte) (int32, int32) {
 // one at a time, then reads each limited item's limit and what the buyer
 // has, in a statement that starts after the locks.
 func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
-	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines, req.buyerHash, true)
+	return c.enforceBuyer(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines, req.BuyerHash, true)
 }
 
 // checkBuyerLate enforces the buyer limits on a late claim, which takes a
@@ -196,49 +196,29 @@ func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop
 	return rows.Err()
 }
 
-// SetBuyerLimit sets (creates or replaces) the per-buyer limit of a shop's
-// item. It applies to reservations from then on; holds already made are
-// not undone. Safe for concurrent use.
-func (c *Client) SetBuyerLimit(ctx context.Context, l holdfast.BuyerLimit) error {
-	if err := holdfast.ValidateBuyerLimit(l, c.cfg.OutcomeRetention); err != nil {
-		return err
-	}
-	return c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
-		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_set"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds())
-		return err
-	})
+// putBuyerLimit sets an item's per-buyer limit (driver.Settings).
+func (c *Client) putBuyerLimit(ctx context.Context, tx pgx.Tx, l holdfast.BuyerLimit) error {
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_set"), l.ShopID, l.ItemID, l.Limit, l.Window.Microseconds())
+	return err
 }
 
-// BuyerLimit reads the per-buyer limit of a shop's item; ErrNotFound when
-// it has none.
-func (c *Client) BuyerLimit(ctx context.Context, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
-		return nil, err
-	}
+// getBuyerLimit reads an item's per-buyer limit (driver.Settings).
+func (c *Client) getBuyerLimit(ctx context.Context, tx pgx.Tx, shopID, itemID int64) (*holdfast.BuyerLimit, error) {
 	l := &holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}
-	err := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		var us int64
-		err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
-		l.Window = time.Duration(us) * time.Microsecond
-		return err
-	})
+	var us int64
+	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "buyer_limit_get"), shopID, itemID).Scan(&l.Limit, &us)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: item %d has no buyer limit", holdfast.ErrNotFound, itemID)
 	}
 	if err != nil {
 		return nil, err
 	}
+	l.Window = time.Duration(us) * time.Microsecond
 	return l, nil
 }
 
-// RemoveBuyerLimit removes the per-buyer limit of a shop's item; removing
-// one that does not exist is not an error.
-func (c *Client) RemoveBuyerLimit(ctx context.Context, shopID, itemID int64) error {
-	if err := holdfast.ValidateBuyerLimit(holdfast.BuyerLimit{ShopID: shopID, ItemID: itemID}, c.cfg.OutcomeRetention); err != nil {
-		return err
-	}
-	return c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
-		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_delete"), shopID, itemID)
-		return err
-	})
+// deleteBuyerLimit removes an item's per-buyer limit (driver.Settings).
+func (c *Client) deleteBuyerLimit(ctx context.Context, tx pgx.Tx, shopID, itemID int64) error {
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "buyer_limit_delete"), shopID, itemID)
+	return err
 }

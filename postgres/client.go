@@ -9,9 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/postgres/migrations"
@@ -27,17 +29,22 @@ var statements = sqltext.Load("holdfast", sqlFiles, "sql")
 // safe for concurrent use by any number of goroutines; any number of
 // Clients, in any number of processes, may share a database.
 type Client struct {
+	// The engine (package engine): the operations written once, over
+	// this package as its driver (driver.go). Its methods are the
+	// Client's.
+	*engineClient
+
 	pool     *pgxpool.Pool
 	cfg      holdfast.Config
+	core     *engine.Core // the engine's driver-free logic (package engine)
 	sql      map[string]string
 	setLocal [3]string
 	// combineLockWait is the lock_timeout of a combined batch.
 	combineLockWait string
 
-	keys      sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
-	soldOutAt sync.Map // Key -> time.Time: when a reservation last found it sold out
-	combiner  combiner // contended reservations on batch keys
-	texts     sync.Map // textKey -> tagged statement text
+	keys     sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
+	combiner combiner // contended reservations on batch keys
+	texts    sync.Map // textKey -> tagged statement text
 
 	// Maintenance: its own small pool (see WithMaintenancePool), the
 	// workers, the keys this process reserved on since the replenisher's
@@ -56,6 +63,10 @@ type Client struct {
 	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
 	buyer        buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
 }
+
+// engineClient is the engine over this package's driver; embedded under
+// this name, its methods are the Client's and the field is not exported.
+type engineClient = engine.Client[pgx.Tx]
 
 // keyInfoTTL bounds how long a replica trusts its cached view of a key's
 // strategy. A stale view is safe (every buffer counts as pooled), only slower.
@@ -81,8 +92,8 @@ const schemaCheckTimeout = 30 * time.Second
 // it cannot be asked, and an *ArgumentError naming the field for a Config
 // outside its bounds.
 func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := engine.Configure(cfg, Strategies())
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
@@ -101,7 +112,8 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 	case v < SchemaVersion:
 		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", holdfast.ErrSchemaOutdated, v, SchemaVersion)
 	}
-	c := &Client{pool: pool, cfg: cfg, sql: statements.Map()}
+	c := &Client{pool: pool, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
+	c.engineClient = engine.NewClient[pgx.Tx](c.core, (*engineDriver)(c))
 	for _, o := range opts {
 		o(c)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,10 +23,9 @@ const CombineBatchMax = 256
 // takes the plain path, so keys are combined while contention shows and
 // stop being combined as soon as it cools.
 type combiner struct {
-	inflight atomic.Int64
-	mu       sync.Mutex
-	running  int // batch runners, at most CombineRunnersMax
-	pending  []*batchReq
+	mu      sync.Mutex
+	running int // batch runners, at most CombineRunnersMax
+	pending []*batchReq
 	// busy holds the keys of the batches running now. A key is in one
 	// running batch at a time: its requests that arrive meanwhile wait in
 	// pending for the runner that has it, and join that runner's next
@@ -79,13 +79,13 @@ type batchResult struct {
 
 // reserveCombined serves req through the combiner when another combinable
 // reservation is in flight in this process (the caller counts itself in
-// combiner.inflight for as long as it is). ok is false when the caller
+// inflight, the engine's count, for as long as it is). ok is false when the caller
 // should take the plain path; doubt is then set when a batch may have
 // created the hold already (see batchResult.doubt).
-func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reservation) (h *holdfast.Hold, err error, ok, doubt bool) {
+func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reservation, inflight int64) (h *holdfast.Hold, err error, ok, doubt bool) {
 	cb := &c.combiner
 	cb.mu.Lock()
-	if cb.inflight.Load() <= 1 && cb.running == 0 {
+	if inflight <= 1 && cb.running == 0 {
 		cb.mu.Unlock()
 		return nil, nil, false, false
 	}
@@ -209,26 +209,26 @@ func (c *Client) execBatch(batch []*batchReq) {
 	ids, qtys, ttls := make([]uuid.UUID, 0, n), make([]int32, 0, n), make([]int64, 0, n)
 	shops, items, locs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	for _, r := range batch {
-		ck := checkoutKey{r.req.shop, r.req.checkout}
+		ck := checkoutKey{r.req.Shop, r.req.Checkout}
 		if seen[ck] {
 			r.done <- batchResult{plain: true}
 			continue
 		}
 		seen[ck] = true
 		uniq = append(uniq, r)
-		ids = append(ids, r.req.checkout)
-		qtys = append(qtys, int32(r.req.lines[0].Quantity))
-		ttls = append(ttls, r.req.ttl.Microseconds())
+		ids = append(ids, r.req.Checkout)
+		qtys = append(qtys, int32(r.req.Lines[0].Quantity))
+		ttls = append(ttls, r.req.TTL.Microseconds())
 		shops, items, locs = append(shops, r.key.ShopID), append(items, r.key.ItemID), append(locs, r.key.LocationID)
 	}
 
 	var created map[checkoutKey]*holdfast.Hold
 	var err error
-	r := retrier{c: c, route: holdfast.RouteReserve}
+	r := c.core.NewRetrier(holdfast.RouteReserve)
 	for {
 		created, err = c.batchOnce(ctx, uniq, ids, qtys, ttls, shops, items, locs)
 		if commitUnacknowledged(err) {
-			r.doubt = true
+			r.Doubt = true
 		}
 		if err == nil {
 			break
@@ -240,11 +240,11 @@ func (c *Client) execBatch(batch []*batchReq) {
 		// safe even when a COMMIT's answer was lost: the holds it created
 		// are skipped, and their requests find them on the plain path.
 		canRetry := SQLState(err) != sqlstateLockNotAvailable && (retryable(err) || connectionLost(err))
-		if again, _ := r.again(ctx, err, canRetry); !again {
+		if again, _ := r.Again(ctx, err, canRetry); !again {
 			break
 		}
 	}
-	doubt := r.doubt
+	doubt := r.Doubt
 	if err != nil {
 		c.cfg.Logger.Debug("combined batch failed; its requests take the plain path", "requests", len(uniq), "err", err)
 	}
@@ -252,8 +252,8 @@ func (c *Client) execBatch(batch []*batchReq) {
 		// A failed batch fails no one: every request is answered on its
 		// own on the plain path, where a request that caused the failure
 		// fails alone.
-		if h, ok := created[checkoutKey{r.req.shop, r.req.checkout}]; ok && err == nil {
-			h.ShopID, h.Lines = r.req.shop, r.req.lines
+		if h, ok := created[checkoutKey{r.req.Shop, r.req.Checkout}]; ok && err == nil {
+			h.ShopID, h.Lines = r.req.Shop, r.req.Lines
 			r.done <- batchResult{h: h}
 		} else {
 			r.done <- batchResult{plain: true, doubt: doubt}
@@ -336,24 +336,24 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return nil, &commitError{err}
+		return nil, &driver.CommitError{Err: err}
 	}
 	for rows.Next() {
 		h := &holdfast.Hold{Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
 		if err := rows.Scan(&h.ShopID, &h.CheckoutID, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
 			rows.Close()
-			return nil, &commitError{err}
+			return nil, &driver.CommitError{Err: err}
 		}
 		created[checkoutKey{h.ShopID, h.CheckoutID}] = h
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, &commitError{err}
+		return nil, &driver.CommitError{Err: err}
 	}
 	tag, err := br.Exec()
 	err = commitChecked(conn.Conn().PgConn(), err) // follow.go: a cancelled synchronous-replication wait
 	if err != nil {
-		return nil, &commitError{err}
+		return nil, &driver.CommitError{Err: err}
 	}
 	if tag.String() == "ROLLBACK" {
 		return nil, pgx.ErrTxCommitRollback
@@ -361,16 +361,12 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*batchReq, ids []uuid.UUI
 	return created, br.Close()
 }
 
-// Combinable reports whether a Reserve of p would be served by the
-// combiner when others are in flight: a one-line reservation on a batch
-// key, as this client last saw the key's strategy (its default for keys it
-// has not seen). The HTTP service admits such requests without a
-// connection slot of their own: they wait in the combiner.
-func (c *Client) Combinable(p holdfast.ReserveParams) bool {
-	if !p.CombinableShape() {
-		return false
-	}
-	k := holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID}
+// batchKey reports whether k is a batch key as this client last saw its
+// strategy, or by the client's default for a key it has not seen. A stale
+// or missing cache entry is safe: a key that is not (or no longer) a batch
+// key has no units in its counter row, the batch sends it to the plain
+// path, and that path caches its strategy.
+func (c *Client) batchKey(k holdfast.Key) bool {
 	if ki, ok := c.keys.Load(k); ok {
 		return strategyOf(ki.(keyInfo).strategy).combines
 	}

@@ -90,3 +90,20 @@ func Unreachable(err error) bool {
 	}
 	return false
 }
+
+// classifier is the driver's error classifier (engine/driver.Classifier):
+// the engine's retry policy asks it, and only it, about PostgreSQL's
+// errors.
+type classifier struct{}
+
+func (classifier) Code(err error) string               { return SQLState(err) }
+func (classifier) Retryable(err error) bool            { return retryable(err) }
+func (classifier) ConnectionLost(err error) bool       { return connectionLost(err) }
+func (classifier) CommitUnacknowledged(err error) bool { return commitUnacknowledged(err) }
+
+// Unavailable: a statement cancelled by statement_timeout.
+func (classifier) Unavailable(err error) bool { return SQLState(err) == sqlstateQueryCanceled }
+
+// CallerTxLost: PostgreSQL rolls back to the savepoint, never the caller's
+// whole transaction.
+func (classifier) CallerTxLost(error) bool { return false }

@@ -7,118 +7,63 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"sync"
 	"time"
 )
 
-// Events returns up to limit events of shopID's feed with a cursor above
-// after, in cursor order (limit 0 means EventsLimitDefault, at most
-// EventsLimitMax). An empty answer means nothing new yet: ask again (the
-// HTTP feed long-polls). Events first sequences the events that committed
-// before the call (waiting for a sequencer at work), so the feed is never
-// older than the call. Safe for concurrent use.
-//
-// An after cursor whose next events were purged (Config.EventRetention)
-// answers a *holdfast.CursorExpiredError with the oldest cursor still
-// available, never a page that silently skips them.
-func (c *Client) Events(ctx context.Context, shopID int64, after int64, limit int) ([]holdfast.Event, error) {
-	limit, err := holdfast.ValidateEventsArgs(shopID, after, limit)
+// readEvents reads a page of shop's events and its last cursor
+// (driver.Eventer.ReadEvents).
+func (c *Client) readEvents(ctx context.Context, tx pgx.Tx, shopID, after int64, limit int) (out []holdfast.Event, last int64, err error) {
+	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
+		return nil, 0, err
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if _, err := c.sequenceEvents(ctx, c.pool); err != nil {
-		return nil, err
+	defer rows.Close()
+	for rows.Next() {
+		e := holdfast.Event{ShopID: shopID}
+		var lines []byte
+		var item, loc *int64
+		var reason, ref *string
+		if err := rows.Scan(&e.Cursor, &e.Type, &e.CheckoutID, &lines, &e.ExpiresAt, &item, &loc,
+			&e.Delta, &e.Available, &reason, &ref, &e.At); err != nil {
+			return nil, 0, err
+		}
+		if lines != nil {
+			if err := json.Unmarshal(lines, &e.Lines); err != nil {
+				return nil, 0, err
+			}
+		}
+		if item != nil {
+			e.ItemID = *item
+		}
+		if loc != nil {
+			e.LocationID = *loc
+		}
+		if reason != nil {
+			e.Reason = *reason
+		}
+		if ref != nil {
+			e.Reference = *ref
+		}
+		if e.ExpiresAt != nil {
+			t := e.ExpiresAt.UTC()
+			e.ExpiresAt = &t
+		}
+		e.At = e.At.UTC()
+		out = append(out, e)
 	}
-	var out []holdfast.Event
-	var last int64
-	err = c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
-		if err != nil {
-			return err
-		}
-		out = out[:0]
-		for rows.Next() {
-			e := holdfast.Event{ShopID: shopID}
-			var lines []byte
-			var item, loc *int64
-			var reason, ref *string
-			if err := rows.Scan(&e.Cursor, &e.Type, &e.CheckoutID, &lines, &e.ExpiresAt, &item, &loc,
-				&e.Delta, &e.Available, &reason, &ref, &e.At); err != nil {
-				return err
-			}
-			if lines != nil {
-				if err := json.Unmarshal(lines, &e.Lines); err != nil {
-					return err
-				}
-			}
-			if item != nil {
-				e.ItemID = *item
-			}
-			if loc != nil {
-				e.LocationID = *loc
-			}
-			if reason != nil {
-				e.Reason = *reason
-			}
-			if ref != nil {
-				e.Reference = *ref
-			}
-			if e.ExpiresAt != nil {
-				t := e.ExpiresAt.UTC()
-				e.ExpiresAt = &t
-			}
-			e.At = e.At.UTC()
-			out = append(out, e)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return holdfast.CheckEventsPage(after, out, last)
+	return out, last, rows.Err()
 }
 
-// SequenceEvents assigns per-shop cursors to the events that committed
-// since the last pass, in batches of EventSequenceBatch until a batch comes
-// back short, and derives key events (sold out, back in stock) for the keys
-// they touched. One sequencer runs at a time across every process (a
-// transaction-scoped advisory lock; a second waits for the first's batch).
-// The sequencer worker (Start) runs it after every sweeper tick and at
-// least every Config.SweepInterval; Events runs it before reading.
-func (c *Client) SequenceEvents(ctx context.Context) (int, error) {
-	return c.sequenceEvents(ctx, c.maintenance())
-}
-
-// sequencer coalesces a process's sequencing: one caller at a time runs
-// it (waiting in memory, holding no connection), and a caller that started
-// before a run that has since begun and finished needs no run of its own:
-// that run saw every event committed before the caller came.
-type sequencer struct {
-	mu      sync.Mutex
-	lastRun time.Time // when the last completed run began
-}
-
-// sequencers holds each Client's sequencer (kept out of Client's struct).
-var sequencers sync.Map // *Client -> *sequencer
-
-func (c *Client) sequenceEvents(ctx context.Context, pool *pgxpool.Pool) (int, error) {
-	called := time.Now()
-	v, _ := sequencers.LoadOrStore(c, &sequencer{})
-	sq := v.(*sequencer)
-	sq.mu.Lock()
-	defer sq.mu.Unlock()
-	if sq.lastRun.After(called) {
-		return 0, nil
+// sequencePasses runs the sequencing passes on the request path's pool
+// (reading) or the maintenance's (driver.Eventer.SequencePasses).
+func (c *Client) sequencePasses(ctx context.Context, reading bool) (int, error) {
+	if reading {
+		return c.sequenceEventsLocked(ctx, c.pool)
 	}
-	began := time.Now()
-	n, err := c.sequenceEventsLocked(ctx, pool)
-	if err == nil {
-		sq.lastRun = began
-	}
-	return n, err
+	return c.sequenceEventsLocked(ctx, c.maintenance())
 }
 
 func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (int, error) {

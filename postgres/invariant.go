@@ -8,32 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CheckInvariant checks the whole database, from one snapshot, for the
-// invariant holdfast guarantees: for every key, pooled + held <= available
-// (or, after a stock reduction, an empty buffer), the audit trail sums to
-// available, and holds and their lines agree. Tests run it after every
-// concurrent test; operators can run it through `holdfast doctor`.
-func (c *Client) CheckInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
-	// The engine's one retry policy (retrier). Its transaction begins on
-	// its own terms: one REPEATABLE READ snapshot, read only, and no
-	// statement timeout, since it reads every key.
-	r := retrier{c: c, route: holdfast.RouteRead}
-	for {
-		rep, err := c.checkInvariant(ctx)
-		// A read: after a lost connection (a pooled connection a server
-		// restart closed) it simply runs again.
-		if err == nil {
-			return rep, nil
-		}
-		if again, berr := r.again(ctx, err, connectionLost(err) || retryable(err)); !again {
-			if berr != nil {
-				return nil, berr
-			}
-			return rep, err
-		}
-	}
-}
-
+// checkInvariant is one read of the whole database from one snapshot
+// (driver.Checker.ReadInvariant).
 func (c *Client) checkInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
 	rep := &holdfast.InvariantReport{}
 	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {

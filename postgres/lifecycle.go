@@ -13,59 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claim converts a checkout's hold into a permanent deduction: in one
-// transaction its lines leave reserved_quantities, available drops by each
-// line, and the audit trail records each line with the checkout as
-// reference.
-//
-// A repeated Claim returns the claimed hold with Replayed set: success, not
-// an error that would trigger a refund. A released checkout is
-// ErrHoldReleased. A hold that expired but was not yet swept is still
-// claimable (its units never went back). Once swept, Claim tries to take the
-// same lines afresh from sellable stock in the same transaction; when it
-// cannot, the error is an *ExpiredError with the shortfall: refund.
-func (c *Client) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	h, err := c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, c.pool, true, shopID, checkoutID) })
-	if err == nil && !h.Replayed {
-		// Claimed units never come back: a wait that asked for them ends
-		// now (waitlist.go).
-		keys := make([]holdfast.Key, len(h.Lines))
-		for i, l := range h.Lines {
-			keys[i] = holdfast.Key{ShopID: shopID, ItemID: l.ItemID, LocationID: l.LocationID}
-		}
-		c.endUnservableOn(ctx, holdfast.RouteClaim, keys)
-	}
-	return h, err
-}
-
-// ClaimTx is Claim inside the caller's transaction (in a savepoint), so the
-// application's order row and the claim commit together.
-func (c *Client) ClaimTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	return c.claim(ctx, tx, false, shopID, checkoutID)
-}
-
-func (c *Client) claim(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	start := time.Now()
-	if err := holdfast.ValidateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err := c.run(ctx, b, holdfast.RouteClaim, own, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		h, err = c.claimOnce(ctx, tx, shop, checkout)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteClaim, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	if !h.Replayed {
-		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
-	}
-	return h, nil
-}
-
+// claimOnce is one claim attempt (driver.Lifecycle.ClaimAttempt).
 func (c *Client) claimOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
 	h, err := c.endHold(ctx, tx, holdfast.RouteClaim, shop, checkout, holdfast.StatusHeld, holdfast.StatusClaimed)
 	if err != nil {
@@ -160,54 +108,6 @@ func (c *Client) deduct(ctx context.Context, tx pgx.Tx, route string, shop int64
 		}
 	}
 	return br.Close()
-}
-
-// Release gives a checkout's held units back: its lines leave
-// reserved_quantities and, where the key's lock is free, go straight back
-// into the key's buffer (otherwise the replenisher or the next short
-// reservation refills it). Releasing twice returns the released hold with
-// Replayed set; releasing a hold that expired returns it with status
-// expired — also one past its expiry not swept yet, which the release ends
-// as expired (its units go back). Releasing a claimed checkout is
-// ErrHoldClaimed.
-func (c *Client) Release(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	h, err := c.release(ctx, c.pool, true, shopID, checkoutID)
-	if (err == nil && !h.Replayed) || errors.Is(err, holdfast.ErrWaitCancelled) {
-		c.kickWaitlist() // units came back, or a wait ended: waiters first (waitlist.go)
-	}
-	return h, err
-}
-
-// ReleaseTx is Release inside the caller's transaction (in a savepoint).
-func (c *Client) ReleaseTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	return c.release(ctx, tx, false, shopID, checkoutID)
-}
-
-func (c *Client) release(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	start := time.Now()
-	if err := holdfast.ValidateCheckout(shop, checkout); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	var answer error
-	err := c.run(ctx, b, holdfast.RouteRelease, own, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		h, answer = nil, nil
-		h, err = c.releaseOnce(ctx, tx, shop, checkout)
-		if errors.Is(err, holdfast.ErrNotFound) {
-			// No hold: releasing a waiting checkout cancels its wait
-			// (waitlist.go).
-			answer, err = c.cancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
-		}
-		return err
-	})
-	err = cmp.Or(err, answer)
-	c.cfg.Observer.Op(holdfast.RouteRelease, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
 }
 
 func (c *Client) releaseOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
@@ -332,45 +232,6 @@ func (c *Client) queueKeys(ctx context.Context, tx pgx.Tx, route string, keys []
 	return err
 }
 
-// Extend moves a held checkout's expiry to now + ttl, never past its
-// deadline (creation + Config.HoldLifetimeMax): beyond it the error is
-// ErrLifetimeExceeded. A hold that expired but was not swept can be
-// extended (its units never went back). An ended hold is ErrHoldClaimed,
-// ErrHoldReleased or ErrHoldExpired.
-func (c *Client) Extend(ctx context.Context, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	return c.orWait(ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
-		return c.extend(ctx, c.pool, true, shopID, checkoutID, ttl)
-	})
-}
-
-// ExtendTx is Extend inside the caller's transaction (in a savepoint).
-func (c *Client) ExtendTx(ctx context.Context, tx pgx.Tx, shopID int64, checkoutID uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	return c.extend(ctx, tx, false, shopID, checkoutID, ttl)
-}
-
-func (c *Client) extend(ctx context.Context, b beginner, own bool, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
-	start := time.Now()
-	err := holdfast.ValidateCheckout(shop, checkout)
-	if err == nil && (ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax) {
-		err = holdfast.NewArgumentError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
-	}
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err = c.run(ctx, b, holdfast.RouteExtend, own, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		h, err = c.extendOnce(ctx, tx, shop, checkout, ttl)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteExtend, outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
 func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
 	h := &holdfast.Hold{CheckoutID: checkout, ShopID: shop, Status: holdfast.StatusHeld, Claimable: true}
 	var raw []byte
@@ -409,30 +270,6 @@ func (c *Client) extendOnce(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	}
 	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteExtend, "extend_lines"), checkout, h.ExpiresAt, shop); err != nil {
 		return nil, err
-	}
-	return h, nil
-}
-
-// Hold returns a checkout's hold or outcome. A hold past its expiry that
-// the sweeper has not taken yet reports StatusExpired with Claimable set:
-// a claim still succeeds (its units never went back), an Extend still
-// revives it, a Release ends it as expired.
-func (c *Client) Hold(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
-	if err := holdfast.ValidateCheckout(shopID, checkoutID); err != nil {
-		return nil, err
-	}
-	var h *holdfast.Hold
-	err := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		h, err = c.getHold(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
-		if errors.Is(err, holdfast.ErrNotFound) {
-			// Its wait, in the same transaction (waitlist.go).
-			h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID, nil)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, c.settleLapsed(ctx, err)
 	}
 	return h, nil
 }

@@ -2,195 +2,18 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/jackc/pgx/v5"
 )
 
-// Reserve holds every line of a cart for p.CheckoutID, or nothing.
-//
-// Lines are processed in (item, location) order whatever order they are
-// given in; two lines for the same item and location are rejected. Reserve
-// is idempotent on the checkout id: the same checkout with the same lines
-// returns the existing hold (Hold.Replayed set), also under concurrent
-// retries; the same checkout with other lines is ErrIdempotencyConflict.
-// Out of stock is an *InsufficientStockError naming every short line.
-func (c *Client) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	h, err := c.reserve(ctx, c.pool, true, p)
-	h, err = c.waitIfShort(ctx, p, h, err) // waitlist.go
-	return h, c.markNotStocked(ctx, c.pool, p.ShopID, c.settleLapsed(ctx, err))
-}
-
-// ReserveTx is Reserve inside the caller's transaction, in a savepoint: on
-// any error the caller's transaction is left as it was, still usable. The
-// hold exists once the caller commits.
-func (c *Client) ReserveTx(ctx context.Context, tx pgx.Tx, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	if p.Wait != 0 {
-		return nil, holdfast.NewArgumentError("wait", "waiting is not offered inside a caller's transaction")
-	}
-	h, err := c.reserve(ctx, tx, false, p)
-	return h, c.markNotStocked(ctx, tx, p.ShopID, err) // in the caller's transaction: no second connection
-}
-
-// reservation is a validated ReserveParams.
-type reservation struct {
-	shop     int64
-	checkout uuid.UUID
-	lines    []holdfast.Line // sorted by (item, location)
-	linesRaw []byte          // canonical JSON of lines
-	ttl      time.Duration
-	buyer    string // ReserveParams.BuyerID (buyer.go)
-	// buyerHash is buyer's keyed hash, computed before the transaction
-	// begins (buyer.go); nil without a buyer.
-	buyerHash []byte
-}
-
-func (c *Client) validateReserve(p holdfast.ReserveParams) (*reservation, error) {
-	if p.ShopID <= 0 {
-		return nil, holdfast.NewArgumentError("shop_id", "must be a positive integer")
-	}
-	if p.CheckoutID == uuid.Nil {
-		return nil, holdfast.NewArgumentError("checkout_id", "must be a non-nil UUID")
-	}
-	ttl := p.TTL
-	if ttl == 0 {
-		ttl = c.cfg.HoldTTLDefault
-	}
-	if ttl < holdfast.HoldTTLMin || ttl > c.cfg.HoldLifetimeMax {
-		return nil, holdfast.NewArgumentError("ttl", "must be between %v and %v", holdfast.HoldTTLMin, c.cfg.HoldLifetimeMax)
-	}
-	lines, err := c.validateLines(p.Lines)
-	if err != nil {
-		return nil, err
-	}
-	if err := holdfast.ValidateWait(c.cfg, p.Wait); err != nil {
-		return nil, err
-	}
-	if err := holdfast.ValidateBuyerID(p.BuyerID); err != nil {
-		return nil, err
-	}
-	if err := holdfast.ValidateWaitCart(p); err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(lines)
-	if err != nil {
-		return nil, err
-	}
-	return &reservation{shop: p.ShopID, checkout: p.CheckoutID, lines: lines, linesRaw: raw, ttl: ttl}, nil
-}
-
-// validateLines checks a cart's lines and returns them sorted.
-func (c *Client) validateLines(in []holdfast.Line) ([]holdfast.Line, error) {
-	return holdfast.ValidateLines(c.cfg, in)
-}
-
-func (c *Client) reserve(ctx context.Context, b beginner, own bool, p holdfast.ReserveParams) (*holdfast.Hold, error) {
-	start := time.Now()
-	req, err := c.validateReserve(p)
-	if err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	req.buyer = p.BuyerID
-	if req.buyerHash, err = c.buyerHash(ctx, req); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	if holdfast.HasAllocation(req.lines) {
-		return c.reserveAllocated(ctx, b, own, req, p.Lines, start)
-	}
-	if own && c.recentlySoldOut(req) {
-		if short, err := c.soldOut(ctx, req); err == nil && len(short) > 0 {
-			err := &holdfast.InsufficientStockError{Lines: short}
-			c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, nil), time.Since(start))
-			return nil, err
-		}
-	}
-	var h *holdfast.Hold
-	combined, doubt := false, false
-	// A named buyer takes the plain path, where its limits are checked.
-	if own && len(req.lines) == 1 && req.buyer == "" {
-		k := holdfast.Key{ShopID: req.shop, ItemID: req.lines[0].ItemID, LocationID: req.lines[0].LocationID}
-		// A stale or missing cache entry is safe here: a key that is not
-		// (or no longer) a batch key has no units in its counter row, the
-		// batch refuses it, and the plain path caches its strategy.
-		ki, ok := c.keys.Load(k)
-		if (ok && strategyOf(ki.(keyInfo).strategy).combines) || (!ok && strategyOf(c.cfg.Strategy).combines) {
-			// In flight until answered, on either path: the measure of
-			// contention that decides whether to combine.
-			c.combiner.inflight.Add(1)
-			defer c.combiner.inflight.Add(-1)
-			h, err, combined, doubt = c.reserveCombined(ctx, k, req)
-		}
-	}
-	if !combined {
-		// The slow path of the client's own transactions refills the
-		// short buffers in a short transaction of its own, so waiters on a
-		// key's lock wait for a refill, not for each other's reservations;
-		// inside a caller's transaction it refills under the lock in place.
-		var beforeSlow func() error
-		if own {
-			beforeSlow = func() error { return c.refillInline(ctx, req.shop, req.lines) }
-		}
-		err = c.runSlow(ctx, b, holdfast.RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, level int) error {
-			mode := takeFast
-			switch {
-			case level == 1 && own:
-				mode = takeRetry
-			case level > 0:
-				mode = takeLocked
-			}
-			var err error
-			h, err = c.reserveOnce(ctx, tx, req, mode)
-			return err
-		})
-		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, holdfast.ErrUnavailable)) {
-			// The plain path could not finish the retry of a combined
-			// commit that went unacknowledged: the hold may exist.
-			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, err)
-		}
-	}
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
-	var ise *holdfast.InsufficientStockError
-	switch {
-	case errors.As(err, &ise):
-		for _, s := range ise.Lines {
-			c.soldOutAt.Store(holdfast.Key{ShopID: req.shop, ItemID: s.ItemID, LocationID: s.LocationID}, time.Now())
-		}
-	case err == nil:
-		for _, l := range req.lines {
-			c.soldOutAt.Delete(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})
-		}
-		if own && !h.Replayed {
-			c.noteReserved(req.shop, req.lines)
-			c.noteHold(h)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// soldOutHint is how long a key that answered sold out is checked with one
-// lock-free read before a reservation opens a transaction for it.
-const soldOutHint = time.Second
-
-func (c *Client) recentlySoldOut(req *reservation) bool {
-	now := time.Now()
-	for _, l := range req.lines {
-		if at, ok := c.soldOutAt.Load(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}); ok && now.Sub(at.(time.Time)) < soldOutHint {
-			return true
-		}
-	}
-	return false
-}
+// reservation is a validated ReserveParams (engine/driver.Reservation).
+type reservation = driver.Reservation
 
 // soldOut answers a reservation on a key that recently sold out in one
 // statement — one snapshot — and no transaction: the lines short in that
@@ -203,10 +26,10 @@ func (c *Client) recentlySoldOut(req *reservation) bool {
 // go in one round trip, in one implicit transaction (the in-flight check
 // first).
 func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shortfall, error) {
-	items, locs, _ := columns(req.lines)
+	items, locs, _ := columns(req.Lines)
 	b := &pgx.Batch{}
-	b.Queue(c.q(ctx, holdfast.RouteReserve, "sold_out_inflight"), req.checkout)
-	b.Queue(c.q(ctx, holdfast.RouteReserve, "sold_out"), req.shop, req.checkout, items, locs)
+	b.Queue(c.q(ctx, holdfast.RouteReserve, "sold_out_inflight"), req.Checkout)
+	b.Queue(c.q(ctx, holdfast.RouteReserve, "sold_out"), req.Shop, req.Checkout, items, locs)
 	br := c.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var free bool
@@ -228,8 +51,8 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 		if known {
 			return nil, nil
 		}
-		if s := max(0, avail-held); s < req.lines[i].Quantity {
-			short = append(short, holdfast.Shortfall{ItemID: req.lines[i].ItemID, LocationID: req.lines[i].LocationID, Requested: req.lines[i].Quantity, Sellable: s})
+		if s := max(0, avail-held); s < req.Lines[i].Quantity {
+			short = append(short, holdfast.Shortfall{ItemID: req.Lines[i].ItemID, LocationID: req.Lines[i].LocationID, Requested: req.Lines[i].Quantity, Sellable: s})
 		}
 	}
 	return short, rows.Err()
@@ -241,11 +64,11 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 // buffer, then create the hold's lines. A sold-out answer rolls the hold
 // row back with the transaction, so it writes nothing.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*holdfast.Hold, error) {
-	h := &holdfast.Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: holdfast.StatusHeld, Claimable: true, Lines: req.lines, Revision: 1}
+	h := &holdfast.Hold{CheckoutID: req.Checkout, ShopID: req.Shop, Status: holdfast.StatusHeld, Claimable: true, Lines: req.Lines, Revision: 1}
 	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "hold_insert"),
 		// The lines go as text: as []byte, pgx's exec and simple protocol
 		// modes (used behind PgBouncer) would send them as bytea.
-		req.checkout, req.shop, string(req.linesRaw), req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+		req.Checkout, req.Shop, string(req.LinesRaw), req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		h, err := c.existing(ctx, tx, req)
@@ -258,21 +81,21 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	if err != nil {
 		return nil, err
 	}
-	if req.buyer != "" {
+	if req.Buyer != "" {
 		// After the hold row, before any key lock (the lock order).
 		if err := c.checkBuyer(ctx, tx, req); err != nil {
 			return nil, err
 		}
 	}
-	short, err := c.take(ctx, tx, holdfast.RouteReserve, req.shop, req.lines, mode)
+	short, err := c.take(ctx, tx, holdfast.RouteReserve, req.Shop, req.Lines, mode)
 	if err != nil {
 		return nil, err
 	}
 	if len(short) > 0 {
 		return nil, &holdfast.InsufficientStockError{Lines: short}
 	}
-	items, locs, qtys := columns(req.lines)
-	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+	items, locs, qtys := columns(req.Lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "hold_lines_create"), req.Checkout, req.Shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -283,11 +106,11 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 // A replay returns the hold with errRollback (this attempt wrote nothing to
 // keep). ErrNotFound means the checkout is new.
 func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*holdfast.Hold, error) {
-	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout)
+	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
 	if errors.Is(err, holdfast.ErrNotFound) {
 		// A checkout that waits (or waited) answers its wait, and other
 		// lines are a conflict (waitlist.go).
-		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
 	}
 	if err != nil {
 		return nil, err
@@ -300,7 +123,7 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*ho
 	case h.Status == holdfast.StatusExpired && !h.Claimable:
 		return nil, holdfast.ErrHoldExpired
 	}
-	if !slices.Equal(h.Lines, req.lines) {
+	if !slices.Equal(h.Lines, req.Lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
 	if err := c.sameBuyer(ctx, tx, req); err != nil {
@@ -310,21 +133,13 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*ho
 	return h, errRollback
 }
 
-// takeMode is how take gets units.
-type takeMode int
+// takeMode is how take gets units (engine/driver.TakeMode).
+type takeMode = driver.TakeMode
 
 const (
-	// takeFast takes without waiting on other reservers (but for a counter
-	// row) and returns errSlowPath when a buffer is short but the stock is
-	// not.
-	takeFast takeMode = iota
-	// takeRetry takes again after refillInline refilled the buffers, waiting
-	// for slot locks, and returns errSlowPath when others took the refill
-	// first.
-	takeRetry
-	// takeLocked takes each key's advisory lock, refills its buffer and
-	// takes, in the caller's transaction.
-	takeLocked
+	takeFast   = driver.TakeFast
+	takeRetry  = driver.TakeRetry
+	takeLocked = driver.TakeLocked
 )
 
 // take removes every line's quantity from its key's buffer, or returns the
@@ -561,49 +376,4 @@ func columns(lines []holdfast.Line) (items, locs []int64, qtys []int32) {
 		items[i], locs[i], qtys[i] = l.ItemID, l.LocationID, int32(l.Quantity)
 	}
 	return items, locs, qtys
-}
-
-// outcome names an operation's result for metrics.
-func outcome(err error, h *holdfast.Hold) string {
-	switch {
-	case err == nil && h != nil && h.Replayed:
-		return "replayed"
-	case err == nil && h != nil:
-		return string(h.Status)
-	case err == nil:
-		return "ok"
-	case errors.Is(err, holdfast.ErrInvalidArgument):
-		return "invalid"
-	case errors.Is(err, holdfast.ErrInsufficientStock):
-		return "insufficient_stock"
-	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
-		return "buyer_limit_exceeded"
-	case errors.Is(err, holdfast.ErrIdempotencyConflict):
-		return "conflict"
-	case errors.Is(err, holdfast.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, holdfast.ErrHoldClaimed):
-		return "hold_claimed"
-	case errors.Is(err, holdfast.ErrHoldReleased):
-		return "hold_released"
-	case errors.Is(err, holdfast.ErrHoldExpired):
-		return "hold_expired"
-	case errors.Is(err, holdfast.ErrLifetimeExceeded):
-		return "lifetime_exceeded"
-	case errors.Is(err, holdfast.ErrOverCommitted):
-		return "over_committed"
-	case errors.Is(err, holdfast.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, holdfast.ErrWaitlisted):
-		return "waitlisted"
-	case errors.Is(err, holdfast.ErrWaitExpired):
-		return "wait_expired"
-	case errors.Is(err, holdfast.ErrWaitCancelled):
-		return "wait_cancelled"
-	case errors.Is(err, holdfast.ErrWaitUnservable):
-		return "wait_unservable"
-	case errors.Is(err, holdfast.ErrRevisionConflict):
-		return "revision_conflict"
-	}
-	return "error"
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -43,7 +44,7 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 	var keys []holdfast.Line
 	var beforeSlow func() error
 	if own {
-		beforeSlow = func() error { return c.refillInline(ctx, req.shop, keys) }
+		beforeSlow = func() error { return c.refillInline(ctx, req.Shop, keys) }
 	}
 	err := c.runSlow(ctx, b, holdfast.RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, level int) error {
 		mode := takeFast
@@ -53,7 +54,7 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 		case level > 0:
 			mode = takeLocked
 		}
-		if req.buyer != "" {
+		if req.Buyer != "" {
 			// A named buyer's locks come after the hold row and before any
 			// buffer: only this level takes its hold row on its own first.
 			mode = takeLocked
@@ -62,12 +63,12 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 		h, keys, err = c.allocateOnce(ctx, tx, req, input, mode)
 		return err
 	})
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, h), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
 	if own && !h.Replayed {
-		c.noteReserved(req.shop, h.Lines)
+		c.noteReserved(req.Shop, h.Lines)
 		c.noteHold(h)
 	}
 	return h, nil
@@ -78,20 +79,20 @@ func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req
 func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, input []holdfast.Line, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
 	const route = holdfast.RouteReserve
 	var order []int64
-	if holdfast.NeedsLocationOrder(req.lines) {
+	if holdfast.NeedsLocationOrder(req.Lines) {
 		var err error
-		if order, err = c.locationOrder(ctx, tx, route, req.shop); err != nil {
+		if order, err = c.locationOrder(ctx, tx, route, req.Shop); err != nil {
 			return nil, nil, err
 		}
 	}
-	lines, err := holdfast.ExpandAllocation(req.lines, input, order)
+	lines, err := holdfast.ExpandAllocation(req.Lines, input, order)
 	if err != nil {
 		return nil, nil, err
 	}
 	keys := holdfast.AllocationKeys(lines)
 	items, locs, _ := columns(keys)
-	h := &holdfast.Hold{CheckoutID: req.checkout, ShopID: req.shop, Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
-	insert := []any{req.checkout, req.shop, "[]", req.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now()}
+	h := &holdfast.Hold{CheckoutID: req.Checkout, ShopID: req.Shop, Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
+	insert := []any{req.Checkout, req.Shop, "[]", req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now()}
 
 	var sellable []int
 	if mode == takeLocked {
@@ -103,7 +104,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		if err != nil {
 			return nil, keys, err
 		}
-		if req.buyer != "" {
+		if req.Buyer != "" {
 			// After the hold row, before any key lock (the lock order).
 			if err := c.checkBuyer(ctx, tx, req); err != nil {
 				return nil, keys, err
@@ -112,19 +113,19 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		// Key locks before buffers, all of them, in key order; each key
 		// refilled under its lock.
 		for _, k := range keys {
-			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(holdfast.Key{ShopID: req.shop, ItemID: k.ItemID, LocationID: k.LocationID})); err != nil {
+			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: k.ItemID, LocationID: k.LocationID})); err != nil {
 				return nil, keys, err
 			}
 		}
 		for _, k := range keys {
-			if err := c.refillKey(ctx, tx, route, holdfast.Key{ShopID: req.shop, ItemID: k.ItemID, LocationID: k.LocationID}); err != nil {
+			if err := c.refillKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: k.ItemID, LocationID: k.LocationID}); err != nil {
 				return nil, keys, err
 			}
 		}
-		if _, err := tx.Exec(ctx, c.q(ctx, route, "alloc_lock"), req.shop, items, locs); err != nil {
+		if _, err := tx.Exec(ctx, c.q(ctx, route, "alloc_lock"), req.Shop, items, locs); err != nil {
 			return nil, keys, err
 		}
-		if sellable, err = c.sellable(ctx, tx, route, req.shop, keys); err != nil {
+		if sellable, err = c.sellable(ctx, tx, route, req.Shop, keys); err != nil {
 			return nil, keys, err
 		}
 	} else {
@@ -133,9 +134,9 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		batch := &pgx.Batch{}
 		batch.Queue(c.q(ctx, route, "hold_insert"), insert...)
 		if mode != takeFast {
-			batch.Queue(c.q(ctx, route, "alloc_lock"), req.shop, items, locs)
+			batch.Queue(c.q(ctx, route, "alloc_lock"), req.Shop, items, locs)
 		}
-		batch.Queue(c.q(ctx, route, "sellable"), req.shop, items, locs)
+		batch.Queue(c.q(ctx, route, "sellable"), req.Shop, items, locs)
 		br := tx.SendBatch(ctx, batch)
 		err := br.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 		existing := errors.Is(err, pgx.ErrNoRows)
@@ -191,12 +192,12 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 		h, err := c.allocateFast(ctx, tx, req, h, resolved)
 		return h, keys, err
 	}
-	short, err = c.take(ctx, tx, route, req.shop, resolved, mode)
+	short, err = c.take(ctx, tx, route, req.Shop, resolved, mode)
 	if err != nil {
 		return nil, keys, err
 	}
 	if len(short) > 0 {
-		if !holdfast.AllocatedShort(req.lines, short) {
+		if !holdfast.AllocatedShort(req.Lines, short) {
 			return nil, keys, &holdfast.InsufficientStockError{Lines: short}
 		}
 		if mode != takeLocked {
@@ -210,9 +211,9 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	ritems, rlocs, rqtys := columns(resolved)
 	batch := &pgx.Batch{}
-	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
-	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.checkout, req.shop)
-	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, ritems, rlocs, rqtys, h.ExpiresAt, h.CreatedAt)
+	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.Checkout, req.Shop, string(raw))
+	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.Checkout, req.Shop)
+	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.Checkout, req.Shop, ritems, rlocs, rqtys, h.ExpiresAt, h.CreatedAt)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, keys, err
 	}
@@ -228,7 +229,7 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 // pool units in flight): the slow path, never a shortfall.
 func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, h *holdfast.Hold, resolved []holdfast.Line) (*holdfast.Hold, error) {
 	const route = holdfast.RouteReserve
-	infos, err := c.keyInfos(ctx, tx, route, req.shop, resolved, false)
+	infos, err := c.keyInfos(ctx, tx, route, req.Shop, resolved, false)
 	if err != nil {
 		return nil, err
 	}
@@ -238,12 +239,12 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	batch := &pgx.Batch{}
 	for i, l := range resolved {
-		c.queueTake(ctx, batch, route, infos[i].strategy, req.shop, l)
+		c.queueTake(ctx, batch, route, infos[i].strategy, req.Shop, l)
 	}
 	items, locs, qtys := columns(resolved)
-	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.checkout, req.shop, string(raw))
-	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.checkout, req.shop)
-	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.checkout, req.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt)
+	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.Checkout, req.Shop, string(raw))
+	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.Checkout, req.Shop)
+	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.Checkout, req.Shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt)
 	br := tx.SendBatch(ctx, batch)
 	short := false
 	for _, l := range resolved {
@@ -268,11 +269,11 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 // a hold or outcome: a replay when the hold satisfies the request
 // (AllocationSatisfied), else ErrIdempotencyConflict.
 func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservation) (*holdfast.Hold, error) {
-	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout)
+	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
 	if errors.Is(err, holdfast.ErrNotFound) {
 		// A checkout that waits (or waited) for other lines: allocated
 		// lines never wait, so they are other lines (waitlist.go).
-		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, nil)
+		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, nil)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			return nil, errRetry // purged between the insert and this read
 		}
@@ -291,7 +292,7 @@ func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservat
 	case h.Status == holdfast.StatusExpired && !h.Claimable:
 		return nil, holdfast.ErrHoldExpired
 	}
-	if !holdfast.AllocationSatisfied(h.Lines, req.lines) {
+	if !holdfast.AllocationSatisfied(h.Lines, req.Lines) {
 		return nil, holdfast.ErrIdempotencyConflict
 	}
 	if err := c.sameBuyer(ctx, tx, req); err != nil {
@@ -301,37 +302,15 @@ func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservat
 	return h, errRollback
 }
 
-// SetLocationOrder sets a shop's default location order: the candidates,
-// in priority order, of every allocated line that names none. Empty clears
-// it. At most LocationOrderMax positive, distinct ids; bad input is an
-// *ArgumentError and writes nothing.
-func (c *Client) SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error {
-	if err := holdfast.ValidateLocationOrder(shopID, locations); err != nil {
+// putLocationOrder sets or clears a shop's default location order
+// (driver.Settings).
+func (c *Client) putLocationOrder(ctx context.Context, tx pgx.Tx, shopID int64, locations []int64) error {
+	if len(locations) == 0 {
+		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_clear"), shopID)
 		return err
 	}
-	return c.run(ctx, c.pool, holdfast.RouteLocationOrder, true, true, func(tx pgx.Tx, _ int) error {
-		if len(locations) == 0 {
-			_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_clear"), shopID)
-			return err
-		}
-		_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_set"), shopID, locations)
-		return err
-	})
-}
-
-// LocationOrder reads a shop's default location order (empty when none is
-// set).
-func (c *Client) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
-	if shopID <= 0 {
-		return nil, holdfast.NewArgumentError("shop_id", "must be a positive integer")
-	}
-	var out []int64
-	err := c.run(ctx, c.pool, holdfast.RouteLocationOrder, true, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		out, err = c.locationOrder(ctx, tx, holdfast.RouteLocationOrder, shopID)
-		return err
-	})
-	return out, err
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteLocationOrder, "location_order_set"), shopID, locations)
+	return err
 }
 
 func (c *Client) locationOrder(ctx context.Context, tx pgx.Tx, route string, shop int64) ([]int64, error) {

@@ -7,89 +7,34 @@ import (
 	"fmt"
 	"github.com/holdfast/holdfast"
 	"github.com/jackc/pgx/v5"
-	"time"
 )
 
 // Adjust changes a key's available stock by delta (restock, shrinkage) and
 // records reason and reference in the audit trail: ChangeStock without an
 // id. See SetAvailable.
 func (c *Client) Adjust(ctx context.Context, k holdfast.Key, delta int, reason, reference string) (*holdfast.Level, error) {
-	return c.changeStock(ctx, c.pool, true, holdfast.StockChange{Key: k, Delta: delta, Reason: reason, Reference: reference})
+	return c.ChangeStock(ctx, holdfast.StockChange{Key: k, Delta: delta, Reason: reason, Reference: reference})
 }
 
 // AdjustTx is Adjust inside the caller's transaction (in a savepoint).
 func (c *Client) AdjustTx(ctx context.Context, tx pgx.Tx, k holdfast.Key, delta int, reason, reference string) (*holdfast.Level, error) {
-	return c.changeStock(ctx, tx, false, holdfast.StockChange{Key: k, Delta: delta, Reason: reason, Reference: reference})
+	return c.ChangeStockTx(ctx, tx, holdfast.StockChange{Key: k, Delta: delta, Reason: reason, Reference: reference})
 }
 
 // SetAvailable sets a key's available stock (a stocktake), creating the key
 // when it is new, and records the difference in the audit trail:
 // ChangeStock without an id. See ChangeStock.
 func (c *Client) SetAvailable(ctx context.Context, k holdfast.Key, available int, reason, reference string) (*holdfast.Level, error) {
-	return c.changeStock(ctx, c.pool, true, holdfast.StockChange{Key: k, Set: &available, Reason: reason, Reference: reference})
+	return c.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &available, Reason: reason, Reference: reference})
 }
 
 // SetAvailableTx is SetAvailable inside the caller's transaction.
 func (c *Client) SetAvailableTx(ctx context.Context, tx pgx.Tx, k holdfast.Key, available int, reason, reference string) (*holdfast.Level, error) {
-	return c.changeStock(ctx, tx, false, holdfast.StockChange{Key: k, Set: &available, Reason: reason, Reference: reference})
+	return c.ChangeStockTx(ctx, tx, holdfast.StockChange{Key: k, Set: &available, Reason: reason, Reference: reference})
 }
 
-// ChangeStock applies ch: sets the key's available stock to *ch.Set when it
-// is non-nil (a stocktake), else moves it by ch.Delta (restock, shrinkage),
-// creating the key when it is new, and records the difference with
-// ch.Reason and ch.Reference in the audit trail.
-//
-// Reducing stock below pooled + held shrinks the key's buffer first. When
-// active holds alone exceed the new stock the change still applies — it is
-// a fact about the warehouse — but the key is over-committed: its buffer
-// stays empty and nothing more is reserved on it until it is whole again.
-//
-// With ch.ID set the change is idempotent: it is recorded under (shop, ID)
-// with the level it answered, for Config.OutcomeRetention; a retry with the
-// same ID and the same change answers that level (Level.Replayed set) and
-// applies nothing, also when the retry races the first attempt; the same ID
-// with another change is ErrIdempotencyConflict. A lost commit of an
-// identified change is retried like any other lost transaction.
-//
-// Without an ID, a commit whose acknowledgement is lost or late (the
-// connection failed, or ctx ended, after COMMIT was sent) is
-// ErrOutcomeUnknown and never retried blindly: read the level and the
-// ledger before sending it again — or send changes with an ID.
-func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
-	l, err := c.changeStock(ctx, c.pool, true, ch)
-	if err == nil {
-		// A restock may serve waiters, a reduction may leave a wait that
-		// can never be served (waitlist.go).
-		c.endUnservableOn(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
-	}
-	return l, err
-}
-
-// ChangeStockTx is ChangeStock inside the caller's transaction (in a
-// savepoint): the change and its id record commit with the caller's
-// transaction.
-func (c *Client) ChangeStockTx(ctx context.Context, tx pgx.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
-	return c.changeStock(ctx, tx, false, ch)
-}
-
-func (c *Client) changeStock(ctx context.Context, b beginner, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
-	start := time.Now()
-	if err := holdfast.ValidateStockChange(ch); err != nil {
-		c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
-		return nil, err
-	}
-	var lvl *holdfast.Level
-	err := c.run(ctx, b, holdfast.RouteAdjust, own, ch.ID != "", func(tx pgx.Tx, _ int) error {
-		var err error
-		lvl, err = c.changeStockOnce(ctx, tx, ch)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteAdjust, outcome(err, nil), time.Since(start))
-	return lvl, err
-}
-
-// changeStockOnce is one attempt. An identified change records its id
-// first — before the key's lock, as a reservation creates its hold row
+// changeStockOnce is one attempt (driver.Stocker.ChangeStockAttempt). An
+// identified change records its id first — before the key's lock, as a reservation creates its hold row
 // before anything else it locks is touched by a concurrent retry — and its
 // outcome last.
 func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch holdfast.StockChange) (*holdfast.Level, error) {
@@ -261,58 +206,26 @@ func (c *Client) shrink(ctx context.Context, tx pgx.Tx, route string, k holdfast
 	return errors.New("holdfast: shrink did not converge")
 }
 
-// SetStrategy chooses a key's allocation strategy and pool cap (0 means the
-// client's default), moving its buffered units into the new buffer under
-// the key's lock.
-func (c *Client) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
-	if err := holdfast.ValidateKey(k); err != nil {
+// setStrategyOnce is one attempt of SetStrategy (driver.Stocker): under
+// the key's lock, buffers before the level row (lock order).
+func (c *Client) setStrategyOnce(ctx context.Context, tx pgx.Tx, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "lock_key"), keyHash(k)); err != nil {
 		return nil, err
 	}
-	if !s.Valid() {
-		return nil, holdfast.NewArgumentError("strategy", "must be %s", strategyNames())
+	var cp any
+	if poolCap > 0 {
+		cp = poolCap
 	}
-	if poolCap < 0 || poolCap > holdfast.PoolCapLimit {
-		return nil, holdfast.NewArgumentError("pool_cap", "must be between 1 and %d (0 for the default)", holdfast.PoolCapLimit)
-	}
-	var lvl *holdfast.Level
-	err := c.run(ctx, c.pool, holdfast.RouteAdjust, true, true, func(tx pgx.Tx, _ int) error {
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "lock_key"), keyHash(k)); err != nil {
-			return err
-		}
-		var cp any
-		if poolCap > 0 {
-			cp = poolCap
-		}
-		// Buffers before the level row (lock order).
-		if err := c.shrink(ctx, tx, holdfast.RouteAdjust, k, true, 0); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
-			return err
-		}
-		if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
-			return err
-		}
-		var err error
-		lvl, err = c.level(ctx, tx, holdfast.RouteAdjust, k)
-		return err
-	})
-	c.keys.Delete(k)
-	return lvl, err
-}
-
-// Level returns a key's stock: available, held, pooled and sellable.
-func (c *Client) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
-	if err := holdfast.ValidateKey(k); err != nil {
+	if err := c.shrink(ctx, tx, holdfast.RouteAdjust, k, true, 0); err != nil {
 		return nil, err
 	}
-	var lvl *holdfast.Level
-	err := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		var err error
-		lvl, err = c.level(ctx, tx, holdfast.RouteRead, k)
-		return err
-	})
-	return lvl, err
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "set_strategy"), k.ShopID, k.ItemID, k.LocationID, string(s), cp); err != nil {
+		return nil, err
+	}
+	if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
+		return nil, err
+	}
+	return c.level(ctx, tx, holdfast.RouteAdjust, k)
 }
 
 type keyState struct {

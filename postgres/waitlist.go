@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -56,7 +58,7 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 	if p.Wait <= 0 || !errors.As(err, &ise) {
 		return h, err
 	}
-	req, verr := c.validateReserve(p)
+	req, verr := engine.ValidateReserve(c.cfg, p)
 	if verr != nil {
 		return nil, verr
 	}
@@ -72,13 +74,13 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 			out = prev
 			return err
 		}
-		for _, l := range req.lines {
-			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+		for _, l := range req.Lines {
+			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
 				return err
 			}
 		}
-		items, locs, _ := columns(req.lines)
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.shop, items, locs)
+		items, locs, _ := columns(req.Lines)
+		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.Shop, items, locs)
 		if err != nil {
 			return err
 		}
@@ -96,23 +98,23 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 		}
 		var short []holdfast.Line
 		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
+			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
 			// Units can come back only where holds are outstanding (or
 			// waiters ahead will release theirs), and a cart asking more
 			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.lines[i].Quantity > kw[i].available {
+			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
 				answer = ise
 				return errRollback
 			}
-			short = append(short, req.lines[i])
+			short = append(short, req.Lines[i])
 		}
 		shortRaw, err := json.Marshal(ise.Lines)
 		if err != nil {
 			return err
 		}
 		var seq int64
-		err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.shop, req.checkout, string(req.linesRaw), string(shortRaw),
-			req.ttl.Microseconds(), p.Wait.Microseconds(), c.now()).Scan(&seq)
+		err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
+			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now()).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errRetry // enqueued meanwhile: answer it
 		}
@@ -120,22 +122,22 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 			return err
 		}
 		si, sl, sq := columns(short)
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.shop, req.checkout, seq, si, sl, sq); err != nil {
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.Shop, req.Checkout, seq, si, sl, sq); err != nil {
 			return err
 		}
 		for _, l := range short {
 			// The key's buffer goes back to unallocated: from now on its
 			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
+			if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
 				return err
 			}
 		}
 		// The feed says the checkout waits: its keys sell nothing to new
 		// buyers from now on (key.sold_out derives from it).
-		if err := InsertEventTx(ctx, tx, req.shop, holdfast.EventWaitlistWaiting, &req.checkout, req.lines, nil); err != nil {
+		if err := InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
 			return err
 		}
-		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.shop, req.checkout, req.lines)
+		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
 		if !errors.Is(werr, holdfast.ErrWaitlisted) {
 			return werr // a failed read: roll the wait back
 		}
@@ -146,7 +148,7 @@ func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *h
 		c.kickWaitlist()
 	}
 	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(holdfast.RouteReserve, outcome(err, out), time.Since(start))
+	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, out), time.Since(start))
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +193,7 @@ func (c *Client) waiterAnswer(ctx context.Context, q pgx.Tx, route string, shop 
 		// transaction of its own once this one is over — so the outcome
 		// is durable and single: a later release never turns it into
 		// another (issue 24 item 5).
-		return &waitLapsedError{shop: shop, checkout: checkout}
+		return &waitLapsedError{Shop: shop, Checkout: checkout}
 	case status == "expired":
 		return holdfast.ErrWaitExpired
 	case status == "cancelled":
@@ -227,70 +229,30 @@ func (c *Client) waitOrNotFound(ctx context.Context, tx pgx.Tx, route string, sh
 }
 
 // waitLapsedError is waiterAnswer's ErrWaitExpired for a wait past its end
-// that nothing ended yet: the caller answers ErrWaitExpired and ends it as
-// expired (settleLapsed) once its transaction is over.
-type waitLapsedError struct {
-	shop     int64
-	checkout uuid.UUID
-}
+// that nothing ended yet (engine/driver.WaitLapsedError).
+type waitLapsedError = driver.WaitLapsedError
 
-func (e *waitLapsedError) Error() string        { return holdfast.ErrWaitExpired.Error() }
-func (e *waitLapsedError) Is(target error) bool { return target == holdfast.ErrWaitExpired }
-
-// settleLapsed ends, in a transaction of its own, the wait err reports past
-// its end (a *waitLapsedError) as expired — event waitlist.expired, its keys
-// to the replenisher — and answers ErrWaitExpired; other errors pass
-// through. A wait ended meanwhile (the worker, a release) is left as it
-// ended: it ended as expired too (waitlist_end.sql). A failure leaves it
-// to the waitlist worker; the answer stays ErrWaitExpired.
-func (c *Client) settleLapsed(ctx context.Context, err error) error {
-	var le *waitLapsedError
-	if !errors.As(err, &le) {
+// expireWait ends a lapsed wait as expired — event waitlist.expired, its
+// keys to the replenisher (driver.Waits.ExpireWait). A wait ended
+// meanwhile (the worker, a release) is left as it ended: it ended as
+// expired too (waitlist_end.sql).
+func (c *Client) expireWait(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) error {
+	lines, ok, err := c.endWait(ctx, tx, holdfast.RouteRead, shop, checkout, "expired", "")
+	if err != nil || !ok {
 		return err
 	}
-	_ = c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-		lines, ok, err := c.endWait(ctx, tx, holdfast.RouteRead, le.shop, le.checkout, "expired", "")
-		if err != nil || !ok {
-			return err
-		}
-		return c.recordExpired(ctx, tx, holdfast.RouteRead, le.shop, le.checkout, lines)
-	})
-	c.kickWaitlist()
-	return holdfast.ErrWaitExpired
+	return c.recordExpired(ctx, tx, holdfast.RouteRead, shop, checkout, lines)
 }
 
-// orWait runs op (a claim, extend or edit of the checkout) and answers its
-// ErrNotFound from the checkout's wait, as Hold does: ErrCheckoutWaiting
-// while it waits (it holds nothing yet), how it ended once it ended
-// without a hold (ErrWaitExpired, ErrWaitCancelled, ErrWaitUnservable);
-// a wait granted meanwhile runs op once more (the hold is there now).
+// orWait is engine.OrWait: op's ErrNotFound answered from the checkout's
+// wait.
 func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
-	for try := 0; ; try++ {
-		h, err := op()
-		if !errors.Is(err, holdfast.ErrNotFound) {
-			return h, err
-		}
-		var werr error
-		if rerr := c.run(ctx, c.pool, holdfast.RouteRead, true, true, func(tx pgx.Tx, _ int) error {
-			werr = c.waiterAnswer(ctx, tx, holdfast.RouteRead, shop, checkout, nil)
-			return nil
-		}); rerr != nil {
-			return nil, err
-		}
-		switch {
-		case errors.Is(werr, errGranted) && try == 0:
-			continue
-		case errors.Is(werr, holdfast.ErrWaitlisted):
-			return nil, holdfast.ErrCheckoutWaiting
-		case errors.Is(werr, holdfast.ErrWaitExpired), errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
-			return nil, c.settleLapsed(ctx, werr)
-		}
-		return nil, err
-	}
+	return engine.OrWait(c.engineClient, ctx, shop, checkout, op)
 }
 
-// errGranted: waiterAnswer found the wait granted; the hold answers.
-var errGranted = errors.New("holdfast: wait granted")
+// errGranted: waiterAnswer found the wait granted; the hold answers
+// (engine/driver.ErrGranted).
+var errGranted = driver.ErrGranted
 
 // isWaitAnswer reports whether err is a wait's answer (waiting, or ended
 // without a hold).

@@ -1,0 +1,95 @@
+package driver
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+)
+
+// Reservation is a validated holdfast.ReserveParams, as the engine hands it
+// to a driver's reserve attempts.
+type Reservation struct {
+	Shop     int64
+	Checkout uuid.UUID
+	Lines    []holdfast.Line // sorted by (item, location), the one lock order
+	LinesRaw []byte          // canonical JSON of Lines
+	TTL      time.Duration
+	Buyer    string // ReserveParams.BuyerID
+	// BuyerHash is Buyer's keyed hash, computed before the transaction
+	// begins; nil without a buyer.
+	BuyerHash []byte
+}
+
+// TakeMode is how a reserve attempt gets units from the keys' buffers: the
+// engine picks it from the attempt's slowness level.
+type TakeMode int
+
+const (
+	// TakeFast takes without waiting on other reservers (but for a counter
+	// row) and answers ErrSlowPath when a buffer is short but the stock is
+	// not.
+	TakeFast TakeMode = iota
+	// TakeRetry takes again after RefillInline refilled the buffers, and
+	// answers ErrSlowPath when others took the refill first.
+	TakeRetry
+	// TakeLocked takes each key's lock (advisory lock, lock row), refills
+	// its buffer and takes, in the attempt's transaction.
+	TakeLocked
+)
+
+// ModeOf is the take mode of an attempt at slowness level (0 fast, up to
+// SlowLevelMax) in the engine's own transaction (own) or a caller's: the
+// first slow attempt of the engine's own retakes after a refill in a
+// transaction of its own; inside a caller's it refills under the lock in
+// place.
+func ModeOf(level int, own bool) TakeMode {
+	switch {
+	case level == 1 && own:
+		return TakeRetry
+	case level > 0:
+		return TakeLocked
+	}
+	return TakeFast
+}
+
+// Reserver is the attempts of a reservation (the hot path: each is the
+// driver's per-attempt SQL, in its lock order).
+type Reserver[TTx comparable] interface {
+	// ReserveAttempt is one attempt of r in tx taking units by mode: the
+	// hold (Replayed when it was already in place, with ErrRollback), an
+	// *InsufficientStockError naming every short line,
+	// ErrIdempotencyConflict, or ErrSlowPath.
+	ReserveAttempt(ctx context.Context, tx TTx, own bool, r *Reservation, mode TakeMode) (*holdfast.Hold, error)
+	// SoldOut answers r from one lock-free read when its keys recently sold
+	// out: the short lines, or none to go the normal way (the checkout has
+	// a hold, an outcome, or an attempt in flight).
+	SoldOut(ctx context.Context, r *Reservation) ([]holdfast.Shortfall, error)
+	// RefillInline refills the lines' buffers in a short transaction of its
+	// own, before the first slow attempt.
+	RefillInline(ctx context.Context, shop int64, lines []holdfast.Line) error
+	// BuyerHash is r's buyer's keyed hash (nil without a buyer).
+	BuyerHash(ctx context.Context, r *Reservation) ([]byte, error)
+	// Combines reports whether k is a batch key as the driver last saw its
+	// strategy (its default for keys it has not seen).
+	Combines(k holdfast.Key) bool
+	// ReserveCombined serves r through the driver's combiner when inflight
+	// (this client's combinable reservations in flight, r included) shows
+	// contention; ok false: take the plain path, doubt set when a batch's
+	// commit may have created the hold already.
+	ReserveCombined(ctx context.Context, k holdfast.Key, r *Reservation, inflight int64) (h *holdfast.Hold, err error, ok, doubt bool)
+	// ReserveAllocated serves a cart with allocated lines (input: the
+	// lines as given), observing it itself.
+	ReserveAllocated(ctx context.Context, tx TTx, own bool, r *Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error)
+	// Reserved tells the driver the engine's own transaction committed a
+	// new hold h (its maintenance may track the keys and expiries).
+	Reserved(h *holdfast.Hold, r *Reservation)
+	// MarkNotStocked marks the lines of an *InsufficientStockError that no
+	// key stocks; other errors pass. It reads in tx when not own.
+	MarkNotStocked(ctx context.Context, tx TTx, own bool, shop int64, err error) error
+	// WaitIfShort puts a short reservation that asked to wait on the
+	// waitlist (the waitlist is still each driver's own).
+	WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error)
+}

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/holdfast/holdfast"
+)
+
+// ChangeStock sets or moves a key's available stock (see
+// holdfast.StockChange), creating the key when it is new, and returns its
+// level. An identified change is idempotent on its ID: a retry answers the
+// first outcome. A change that would leave active holds above available
+// is refused (ErrOverCommitted) unless it is a stocktake (Set), which
+// records the over-commitment instead.
+func (c *Client[TTx]) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*holdfast.Level, error) {
+	var zero TTx
+	l, err := c.changeStock(ctx, zero, true, ch)
+	if err == nil {
+		// A restock may serve waiters, a reduction may leave a wait that
+		// can never be served.
+		c.d.EndUnservable(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
+	}
+	return l, err
+}
+
+// ChangeStockTx is ChangeStock inside the caller's transaction (in a
+// savepoint): the change and its id record commit with the caller's
+// transaction.
+func (c *Client[TTx]) ChangeStockTx(ctx context.Context, tx TTx, ch holdfast.StockChange) (*holdfast.Level, error) {
+	if err := callerTx(tx); err != nil {
+		return nil, err
+	}
+	return c.changeStock(ctx, tx, false, ch)
+}
+
+func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
+	start := time.Now()
+	if err := validateStockChange(ch); err != nil {
+		c.observe(holdfast.RouteAdjust, start, err, nil)
+		return nil, err
+	}
+	var lvl *holdfast.Level
+	err := c.run(ctx, tx, own, holdfast.RouteAdjust, ch.ID != "", func(tx TTx) error {
+		var err error
+		lvl, err = c.d.ChangeStockAttempt(ctx, tx, own, ch)
+		return err
+	})
+	c.observe(holdfast.RouteAdjust, start, err, nil)
+	if err != nil {
+		return nil, err
+	}
+	return lvl, nil
+}
+
+// SetStrategy sets a key's allocation strategy (and, for pool, its pool
+// cap; 0 is Config.PoolCap), creating the key when it is new: under the
+// key's lock its buffer is emptied into the new one. A strategy the
+// driver does not offer is an *ArgumentError.
+func (c *Client[TTx]) SetStrategy(ctx context.Context, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
+	if err := holdfast.ValidateKey(k); err != nil {
+		return nil, err
+	}
+	if offered := c.d.Strategies(); !slices.Contains(offered, s) {
+		return nil, holdfast.NewArgumentError("strategy", "must be %s", strategyNames(offered))
+	}
+	if poolCap < 0 || poolCap > holdfast.PoolCapLimit {
+		return nil, holdfast.NewArgumentError("pool_cap", "must be between 1 and %d (0 for the default)", holdfast.PoolCapLimit)
+	}
+	var zero TTx
+	var lvl *holdfast.Level
+	err := c.run(ctx, zero, true, holdfast.RouteAdjust, true, func(tx TTx) error {
+		var err error
+		lvl, err = c.d.SetStrategyAttempt(ctx, tx, k, s, poolCap)
+		return err
+	})
+	c.d.StrategyChanged(k)
+	return lvl, err
+}
+
+// strategyNames is "a, b or c".
+func strategyNames(offered []holdfast.Strategy) string {
+	names := make([]string, len(offered))
+	for i, s := range offered {
+		names[i] = string(s)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// SetSafetyStock sets a key's safety stock (0 removes it), creating the
+// key (available 0) when it is new, and returns its level: the units it
+// withholds are never sold (Level.Sellable), and never held in its buffer.
+func (c *Client[TTx]) SetSafetyStock(ctx context.Context, k holdfast.Key, safety int) (*holdfast.Level, error) {
+	if err := validateSafety(k, safety); err != nil {
+		return nil, err
+	}
+	var zero TTx
+	var lvl *holdfast.Level
+	err := c.run(ctx, zero, true, holdfast.RouteAdjust, true, func(tx TTx) error {
+		var err error
+		lvl, err = c.d.SetSafetyAttempt(ctx, tx, k, safety)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.d.KickWaitlist() // a lower safety stock may serve waiters
+	return lvl, nil
+}
+
+// Level returns a key's stock: available, held, pooled and sellable.
+func (c *Client[TTx]) Level(ctx context.Context, k holdfast.Key) (*holdfast.Level, error) {
+	if err := holdfast.ValidateKey(k); err != nil {
+		return nil, err
+	}
+	var zero TTx
+	var lvl *holdfast.Level
+	err := c.run(ctx, zero, true, holdfast.RouteRead, true, func(tx TTx) error {
+		var err error
+		lvl, err = c.d.ReadLevel(ctx, tx, holdfast.RouteRead, k)
+		return err
+	})
+	return lvl, err
+}

@@ -1,0 +1,198 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+	hfdriver "github.com/holdfast/holdfast/engine/driver"
+)
+
+// engineDriver is this package as the engine's driver
+// (engine/driver.Driver[*sql.Tx]): the Client's own attempts and
+// classifier, seen through the contract. It is the Client itself, under a
+// type whose methods are the contract's, so the Client's exported methods
+// stay the user's.
+type engineDriver Client
+
+var _ hfdriver.Driver[*sql.Tx] = (*engineDriver)(nil)
+
+func (d *engineDriver) c() *Client { return (*Client)(d) }
+
+func (d *engineDriver) Code(err error) string         { return classifier{}.Code(err) }
+func (d *engineDriver) Retryable(err error) bool      { return classifier{}.Retryable(err) }
+func (d *engineDriver) ConnectionLost(err error) bool { return classifier{}.ConnectionLost(err) }
+func (d *engineDriver) CommitUnacknowledged(err error) bool {
+	return classifier{}.CommitUnacknowledged(err)
+}
+func (d *engineDriver) Unavailable(err error) bool  { return classifier{}.Unavailable(err) }
+func (d *engineDriver) CallerTxLost(err error) bool { return classifier{}.CallerTxLost(err) }
+
+// Attempt runs fn in the client's own READ COMMITTED transaction (own) or
+// in a savepoint of the caller's tx (client.go, once).
+func (d *engineDriver) Attempt(ctx context.Context, tx *sql.Tx, own bool, route string, fn func(tx *sql.Tx) error) error {
+	if own {
+		tx = nil
+	}
+	return d.c().once(ctx, tx, route, fn)
+}
+
+func (d *engineDriver) ClaimAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	return d.c().claimOnce(ctx, tx, own, shop, checkout)
+}
+
+func (d *engineDriver) ReleaseAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	return d.c().releaseOnce(ctx, tx, own, shop, checkout)
+}
+
+func (d *engineDriver) ExtendAttempt(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID, ttl time.Duration) (*holdfast.Hold, error) {
+	return d.c().extendOnce(ctx, tx, shop, checkout, ttl)
+}
+
+func (d *engineDriver) ReadHold(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	return d.c().readHold(ctx, tx, route, "hold_get", shop, checkout)
+}
+
+func (d *engineDriver) CancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+	return d.c().cancelWait(ctx, tx, route, shop, checkout)
+}
+
+func (d *engineDriver) WaitOrNotFound(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	return d.c().waitOrNotFound(ctx, tx, route, shop, checkout, nil)
+}
+
+func (d *engineDriver) WaiterAnswer(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) error {
+	return d.c().waiterAnswer(ctx, tx, route, shop, checkout, nil)
+}
+
+func (d *engineDriver) ExpireWait(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID) error {
+	return d.c().expireWait(ctx, tx, shop, checkout)
+}
+
+func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []holdfast.Key) {
+	d.c().endUnservableOn(ctx, route, keys)
+}
+
+func (d *engineDriver) KickWaitlist() { d.c().kickWaitlist() }
+
+func (d *engineDriver) ReserveAttempt(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, mode hfdriver.TakeMode) (*holdfast.Hold, error) {
+	return d.c().reserveOnce(ctx, tx, own, r, mode)
+}
+
+func (d *engineDriver) SoldOut(ctx context.Context, r *hfdriver.Reservation) ([]holdfast.Shortfall, error) {
+	return d.c().soldOut(ctx, r)
+}
+
+func (d *engineDriver) RefillInline(ctx context.Context, shop int64, lines []holdfast.Line) error {
+	return d.c().refillInline(ctx, shop, lines)
+}
+
+func (d *engineDriver) BuyerHash(ctx context.Context, r *hfdriver.Reservation) ([]byte, error) {
+	return d.c().buyerHash(ctx, r)
+}
+
+func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
+
+func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *hfdriver.Reservation, inflight int64) (*holdfast.Hold, error, bool, bool) {
+	h, err, ok := d.c().reserveCombined(ctx, k, r, inflight)
+	return h, err, ok, false
+}
+
+func (d *engineDriver) ReserveAllocated(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
+	if own {
+		tx = nil
+	}
+	return d.c().reserveAllocated(ctx, tx, r, input, start)
+}
+
+// Reserved: nothing to track (the replenisher here scans levels).
+func (d *engineDriver) Reserved(*holdfast.Hold, *hfdriver.Reservation) {}
+
+func (d *engineDriver) MarkNotStocked(ctx context.Context, tx *sql.Tx, own bool, shop int64, err error) error {
+	if own {
+		return d.c().markNotStocked(ctx, d.db, shop, err)
+	}
+	return d.c().markNotStocked(ctx, tx, shop, err)
+}
+
+func (d *engineDriver) WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
+	return d.c().waitIfShort(ctx, p, h, err)
+}
+
+func (d *engineDriver) ListHolds(ctx context.Context, tx *sql.Tx, q holdfast.HoldQuery, cur *holdfast.HoldCursor) ([]holdfast.Hold, error) {
+	return d.c().listHolds(ctx, tx, q, cur)
+}
+
+func (d *engineDriver) ListLedger(ctx context.Context, tx *sql.Tx, q holdfast.LedgerQuery, cur *holdfast.LedgerCursor) ([]holdfast.LedgerEntry, error) {
+	return d.c().listLedger(ctx, tx, q, cur)
+}
+
+func (d *engineDriver) ListKeys(ctx context.Context, tx *sql.Tx, q holdfast.KeyQuery) ([]holdfast.Key, error) {
+	return d.c().listKeys(ctx, tx, q)
+}
+
+func (d *engineDriver) SequencePasses(ctx context.Context, reading bool) (int, error) {
+	return d.c().sequencePasses(ctx, reading)
+}
+
+func (d *engineDriver) ReadEvents(ctx context.Context, tx *sql.Tx, shop, after int64, limit int) ([]holdfast.Event, int64, error) {
+	return d.c().readEvents(ctx, tx, shop, after, limit)
+}
+
+func (d *engineDriver) PutBuyerLimit(ctx context.Context, tx *sql.Tx, l holdfast.BuyerLimit) error {
+	return d.c().putBuyerLimit(ctx, tx, l)
+}
+
+func (d *engineDriver) GetBuyerLimit(ctx context.Context, tx *sql.Tx, shop, item int64) (*holdfast.BuyerLimit, error) {
+	return d.c().getBuyerLimit(ctx, tx, shop, item)
+}
+
+func (d *engineDriver) DeleteBuyerLimit(ctx context.Context, tx *sql.Tx, shop, item int64) error {
+	return d.c().deleteBuyerLimit(ctx, tx, shop, item)
+}
+
+func (d *engineDriver) PutLocationOrder(ctx context.Context, tx *sql.Tx, shop int64, locations []int64) error {
+	return d.c().putLocationOrder(ctx, tx, shop, locations)
+}
+
+func (d *engineDriver) GetLocationOrder(ctx context.Context, tx *sql.Tx, shop int64) ([]int64, error) {
+	return d.c().locationOrder(ctx, tx, holdfast.RouteLocationOrder, shop)
+}
+
+func (d *engineDriver) Strategies() []holdfast.Strategy { return Strategies() }
+
+func (d *engineDriver) ChangeStockAttempt(ctx context.Context, tx *sql.Tx, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
+	return d.c().changeStockOnce(ctx, tx, own, ch)
+}
+
+func (d *engineDriver) SetStrategyAttempt(ctx context.Context, tx *sql.Tx, k holdfast.Key, s holdfast.Strategy, poolCap int) (*holdfast.Level, error) {
+	return d.c().setStrategyOnce(ctx, tx, k, s, poolCap)
+}
+
+func (d *engineDriver) StrategyChanged(k holdfast.Key) { d.keys.Delete(k) }
+
+func (d *engineDriver) SetSafetyAttempt(ctx context.Context, tx *sql.Tx, k holdfast.Key, safety int) (*holdfast.Level, error) {
+	return d.c().setSafetyOnce(ctx, tx, k, safety)
+}
+
+func (d *engineDriver) ReadLevel(ctx context.Context, tx *sql.Tx, route string, k holdfast.Key) (*holdfast.Level, error) {
+	return d.c().level(ctx, tx, route, k)
+}
+
+func (d *engineDriver) EditAttempt(ctx context.Context, tx *sql.Tx, own bool, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode hfdriver.TakeMode) (*holdfast.Hold, []holdfast.Line, error) {
+	return d.c().editOnce(ctx, tx, own, p, lines, raw, mode)
+}
+
+// Edited: nothing to track (the replenisher here scans levels).
+func (d *engineDriver) Edited(*holdfast.Hold, holdfast.EditParams, []holdfast.Line) {}
+
+func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
+	return d.c().claimLinesOnce(ctx, tx, own, shop, checkout, in, want)
+}
+
+func (d *engineDriver) ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
+	return d.c().checkInvariant(ctx)
+}
