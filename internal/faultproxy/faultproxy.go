@@ -48,14 +48,17 @@ type Proxy struct {
 }
 
 // Start listens on a free 127.0.0.1 port and forwards every connection to
-// target (host:port) through relay. It stops when t ends.
-func Start(t testing.TB, target string, relay Relay) *Proxy {
+// target (host:port) through the Relay newRelay returns. newRelay is called
+// once, before the first connection is accepted: a caller embedding the
+// Proxy sets its field there. It stops when t ends.
+func Start(t testing.TB, target string, newRelay func(*Proxy) Relay) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, relay: relay, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
+	p.relay = newRelay(p)
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)

@@ -45,7 +45,7 @@ func roundTrip(c net.Conn) bool {
 
 // pipe is a Relay that copies both ways; a line "cut\n" from the client
 // makes it cut instead of passing it on.
-func pipe(p **faultproxy.Proxy) faultproxy.Relay {
+func pipe(p *faultproxy.Proxy) faultproxy.Relay {
 	return func(client, server net.Conn) {
 		go func() { _, _ = io.Copy(client, server) }()
 		r := bufio.NewReader(client)
@@ -54,8 +54,8 @@ func pipe(p **faultproxy.Proxy) faultproxy.Relay {
 			if err != nil {
 				return
 			}
-			if line == "cut\n" && (*p).TakeArmed() {
-				(*p).Cutoff(client, server)
+			if line == "cut\n" && p.TakeArmed() {
+				p.Cutoff(client, server)
 				return
 			}
 			if _, err := server.Write([]byte(line)); err != nil {
@@ -66,8 +66,7 @@ func pipe(p **faultproxy.Proxy) faultproxy.Relay {
 }
 
 func TestCutRefuseSever(t *testing.T) {
-	var p *faultproxy.Proxy
-	p = faultproxy.Start(t, echo(t), pipe(&p))
+	p := faultproxy.Start(t, echo(t), pipe)
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", p.Addr())
 		if err != nil {

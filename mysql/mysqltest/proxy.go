@@ -41,7 +41,10 @@ type Proxy struct {
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	p := &Proxy{}
-	p.Proxy = faultproxy.Start(t, target, p.relay)
+	faultproxy.Start(t, target, func(fp *faultproxy.Proxy) faultproxy.Relay {
+		p.Proxy = fp
+		return p.relay
+	})
 	return p
 }
 
