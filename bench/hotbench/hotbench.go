@@ -9,9 +9,10 @@
 //
 // It is database-neutral: what a database does — its pools, its databases,
 // its ceiling statements, its caller transactions, its error codes — is a
-// Target (mysql/mysqlbench's for MySQL and MariaDB: `holdfast bench
-// --engine mariadb`). Package bench, PostgreSQL's fuller bench, shares its
-// percentiles (Percentile, Ms).
+// Target: mysql/mysqlbench's for MySQL and MariaDB (`holdfast bench
+// --engine mariadb`), bench.HotTarget for PostgreSQL. Package bench,
+// PostgreSQL's fuller bench (`holdfast bench`), shares its percentiles
+// (Percentile, Ms).
 package hotbench
 
 import (
