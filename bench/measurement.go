@@ -2,15 +2,16 @@ package bench
 
 import (
 	"errors"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/bench/hotbench"
 )
 
 // What a run measures: each client's tally, merged into a measurement, and
-// the percentiles of its latencies.
+// the percentiles of its latencies (hotbench's, shared with the MySQL
+// bench).
 
 // measurement is what a run's clients saw.
 type measurement struct {
@@ -33,23 +34,12 @@ func (m *measurement) fill(res *Result) {
 		res.HoldsPerSec = float64(m.holds) / m.window.Seconds()
 	}
 	slices.Sort(m.lat)
-	res.P50ms, res.P95ms, res.P99ms = ms(percentile(m.lat, 0.50)), ms(percentile(m.lat, 0.95)), ms(percentile(m.lat, 0.99))
+	res.P50ms, res.P95ms, res.P99ms = hotbench.Ms(hotbench.Percentile(m.lat, 0.50)), hotbench.Ms(hotbench.Percentile(m.lat, 0.95)), hotbench.Ms(hotbench.Percentile(m.lat, 0.99))
 	if n := len(m.lat); n > 0 {
-		res.Maxms = ms(m.lat[n-1])
+		res.Maxms = hotbench.Ms(m.lat[n-1])
 	}
 	res.Waits, res.GoCPU, res.PgCPU, res.OtherCPU = m.waits, m.goCPU, m.pgCPU, m.otherCPU
 }
-
-// percentile is the nearest-rank q-quantile of sorted.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-func ms(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
 
 // tally is one client's share of a measurement.
 type tally struct {

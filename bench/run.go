@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast/bench/hotbench"
 )
 
 // poolSlack is the connections a run's pool has beyond its clients: the
@@ -207,7 +209,7 @@ func (r *runner) run(ctx context.Context, strategy string, sc *scenario, clients
 	}
 	m.fill(res)
 	if sc.name == ScenarioSoldout || m.window == 0 {
-		res.ElapsedMs = ms(m.elapsed)
+		res.ElapsedMs = hotbench.Ms(m.elapsed)
 		res.HoldsPerSec = float64(m.holds) / m.elapsed.Seconds()
 	}
 	res.RetriesByCode, res.InlineRefills = counters.snapshot()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holdfast/holdfast/bench/hotbench"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/mysqlbench"
 )
@@ -75,11 +76,15 @@ func runMySQLBench(ctx context.Context, f *benchFlags) error {
 		}
 		return in
 	}
-	scenarios := keep("scenarios", splitList(f.scenarios), mysqlbench.Scenarios())
-	strategies := keep("strategies", splitList(f.strategies), mysqlbench.Strategies())
+	scenarios := keep("scenarios", splitList(f.scenarios), hotbench.Scenarios())
+	var have []string
+	for _, s := range mysql.Strategies() {
+		have = append(have, string(s))
+	}
+	strategies := keep("strategies", splitList(f.strategies), have)
 	if len(scenarios) == 0 || len(strategies) == 0 {
 		return usageError("no scenario or strategy the MySQL bench runs (scenarios %s; strategies %s)",
-			strings.Join(mysqlbench.Scenarios(), ", "), strings.Join(mysqlbench.Strategies(), ", "))
+			strings.Join(hotbench.Scenarios(), ", "), strings.Join(have, ", "))
 	}
 	db, err := openMySQLDatabase(ctx, true, stderrf)
 	if err != nil {
@@ -90,9 +95,10 @@ func runMySQLBench(ctx context.Context, f *benchFlags) error {
 	if err != nil {
 		return errors.New("DATABASE_URL is not a valid mysql:// URL")
 	}
+	target := mysqlbench.New(server)
+	defer target.Close()
 	start := time.Now()
-	rep, err := mysqlbench.Run(ctx, mysqlbench.Options{
-		Server:     server,
+	rep, err := hotbench.Run(ctx, target, hotbench.Options{
 		Scenarios:  scenarios,
 		Strategies: strategies,
 		Clients:    clients,
@@ -106,7 +112,7 @@ func runMySQLBench(ctx context.Context, f *benchFlags) error {
 			return werr
 		}
 	}
-	if errors.Is(err, mysqlbench.ErrIncorrect) {
+	if errors.Is(err, hotbench.ErrIncorrect) {
 		return &exitError{code: 1, msg: "OVERSELL OR AUDIT FAILURE: " + err.Error()}
 	}
 	return err

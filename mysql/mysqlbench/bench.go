@@ -1,31 +1,23 @@
-// Package mysqlbench measures the MySQL engine's strategies on a MySQL or
-// MariaDB server: the scenarios hot (one key, every client reserving one
-// unit) and hot-tx (the same inside the caller's transaction with simulated
-// checkout work before COMMIT), holds/s and latency per (scenario, clients,
-// strategy), each against the server's own durable-commit ceiling measured
-// in the same run (one-row INSERT per transaction, as package bench measures
-// PostgreSQL's). Every run gets a fresh database and ends with an audit:
-// the engine's invariant check, and the key's held units against the holds
-// acknowledged. It is `holdfast bench --engine mariadb`.
+// Package mysqlbench is the MySQL and MariaDB side of bench/hotbench: a
+// hotbench.Target on a MySQL or MariaDB server — its pools, a fresh
+// database per run (CREATE/DROP DATABASE), its commit-ceiling statements,
+// the MySQL engine on a migrated database, its caller transactions (hot-tx's
+// simulated checkout work is SELECT SLEEP) and its error numbers. It is
+// `holdfast bench --engine mariadb`:
 //
-// Package bench is built on pgx end to end (pools, statistics, waits); this
-// package is its smaller MySQL counterpart, not a port of every scenario.
+//	hotbench.Run(ctx, mysqlbench.New(server), hotbench.Options{…})
+//
+// The runner, its audit and its report are hotbench's; package bench, built
+// on pgx end to end, is PostgreSQL's fuller bench.
 package mysqlbench
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"math"
 	"os"
-	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +25,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/bench/hotbench"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
@@ -46,17 +39,46 @@ var statements = sqltext.Load("mysqlbench", sqlFiles, "sql")
 // statement returns the embedded SQL file name.sql with the bench's comment.
 func statement(name string) string { return statements.Tagged("bench", name) }
 
-// Scenario names, as in package bench.
-const (
-	ScenarioHot   = "hot"
-	ScenarioHotTx = "hot-tx"
-)
+// txWork is hot-tx's simulated checkout work: SELECT SLEEP(seconds).
+var txWork = statement("tx_work")
 
-// Scenarios lists the scenarios this bench runs, in order.
-func Scenarios() []string { return []string{ScenarioHot, ScenarioHotTx} }
+// Target is a MySQL or MariaDB server to bench on. Close it when done.
+type Target struct {
+	server *mysqldriver.Config
+	prefix string
+	seq    atomic.Int64
+
+	admin *sql.DB // CREATE and DROP DATABASE; opened on first use
+	err   error
+}
+
+var _ hotbench.Target = (*Target)(nil)
+
+// New returns the Target on server (any database; its user needs CREATE
+// and DROP).
+func New(server *mysqldriver.Config) *Target {
+	t := &Target{server: server, prefix: fmt.Sprintf("hfbench_%d_", os.Getpid())}
+	if server == nil {
+		t.err = errors.New("mysqlbench: a server configuration is required")
+		return t
+	}
+	t.admin, t.err = t.open("", 2)
+	return t
+}
+
+// Close closes the Target's administrative pool.
+func (t *Target) Close() error {
+	if t.admin == nil {
+		return nil
+	}
+	return t.admin.Close()
+}
+
+// Engine names the engine: "MySQL".
+func (t *Target) Engine() string { return "MySQL" }
 
 // Strategies lists the MySQL engine's strategies, in order.
-func Strategies() []string {
+func (t *Target) Strategies() []string {
 	var out []string
 	for _, s := range mysql.Strategies() {
 		out = append(out, string(s))
@@ -64,176 +86,29 @@ func Strategies() []string {
 	return out
 }
 
-// ClientsMax bounds Options.Clients: each client holds a connection.
-const ClientsMax = 256
-
-// Options configures Run. Zero values mean their defaults.
-type Options struct {
-	// Server is the driver configuration of the server (any database; its
-	// user needs CREATE and DROP). Required.
-	Server *mysqldriver.Config
-	// Scenarios and Strategies select what runs. Default to all.
-	Scenarios  []string
-	Strategies []string
-	// Clients are the concurrency levels. Default to 1, 8, 32, 64.
-	Clients []int
-	// Duration is the measured time per run. Defaults to 5 seconds.
-	Duration time.Duration
-	// Warmup runs before each measurement. Defaults to Duration/5, at most
-	// one second.
-	Warmup time.Duration
-	// TxWork is the simulated checkout work inside each hot-tx
-	// transaction. Defaults to 5ms.
-	TxWork time.Duration
-	// HotStock is the hot key's stock: large enough never to run out.
-	// Defaults to 10,000,000.
-	HotStock int
-	// Progress receives one line per run. Nil is silent.
-	Progress io.Writer
+// Server is the server's version comment and version.
+func (t *Target) Server(ctx context.Context) (string, error) {
+	if t.err != nil {
+		return "", t.err
+	}
+	var s string
+	err := t.admin.QueryRowContext(ctx, "SELECT concat(@@version_comment, ' ', @@version)").Scan(&s)
+	return s, err
 }
 
-func (o Options) withDefaults() Options {
-	if len(o.Scenarios) == 0 {
-		o.Scenarios = Scenarios()
+// ErrorKind names a MySQL error by its number ("mysql 1213").
+func (t *Target) ErrorKind(err error) string {
+	var me *mysqldriver.MySQLError
+	if errors.As(err, &me) {
+		return fmt.Sprintf("mysql %d", me.Number)
 	}
-	if len(o.Strategies) == 0 {
-		o.Strategies = Strategies()
-	}
-	if len(o.Clients) == 0 {
-		o.Clients = []int{1, 8, 32, 64}
-	}
-	if o.Duration <= 0 {
-		o.Duration = 5 * time.Second
-	}
-	if o.Warmup <= 0 {
-		o.Warmup = min(o.Duration/5, time.Second)
-	}
-	if o.TxWork <= 0 {
-		o.TxWork = 5 * time.Millisecond
-	}
-	if o.HotStock <= 0 {
-		o.HotStock = 10_000_000
-	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	return o
-}
-
-func (o Options) validate() error {
-	if o.Server == nil {
-		return errors.New("mysqlbench: Options.Server is required")
-	}
-	for _, s := range o.Scenarios {
-		if !slices.Contains(Scenarios(), s) {
-			return fmt.Errorf("mysqlbench: unknown scenario %q (known: %s)", s, strings.Join(Scenarios(), ", "))
-		}
-	}
-	for _, s := range o.Strategies {
-		if !slices.Contains(Strategies(), s) {
-			return fmt.Errorf("mysqlbench: unknown strategy %q (known: %s)", s, strings.Join(Strategies(), ", "))
-		}
-	}
-	for _, c := range o.Clients {
-		if c < 1 || c > ClientsMax {
-			return fmt.Errorf("mysqlbench: clients %d out of 1..%d", c, ClientsMax)
-		}
-	}
-	return nil
-}
-
-// ErrIncorrect is returned (wrapped) when a run oversold or failed its
-// audit: the report still holds every result.
-var ErrIncorrect = errors.New("mysqlbench: oversell or audit failure")
-
-// Result is one (scenario, clients, strategy) run, or the commit ceiling
-// (Strategy "ceiling").
-type Result struct {
-	Scenario    string           `json:"scenario"`
-	Strategy    string           `json:"strategy"`
-	Clients     int              `json:"clients"`
-	Holds       int64            `json:"holds"` // granted in the measured window
-	HoldsPerSec float64          `json:"holds_per_sec"`
-	P50ms       float64          `json:"p50_ms"`
-	P99ms       float64          `json:"p99_ms"`
-	Errors      int64            `json:"errors"`
-	ErrorKinds  map[string]int64 `json:"error_kinds,omitempty"`
-	// Ceiling is the server's commit ceiling at Clients, measured in the
-	// same run.
-	Ceiling float64 `json:"ceiling"`
-	// Oversold counts invariant violations found by the audit.
-	Oversold int    `json:"oversold"`
-	Problem  string `json:"problem,omitempty"`
-}
-
-// Report is a whole run.
-type Report struct {
-	Server   string    `json:"server"`
-	Duration string    `json:"duration"`
-	Results  []*Result `json:"results"`
-}
-
-// Run runs every (scenario, clients, strategy) and measures the commit
-// ceiling at each client count. It returns the report so far with an error
-// wrapping ErrIncorrect when any run oversold or failed its audit.
-func Run(ctx context.Context, o Options) (*Report, error) {
-	o = o.withDefaults()
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	r := &runner{o: o, prefix: fmt.Sprintf("hfbench_%d_", os.Getpid())}
-	admin, err := r.open("", 2)
-	if err != nil {
-		return nil, err
-	}
-	defer admin.Close()
-	r.admin = admin
-	rep := &Report{Duration: o.Duration.String()}
-	if err := admin.QueryRowContext(ctx, "SELECT concat(@@version_comment, ' ', @@version)").Scan(&rep.Server); err != nil {
-		return nil, fmt.Errorf("mysqlbench: %w", err)
-	}
-	ceilings := map[int]float64{}
-	var bad []string
-	for _, sc := range o.Scenarios {
-		for _, clients := range o.Clients {
-			if _, ok := ceilings[clients]; !ok {
-				c, err := r.ceiling(ctx, clients)
-				if err != nil {
-					return rep, err
-				}
-				ceilings[clients] = c.HoldsPerSec
-				rep.Results = append(rep.Results, c)
-			}
-			for _, st := range o.Strategies {
-				res, err := r.run(ctx, sc, st, clients)
-				if err != nil {
-					return rep, err
-				}
-				res.Ceiling = ceilings[clients]
-				rep.Results = append(rep.Results, res)
-				if res.Oversold > 0 || res.Problem != "" {
-					bad = append(bad, fmt.Sprintf("%s %s c=%d: oversold %d %s", st, sc, clients, res.Oversold, res.Problem))
-				}
-			}
-		}
-	}
-	if len(bad) > 0 {
-		return rep, fmt.Errorf("%w: %s", ErrIncorrect, strings.Join(bad, "; "))
-	}
-	return rep, nil
-}
-
-type runner struct {
-	o      Options
-	prefix string
-	admin  *sql.DB
-	seq    int
+	return ""
 }
 
 // open opens a pool on database (empty: none selected), configured as the
 // engine needs.
-func (r *runner) open(database string, maxConns int) (*sql.DB, error) {
-	cfg := r.o.Server.Clone()
+func (t *Target) open(database string, maxConns int) (*sql.DB, error) {
+	cfg := t.server.Clone()
 	cfg.DBName = database
 	mysql.Configure(cfg)
 	conn, err := mysqldriver.NewConnector(cfg)
@@ -246,279 +121,81 @@ func (r *runner) open(database string, maxConns int) (*sql.DB, error) {
 	return db, nil
 }
 
-// database creates a fresh database and returns its name and a drop func.
-func (r *runner) database(ctx context.Context) (string, func(), error) {
-	r.seq++
-	name := fmt.Sprintf("%s%d", r.prefix, r.seq)
-	// The name is ours (prefix, pid, counter): no user input reaches it.
-	if _, err := r.admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("mysqlbench: create database: %w", err)
+// Database creates a fresh database and opens a pool of conns on it.
+func (t *Target) Database(ctx context.Context, conns int) (hotbench.Database, error) {
+	if t.err != nil {
+		return nil, t.err
 	}
-	return name, func() { _, _ = r.admin.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+name) }, nil
+	// The name is ours (prefix, pid, counter): no user input reaches it.
+	name := fmt.Sprintf("%s%d", t.prefix, t.seq.Add(1))
+	if _, err := t.admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("mysqlbench: create database: %w", err)
+	}
+	d := &database{t: t, name: name, ctx: ctx}
+	db, err := t.open(name, conns)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.db = db
+	return d, nil
 }
 
-// ceiling measures the durable-commit ceiling at clients: one-row INSERTs,
-// one per transaction (autocommit), into a scratch table.
-func (r *runner) ceiling(ctx context.Context, clients int) (*Result, error) {
-	name, drop, err := r.database(ctx)
-	if err != nil {
-		return nil, err
+// database is one run's database.
+type database struct {
+	t    *Target
+	name string
+	ctx  context.Context // the creating call's, for the DROP
+	db   *sql.DB
+	eng  *mysql.Client
+}
+
+func (d *database) Close() {
+	if d.db != nil {
+		d.db.Close()
 	}
-	defer drop()
-	db, err := r.open(name, clients+2)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, statement("ceiling_schema")); err != nil {
+	_, _ = d.t.admin.ExecContext(context.WithoutCancel(d.ctx), "DROP DATABASE IF EXISTS "+d.name)
+}
+
+// Ceiling creates the scratch table; the INSERT autocommits.
+func (d *database) Ceiling(ctx context.Context) (func(context.Context) error, error) {
+	if _, err := d.db.ExecContext(ctx, statement("ceiling_schema")); err != nil {
 		return nil, err
 	}
 	insert := statement("ceiling_insert")
-	res := &Result{Scenario: "ceiling", Strategy: "commit", Clients: clients}
-	m := r.timed(ctx, fmt.Sprintf("ceiling    commit   c=%-3d", clients), clients, func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		id := uuid.New()
-		_, err := db.ExecContext(ctx, insert, id[:])
+		_, err := d.db.ExecContext(ctx, insert, id[:])
 		return err
-	})
-	m.fill(res, r.o.Duration)
-	if res.Errors > 0 {
-		return nil, fmt.Errorf("mysqlbench: commit ceiling: %d errors %v", res.Errors, res.ErrorKinds)
-	}
-	return res, nil
+	}, nil
 }
 
-// poolSlack is the connections a run's pool has beyond its clients (the
-// engine's maintenance, the audit).
-const poolSlack = 4
-
-// run measures strategy on scenario at clients on a fresh database, then
-// audits it.
-func (r *runner) run(ctx context.Context, scenario, strategy string, clients int) (*Result, error) {
-	name, drop, err := r.database(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer drop()
-	db, err := r.open(name, clients+poolSlack)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	if _, err := migrations.Up(ctx, db); err != nil {
+func (d *database) Engine(ctx context.Context, strategy string) (holdfast.Engine, error) {
+	if _, err := migrations.Up(ctx, d.db); err != nil {
 		return nil, fmt.Errorf("mysqlbench: migrate: %w", err)
 	}
-	eng, err := mysql.New(db, holdfast.Config{Strategy: holdfast.Strategy(strategy)})
+	eng, err := mysql.New(d.db, holdfast.Config{Strategy: holdfast.Strategy(strategy)})
 	if err != nil {
 		return nil, err
 	}
-	key := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
-	stock := r.o.HotStock
-	if _, err := eng.ChangeStock(ctx, holdfast.StockChange{Key: key, Set: &stock, Reason: "bench"}); err != nil {
-		return nil, err
-	}
-	eng.Start(ctx)
-	lines := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}
-	work := statement("tx_work")
-	// granted counts acknowledged holds (a COMMIT that answered), unknown
-	// the reservations whose outcome is unknown (a failed COMMIT).
-	var granted, unknown atomic.Int64
-	do := func(ctx context.Context) error {
-		p := holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: lines}
-		if scenario == ScenarioHot {
-			_, err := eng.Reserve(ctx, p)
-			if err == nil {
-				granted.Add(1)
-			} else if errors.Is(err, holdfast.ErrOutcomeUnknown) {
-				unknown.Add(1)
-			}
-			return err
-		}
-		tx, err := db.BeginTx(ctx, mysql.TxOptions())
-		if err != nil {
-			return err
-		}
-		if _, err = eng.ReserveTx(ctx, tx, p); err == nil {
-			_, err = tx.ExecContext(ctx, work, r.o.TxWork.Seconds())
-		}
-		if err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			unknown.Add(1)
-			return err
-		}
-		granted.Add(1)
-		return nil
-	}
-	res := &Result{Scenario: scenario, Strategy: strategy, Clients: clients}
-	m := r.timed(ctx, fmt.Sprintf("%-10s %-8s c=%-3d", strategy, scenario, clients), clients, do)
-	m.fill(res, r.o.Duration)
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := eng.Stop(stopCtx); err != nil {
-		return nil, err
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	inv, err := eng.CheckInvariant(stopCtx)
+	d.eng = eng
+	return eng, nil
+}
+
+func (d *database) ReserveTx(ctx context.Context, p holdfast.ReserveParams, work time.Duration) (bool, error) {
+	tx, err := d.db.BeginTx(ctx, mysql.TxOptions())
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	if !inv.OK() {
-		res.Oversold = max(1, len(inv.Violations))
-		res.Problem = inv.String()
+	if _, err = d.eng.ReserveTx(ctx, tx, p); err == nil {
+		_, err = tx.ExecContext(ctx, txWork, work.Seconds())
 	}
-	lvl, err := eng.Level(stopCtx, key)
 	if err != nil {
-		return nil, err
+		_ = tx.Rollback()
+		return false, err
 	}
-	g, u := granted.Load(), unknown.Load()
-	if held := int64(lvl.Held); held < g || held > g+u {
-		res.Problem = strings.TrimSpace(res.Problem + fmt.Sprintf(" audit: %d units held, %d holds acknowledged, %d of unknown outcome", held, g, u))
+	if err := tx.Commit(); err != nil {
+		return true, err
 	}
-	return res, nil
-}
-
-// measurement is what a run's clients saw in the measured window.
-type measurement struct {
-	ok        int64
-	errors    int64
-	kinds     map[string]int64
-	latencies []time.Duration
-}
-
-func (m *measurement) fill(res *Result, window time.Duration) {
-	res.Holds, res.Errors = m.ok, m.errors
-	res.HoldsPerSec = float64(m.ok) / window.Seconds()
-	if len(m.kinds) > 0 {
-		res.ErrorKinds = m.kinds
-	}
-	slices.Sort(m.latencies)
-	res.P50ms, res.P99ms = ms(percentile(m.latencies, 0.50)), ms(percentile(m.latencies, 0.99))
-}
-
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-func ms(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
-
-// errorKind names an error for the report.
-func errorKind(err error) string {
-	for _, e := range []error{holdfast.ErrInsufficientStock, holdfast.ErrOutcomeUnknown, context.DeadlineExceeded, context.Canceled} {
-		if errors.Is(err, e) {
-			return e.Error()
-		}
-	}
-	var me *mysqldriver.MySQLError
-	if errors.As(err, &me) {
-		return fmt.Sprintf("mysql %d", me.Number)
-	}
-	return "other"
-}
-
-// timed runs do on clients goroutines for the warmup and then the measured
-// window; attempts that start in the window count.
-func (r *runner) timed(ctx context.Context, label string, clients int, do func(context.Context) error) *measurement {
-	fmt.Fprintf(r.o.Progress, "%s running %v\n", label, r.o.Duration)
-	start := time.Now()
-	from, to := start.Add(r.o.Warmup), start.Add(r.o.Warmup+r.o.Duration)
-	out := make([]*measurement, clients)
-	var wg sync.WaitGroup
-	for i := range clients {
-		m := &measurement{kinds: map[string]int64{}}
-		out[i] = m
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if !t0.Before(to) {
-					return
-				}
-				err := do(ctx)
-				if t0.Before(from) {
-					continue
-				}
-				if err != nil {
-					m.errors++
-					m.kinds[errorKind(err)]++
-					continue
-				}
-				m.ok++
-				m.latencies = append(m.latencies, time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	all := &measurement{kinds: map[string]int64{}}
-	for _, m := range out {
-		all.ok += m.ok
-		all.errors += m.errors
-		all.latencies = append(all.latencies, m.latencies...)
-		for k, v := range m.kinds {
-			all.kinds[k] += v
-		}
-	}
-	return all
-}
-
-// WriteTable prints the report: per scenario and clients, the commit
-// ceiling and each strategy's holds/s, latency, errors and ratios to the
-// ceiling and to the counter strategy.
-func (rep *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "MySQL engine on %s, %s per run\n", rep.Server, rep.Duration)
-	fmt.Fprintf(w, "%-8s %7s %-9s %10s %8s %8s %7s %8s %8s %8s\n", "scenario", "clients", "strategy", "holds/s", "p50 ms", "p99 ms", "errors", "×ceiling", "×counter", "oversold")
-	ceil := map[int]*Result{}
-	for _, r := range rep.Results {
-		if r.Scenario == "ceiling" {
-			ceil[r.Clients] = r
-		}
-	}
-	rows := slices.Clone(rep.Results)
-	slices.SortStableFunc(rows, func(a, b *Result) int {
-		return cmp.Or(cmp.Compare(order(a.Scenario), order(b.Scenario)), cmp.Compare(a.Clients, b.Clients))
-	})
-	counter := map[[2]any]float64{}
-	for _, r := range rows {
-		if r.Strategy == string(holdfast.StrategyCounter) {
-			counter[[2]any{r.Scenario, r.Clients}] = r.HoldsPerSec
-		}
-	}
-	for _, r := range rows {
-		if r.Scenario == "ceiling" {
-			continue
-		}
-		ratio := func(d float64) string {
-			if d <= 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f", r.HoldsPerSec/d)
-		}
-		c := 0.0
-		if cr := ceil[r.Clients]; cr != nil {
-			c = cr.HoldsPerSec
-		}
-		fmt.Fprintf(w, "%-8s %7d %-9s %10.0f %8.2f %8.2f %7d %8s %8s %8d\n", r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, r.P50ms, r.P99ms, r.Errors,
-			ratio(c), ratio(counter[[2]any{r.Scenario, r.Clients}]), r.Oversold)
-		if r.Problem != "" {
-			fmt.Fprintf(w, "         PROBLEM: %s\n", r.Problem)
-		}
-	}
-	for _, c := range slices.Sorted(maps.Keys(ceil)) {
-		fmt.Fprintf(w, "commit ceiling at %d clients: %.0f commits/s (one-row INSERT per transaction), p99 %.2f ms\n", c, ceil[c].HoldsPerSec, ceil[c].P99ms)
-	}
-	return nil
-}
-
-func order(scenario string) int {
-	if i := slices.Index(Scenarios(), scenario); i >= 0 {
-		return i
-	}
-	return -1
+	return false, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast/holdfast/bench/hotbench"
 	"github.com/holdfast/holdfast/mysql/mysqlbench"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
 )
@@ -16,8 +17,9 @@ func TestMain(m *testing.M) { mysqltest.Main(m) }
 // run measured, the ceiling measured once per client count, and every audit
 // passed. Speed is not asserted.
 func TestRunAudits(t *testing.T) {
-	rep, err := mysqlbench.Run(context.Background(), mysqlbench.Options{
-		Server:   mysqltest.Server(),
+	target := mysqlbench.New(mysqltest.Server())
+	defer target.Close()
+	rep, err := hotbench.Run(context.Background(), target, hotbench.Options{
 		Clients:  []int{2},
 		Duration: 200 * time.Millisecond,
 	})
@@ -39,20 +41,25 @@ func TestRunAudits(t *testing.T) {
 			}
 		}
 	}
-	if want := len(mysqlbench.Scenarios()) * len(mysqlbench.Strategies()); runs != want || ceilings != 1 {
+	if want := len(hotbench.Scenarios()) * len(target.Strategies()); runs != want || ceilings != 1 {
 		t.Errorf("%d runs and %d ceilings; want %d and 1", runs, ceilings, want)
 	}
 }
 
 func TestRunRejectsUnknown(t *testing.T) {
-	for _, o := range []mysqlbench.Options{
-		{Server: mysqltest.Server(), Scenarios: []string{"spread"}},
-		{Server: mysqltest.Server(), Strategies: []string{"slots"}},
-		{Server: mysqltest.Server(), Clients: []int{0}},
-		{},
+	target := mysqlbench.New(mysqltest.Server())
+	defer target.Close()
+	for _, o := range []hotbench.Options{
+		{Scenarios: []string{"spread"}},
+		{Strategies: []string{"slots"}},
+		{Clients: []int{0}},
 	} {
-		if _, err := mysqlbench.Run(context.Background(), o); err == nil || errors.Is(err, mysqlbench.ErrIncorrect) {
+		if _, err := hotbench.Run(context.Background(), target, o); err == nil || errors.Is(err, hotbench.ErrIncorrect) {
 			t.Errorf("%+v: %v; want a validation error", o, err)
 		}
+	}
+	// No server configuration: an error, not a panic.
+	if _, err := hotbench.Run(context.Background(), mysqlbench.New(nil), hotbench.Options{}); err == nil {
+		t.Error("nil server: want an error")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/holdfast/holdfast/internal/faultproxy"
 )
 
 // Proxy is a TCP proxy in front of a MySQL/MariaDB server that understands
@@ -17,67 +19,33 @@ import (
 // waits for the first packet of the server's answer, and closes both
 // connections without relaying it: the server has committed (Committed
 // counts the answers that were OK packets), the client cannot know. Safe
-// for concurrent use. The MySQL engine's twin of faulttest.Proxy.
+// for concurrent use. Its database-neutral half is internal/faultproxy,
+// which postgres/faulttest.Proxy shares.
 type Proxy struct {
-	ln      net.Listener
-	target  string
-	closing chan struct{} // closed by Close: stalled COMMITs go on
+	// The listener, connections, CutNext, Addr, Close, Cut (COMMIT answers
+	// swallowed) and refusing: the database-neutral proxy.
+	*faultproxy.Proxy
 
 	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	armed   int      // next COMMITs to cut, whatever their transaction did
 	markers []string // one cut each: the next COMMIT of a transaction that sent a statement containing the marker
-	// refuseAfterCut: once a COMMIT answer is cut, refuse every new
-	// connection until Refuse(false): the server is unreachable for the
-	// client's retries.
-	refuseAfterCut bool
-	refusing       bool
-	stalls         []*stall
+	stalls  []*stall
 
-	// Cut counts COMMIT answers swallowed; Committed those that were OK
-	// packets (the server committed); Failed those that were error packets.
-	Cut       atomic.Int64
+	// Committed counts the cut COMMIT answers that were OK packets (the
+	// server committed); Failed those that were error packets.
 	Committed atomic.Int64
 	Failed    atomic.Int64
-	wg        sync.WaitGroup
-	closeOnce sync.Once
 }
 
 // StartProxy listens on a free 127.0.0.1 port and forwards to target
 // (host:port). It stops when t ends.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.Close)
+	p := &Proxy{}
+	faultproxy.Start(t, target, func(fp *faultproxy.Proxy) faultproxy.Relay {
+		p.Proxy = fp
+		return p.relay
+	})
 	return p
-}
-
-// Addr is the proxy's host:port.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
-
-// Close stops the proxy and closes every connection.
-func (p *Proxy) Close() {
-	p.closeOnce.Do(func() { close(p.closing) })
-	p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-// CutNext arms the proxy to cut the answers of the next n COMMITs.
-func (p *Proxy) CutNext(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed += n
 }
 
 // CutAfter arms the proxy to cut the answer of the next COMMIT of a
@@ -128,71 +96,29 @@ func (p *Proxy) stallFor(stmts []string) *stall {
 // RefuseAfterCut makes the next cut also start refusing new connections
 // (accepted and closed at once), as if the server had become unreachable
 // right after committing, until Refuse(false).
-func (p *Proxy) RefuseAfterCut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.refuseAfterCut = true
-}
+func (p *Proxy) RefuseAfterCut() { p.Proxy.RefuseAfterCut.Store(true) }
 
 // Refuse starts or stops refusing new connections.
 func (p *Proxy) Refuse(on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.refusing = on
-	p.refuseAfterCut = false
-}
-
-func (p *Proxy) cutDone() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.refuseAfterCut {
-		p.refusing, p.refuseAfterCut = true, false
-	}
+	p.Proxy.RefuseAfterCut.Store(false)
+	p.Refusing.Store(on)
 }
 
 // decide reports whether this COMMIT's answer is cut, given the statements
-// its transaction sent.
+// its transaction sent: a marker of CutAfter, or one armed by CutNext.
 func (p *Proxy) decide(stmts []string) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i, m := range p.markers {
 		for _, s := range stmts {
 			if strings.Contains(s, m) {
 				p.markers = append(p.markers[:i], p.markers[i+1:]...)
+				p.mu.Unlock()
 				return true
 			}
 		}
 	}
-	if p.armed > 0 {
-		p.armed--
-		return true
-	}
-	return false
-}
-
-func (p *Proxy) track(c net.Conn, add bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if add {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.serve(client)
-		}()
-	}
+	p.mu.Unlock()
+	return p.TakeArmed()
 }
 
 const (
@@ -200,24 +126,9 @@ const (
 	maxPacketSize = 1<<24 - 1 // a packet this long continues in the next
 )
 
-func (p *Proxy) serve(client net.Conn) {
-	defer client.Close()
-	p.mu.Lock()
-	refusing := p.refusing
-	p.mu.Unlock()
-	if refusing {
-		return
-	}
-	server, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	defer server.Close()
-	p.track(client, true)
-	p.track(server, true)
-	defer p.track(client, false)
-	defer p.track(server, false)
-
+// relay passes one connection's MySQL protocol packets on, cutting the
+// COMMIT answers decide picks.
+func (p *Proxy) relay(client, server net.Conn) {
 	// cutting is set by the client side before it forwards a COMMIT to be
 	// cut. The protocol is request-response and the client sent COMMIT only
 	// after reading the whole previous answer, so the next packet from the
@@ -234,16 +145,13 @@ func (p *Proxy) serve(client net.Conn) {
 				return
 			}
 			if cutting.Load() {
-				p.cutDone()
-				p.Cut.Add(1)
 				switch {
 				case len(pkt) > 4 && pkt[4] == 0x00:
 					p.Committed.Add(1)
 				case len(pkt) > 4 && pkt[4] == 0xff:
 					p.Failed.Add(1)
 				}
-				client.Close()
-				server.Close()
+				p.Cutoff(client, server)
 				return
 			}
 			if _, err := client.Write(pkt); err != nil {
@@ -274,7 +182,7 @@ func (p *Proxy) serve(client net.Conn) {
 					close(st.stalled)
 					select {
 					case <-st.release:
-					case <-p.closing:
+					case <-p.Closing():
 					}
 				}
 				if p.decide(stmts) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/holdfast/holdfast/internal/faultproxy"
 )
 
 // Proxy is a TCP proxy in front of a PostgreSQL server (or PgBouncer) that
@@ -22,69 +24,33 @@ import (
 // closes both connections without passing the answer on: the client's commit outcome is unknown to
 // it, and the truth is "committed". Safe for concurrent use.
 type Proxy struct {
-	ln     net.Listener
-	target string
+	// The listener, connections, CutNext, SeverAll, Refusing,
+	// RefuseAfterCut, SeverOnCut, Cut and Severed: the database-neutral
+	// proxy. Cut counts commits cut after the server answered.
+	*faultproxy.Proxy
 
 	mu    sync.Mutex
-	conns map[net.Conn]struct{}
 	rng   *rand.Rand
 	rate  float64
-	armed int
 	pids  map[uint32]bool // backends whose next COMMIT answer is cut
 	whole map[uint32]bool // backends whose next pipeline with a COMMIT is cut whole
 
-	// Cut counts commits cut after the server answered; CutCommitted
-	// those the server answered with COMMIT: since only COMMIT answers are
-	// cut, the two are equal (both kept for the tally's two lines).
-	Cut          atomic.Int64
+	// CutCommitted counts the cut commits the server answered with
+	// COMMIT: since only COMMIT answers are cut, it equals Cut (both kept
+	// for the tally's two lines).
 	CutCommitted atomic.Int64
-	// Severed counts client connections closed by SeverAll.
-	Severed atomic.Int64
-	// SeverOnCut, when set, makes every cut sever every other connection
-	// too (a partition as the answer is lost): the caller's next attempt
-	// on a pooled connection fails as well.
-	SeverOnCut atomic.Bool
-	// RefuseAfterCut, when set, makes a cut start Refusing.
-	RefuseAfterCut atomic.Bool
-	// Refusing closes every new connection at once (the server out of
-	// reach), until it is cleared.
-	Refusing atomic.Bool
-	wg       sync.WaitGroup
 }
 
 // StartProxy listens on a free 127.0.0.1 port and forwards to target
 // (host:port). It stops when t ends.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.Close)
+	p := &Proxy{}
+	faultproxy.Start(t, target, func(fp *faultproxy.Proxy) faultproxy.Relay {
+		p.Proxy = fp
+		return p.relay
+	})
 	return p
-}
-
-// Addr is the proxy's host:port.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
-
-// Port is the proxy's port.
-func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
-
-// Close stops the proxy and closes every connection.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.SeverAll()
-	p.wg.Wait()
-}
-
-// CutNext arms the proxy to cut the next n commits.
-func (p *Proxy) CutNext(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed += n
 }
 
 // CutBackend arms the proxy to cut the next COMMIT answer of the backend
@@ -135,61 +101,19 @@ func (p *Proxy) SetCutRate(rate float64, seed uint64) {
 	p.rate = rate
 }
 
-// SeverAll closes every open connection at once (a network partition that
-// heals immediately) and returns how many.
-func (p *Proxy) SeverAll() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for c := range p.conns {
-		c.Close()
-		n++
-	}
-	p.Severed.Add(int64(n / 2))
-	return n / 2
-}
-
+// decide reports whether backend pid's COMMIT answer is cut: armed for
+// that backend, armed by CutNext, or drawn at the cut rate.
 func (p *Proxy) decide(pid uint32) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pids[pid] {
-		delete(p.pids, pid)
+	mine := p.pids[pid]
+	delete(p.pids, pid)
+	p.mu.Unlock()
+	if mine || p.TakeArmed() {
 		return true
 	}
-	if p.armed > 0 {
-		p.armed--
-		return true
-	}
-	return p.rng != nil && p.rate > 0 && p.rng.Float64() < p.rate
-}
-
-func (p *Proxy) track(c net.Conn, add bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if add {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if p.Refusing.Load() {
-			client.Close()
-			continue
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.serve(client)
-		}()
-	}
+	return p.rng != nil && p.rate > 0 && p.rng.Float64() < p.rate
 }
 
 const (
@@ -197,18 +121,9 @@ const (
 	gssencRequestCode = 80877104
 )
 
-func (p *Proxy) serve(client net.Conn) {
-	defer client.Close()
-	server, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	defer server.Close()
-	p.track(client, true)
-	p.track(server, true)
-	defer p.track(client, false)
-	defer p.track(server, false)
-
+// relay passes one connection's PostgreSQL protocol messages on, cutting
+// the COMMIT answers decide picks.
+func (p *Proxy) relay(client, server net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -245,16 +160,8 @@ func (p *Proxy) serve(client net.Conn) {
 				}
 				if committed {
 					p.disarmWhole(pid)
-					p.Cut.Add(1)
 					p.CutCommitted.Add(1)
-					if p.RefuseAfterCut.Load() {
-						p.Refusing.Store(true)
-					}
-					client.Close()
-					server.Close()
-					if p.SeverOnCut.Load() {
-						p.SeverAll()
-					}
+					p.Cutoff(client, server)
 					return
 				}
 				for _, m := range held {
@@ -271,16 +178,8 @@ func (p *Proxy) serve(client net.Conn) {
 			}
 			if cutting {
 				if typ == 'Z' {
-					p.Cut.Add(1)
 					p.CutCommitted.Add(1)
-					if p.RefuseAfterCut.Load() {
-						p.Refusing.Store(true)
-					}
-					client.Close()
-					server.Close()
-					if p.SeverOnCut.Load() {
-						p.SeverAll()
-					}
+					p.Cutoff(client, server)
 					return
 				}
 				continue
