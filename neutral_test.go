@@ -13,7 +13,7 @@ import (
 // the console, the wire shapes and the HTTP service (and what they build
 // on: webhook, health, metrics). Each database's code
 // is injected into them by cmd/holdfast (or a test), never imported.
-var neutral = []string{".", "./enginetest", "./client", "./shadow", "./console", "./wire", "./httpapi", "./webhook", "./health", "./metrics", "./pods", "./failovertest"}
+var neutral = []string{".", "./enginetest", "./client", "./shadow", "./console", "./wire", "./httpapi", "./webhook", "./health", "./metrics", "./pods", "./failovertest", "./engine", "./bench/hotbench", "./internal/faultproxy", "./internal/history"}
 
 // drivers are what a neutral package must not link: a database driver, or
 // holdfast's own per-database packages.
