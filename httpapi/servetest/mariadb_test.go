@@ -203,7 +203,7 @@ func TestServeMySQLURL(t *testing.T) {
 	if err := s.stop(t); err != nil {
 		t.Fatalf("serve after SIGTERM: %v\n%s", err, s.stderr.String())
 	}
-	if logs := s.stderr.String(); !strings.Contains(logs, `"engine":"mariadb"`) || strings.Contains(logs, db.Config.Passwd) && db.Config.Passwd != "" {
+	if logs := s.stderr.String(); !strings.Contains(logs, `"engine":"mysql"`) || strings.Contains(logs, db.Config.Passwd) && db.Config.Passwd != "" {
 		t.Fatalf("log (want the engine named, never the password):\n%s", logs)
 	}
 }
