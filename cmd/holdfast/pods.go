@@ -123,6 +123,12 @@ func loadPodsFile(path string) (*podsFile, time.Duration, error) {
 			p.Engine = enginePostgres
 		}
 		seen[p.Name] = true
+		switch p.Engine { // the names --engine takes, aliases included
+		case "mariadb":
+			p.Engine = engineMySQL
+		case "postgresql":
+			p.Engine = enginePostgres
+		}
 		if p.Engine != enginePostgres && p.Engine != engineMySQL {
 			return nil, 0, usageError("--pods-config: pod %s: engine must be %s or %s", p.Name, enginePostgres, engineMySQL)
 		}
