@@ -91,8 +91,8 @@ func (d *engineDriver) RefillInline(ctx context.Context, shop int64, lines []hol
 	return d.c().refillInline(ctx, shop, lines)
 }
 
-func (d *engineDriver) BuyerHash(ctx context.Context, r *driver.Reservation) ([]byte, error) {
-	return d.c().buyerHash(ctx, r)
+func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh []byte) ([]byte, error) {
+	return d.c().buyerSecretAttempt(ctx, tx, fresh)
 }
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }

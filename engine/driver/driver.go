@@ -45,6 +45,7 @@ type Driver[TTx comparable] interface {
 	Lifecycle[TTx]
 	Waits[TTx]
 	Maintainer[TTx]
+	Buyers[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the
