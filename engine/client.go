@@ -30,6 +30,7 @@ type Client[TTx comparable] struct {
 	soldOutAt sync.Map     // Key -> time.Time: when a reservation last found it sold out (hint.go)
 	inflight  atomic.Int64 // combinable reservations in flight: the contention that decides combining
 	sequencer sequencer    // coalesces event sequencing (events.go)
+	buyer     buyerKey     // the buyer-id secret, once read (buyer.go)
 }
 
 // NewClient returns the engine over d with cfg (defaults filled in and

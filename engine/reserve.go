@@ -83,7 +83,7 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 		c.observe(holdfast.RouteReserve, start, err, nil)
 		return nil, err
 	}
-	if req.BuyerHash, err = c.d.BuyerHash(ctx, req); err != nil {
+	if req.BuyerHash, err = c.buyerHash(ctx, req); err != nil {
 		c.observe(holdfast.RouteReserve, start, err, nil)
 		return nil, err
 	}

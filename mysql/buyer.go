@@ -6,12 +6,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
+	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
 // Per-buyer limits (holdfast.BuyerLimit) on MySQL/MariaDB. A reservation
@@ -28,54 +29,23 @@ import (
 // exactly the callers' concurrency would never give (issue 24 item 3).
 // Rows of buyers with no hold left on record are purged (purgeBuyerLocks).
 
-// buyerKey caches the deployment's buyer secret once read.
-type buyerKey struct {
-	mu     sync.Mutex
-	secret []byte
-}
-
-// buyerSecret returns Config.BuyerSecret, else the secret stored in the
-// database (holdfast_secrets, created by the first engine that needs it).
-// It reads the database once per client, on the pool: New loads it at
-// start-up, and an operation that needs it calls this before it begins its
-// transaction, never inside one (the pool may have no second connection to
-// give). Safe for concurrent use.
-func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
-	if len(c.cfg.BuyerSecret) > 0 {
-		return c.cfg.BuyerSecret, nil
-	}
-	c.buyer.mu.Lock()
-	defer c.buyer.mu.Unlock()
-	if c.buyer.secret != nil {
-		return c.buyer.secret, nil
-	}
+// buyerSecretAttempt reads the buyer secret, creating it as fresh when
+// there is none (driver.Buyers.BuyerSecretAttempt): nil, nil when another
+// engine created it concurrently (the engine asks again).
+func (c *Client) buyerSecretAttempt(ctx context.Context, tx *sql.Tx, fresh []byte) ([]byte, error) {
 	const route = holdfast.RouteReserve
 	var got []byte
-	err := c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got)
-	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := c.db.ExecContext(ctx, c.q(ctx, route, "secret_create"), "buyer", holdfast.NewBuyerSecret(), c.now()); err != nil {
-			return nil, fmt.Errorf("%w: creating the buyer secret: %w", holdfast.ErrUnavailable, err)
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return got, err
+	}
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "secret_create"), "buyer", fresh, c.now()); err != nil {
+		if isDup(err) {
+			return nil, nil
 		}
-		err = c.db.QueryRowContext(ctx, c.q(ctx, route, "secret_get"), "buyer").Scan(&got)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading the buyer secret: %w", holdfast.ErrUnavailable, err)
-	}
-	c.buyer.secret = got
-	return got, nil
-}
-
-// buyerHash is the hash of req's buyer, read before req's transaction
-// begins (buyerSecret); nil without a buyer.
-func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
-	if req.Buyer == "" {
-		return nil, nil
-	}
-	secret, err := c.buyerSecret(ctx)
-	if err != nil {
 		return nil, err
 	}
-	return holdfast.BuyerHash(secret, req.Shop, req.Buyer), nil
+	return fresh, nil
 }
 
 // checkBuyer enforces the buyer limits of a reservation's items and
@@ -173,8 +143,8 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
 			return nil, err
 		}
-		if held+l.qty > l.limit {
-			return &holdfast.BuyerLimitError{ItemID: l.item, Limit: l.limit, Held: held, Requested: l.qty}, nil
+		if over := engine.OverBuyerLimit(hfdriver.BuyerCount{ItemID: l.item, Limit: l.limit, Held: held}, l.qty); over != nil {
+			return over, nil
 		}
 	}
 	return nil, nil

@@ -54,7 +54,6 @@ type Client struct {
 	waitlister atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
 	sequencing atomic.Pointer[maint.Worker] // the event sequencer (events.go)
 
-	buyer buyerKey // the buyer-id HMAC secret, once read (buyer.go)
 }
 
 var _ holdfast.Engine = (*Client)(nil)
@@ -88,26 +87,8 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 	}
 	c := &Client{db: db, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
 	c.engineClient = engine.NewClient[*sql.Tx](c.core, (*engineDriver)(c))
-	c.loadBuyerSecret()
+	engine.LoadBuyerSecret(c.engineClient)
 	return c, nil
-}
-
-// secretLoadTimeout bounds New's read of the buyer secret.
-const secretLoadTimeout = 5 * time.Second
-
-// loadBuyerSecret reads the buyer secret at start-up, so that a …Tx call,
-// which runs on its caller's connection, never needs a second one for it
-// (buyer.go). Best effort: a database that cannot be asked now is asked
-// again by the first reservation with a buyer id, before its transaction.
-func (c *Client) loadBuyerSecret() {
-	if len(c.cfg.BuyerSecret) > 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), secretLoadTimeout)
-	defer cancel()
-	if _, err := c.buyerSecret(ctx); err != nil {
-		c.cfg.Logger.Warn("holdfast: the buyer secret could not be read at start-up; the first reservation with a buyer id reads it", "err", err)
-	}
 }
 
 // Open opens a pool on a mysql:// URL (mysql://user:password@host:port/db)

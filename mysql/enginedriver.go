@@ -90,8 +90,8 @@ func (d *engineDriver) RefillInline(ctx context.Context, shop int64, lines []hol
 	return d.c().refillInline(ctx, shop, lines)
 }
 
-func (d *engineDriver) BuyerHash(ctx context.Context, r *hfdriver.Reservation) ([]byte, error) {
-	return d.c().buyerHash(ctx, r)
+func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx *sql.Tx, fresh []byte) ([]byte, error) {
+	return d.c().buyerSecretAttempt(ctx, tx, fresh)
 }
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
@@ -195,4 +195,20 @@ func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx *sql.Tx, own bo
 
 func (d *engineDriver) ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
 	return d.c().checkInvariant(ctx)
+}
+
+func (d *engineDriver) MaintenanceAttempt(ctx context.Context, route string, fn func(tx *sql.Tx) error) error {
+	return d.c().once(ctx, nil, route, fn)
+}
+
+func (d *engineDriver) SweepAttempt(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
+	return d.c().sweepAttempt(ctx, tx, limit)
+}
+
+func (d *engineDriver) PurgeAttempt(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
+	return d.c().purgeAttempt(ctx, tx, limit)
+}
+
+func (d *engineDriver) ReplenishAttempt(ctx context.Context, tx *sql.Tx, after holdfast.Key, limit int) (int, holdfast.Key, int, error) {
+	return d.c().replenishAttempt(ctx, tx, after, limit)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/internal/maint"
 )
 
@@ -76,94 +77,82 @@ func (c *Client) sequenceStep(ctx context.Context) (bool, error) {
 	return q >= holdfast.EventSequencePassMax, err
 }
 
-// SweepOnce expires one batch (at most Config.SweepBatch) of holds past
-// their expiry, in one short transaction, and returns how many it expired.
-// Their units go back to their keys' buffers where the key's lock row is
-// free.
-func (c *Client) SweepOnce(ctx context.Context) (int, error) {
+// sweepAttempt expires at most limit holds past their expiry and gives
+// their units back to their keys' buffers where the key's lock row is free
+// (driver.Maintainer.SweepAttempt).
+func (c *Client) sweepAttempt(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const route = holdfast.RouteSweep
-	var n int
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		n = 0
-		rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sweep_pick"), c.now(), c.cfg.SweepBatch)
-		if err != nil {
-			return err
-		}
-		var picked [][2]any
-		for rows.Next() {
-			var shop int64
-			var id []byte
-			if err := rows.Scan(&shop, &id); err != nil {
-				rows.Close()
-				return err
-			}
-			picked = append(picked, [2]any{shop, hex.EncodeToString(id)})
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(picked) == 0 {
-			return nil
-		}
-		raw, _ := json.Marshal(picked)
-		res, err := tx.ExecContext(ctx, c.q(ctx, route, "sweep_expire"), string(raw), c.now())
-		if err != nil {
-			return err
-		}
-		expired, _ := res.RowsAffected()
-		n = int(expired)
-		rows, err = tx.QueryContext(ctx, c.q(ctx, route, "sweep_keys"), string(raw))
-		if err != nil {
-			return err
-		}
-		var keys []holdfast.Key
-		for rows.Next() {
-			var k holdfast.Key
-			if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID); err != nil {
-				rows.Close()
-				return err
-			}
-			keys = append(keys, k)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "sweep_lines"), string(raw)); err != nil {
-			return err
-		}
-		return c.returnUnits(ctx, tx, true, route, keys)
-	})
-	if err == nil && n > 0 {
-		c.cfg.Observer.Expired(n)
-		c.kickWaitlist()
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sweep_pick"), c.now(), limit)
+	if err != nil {
+		return 0, err
 	}
-	return n, err
+	var picked [][2]any
+	for rows.Next() {
+		var shop int64
+		var id []byte
+		if err := rows.Scan(&shop, &id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		picked = append(picked, [2]any{shop, hex.EncodeToString(id)})
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(picked) == 0 {
+		return 0, nil
+	}
+	raw, _ := json.Marshal(picked)
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "sweep_expire"), string(raw), c.now())
+	if err != nil {
+		return 0, err
+	}
+	expired, _ := res.RowsAffected()
+	rows, err = tx.QueryContext(ctx, c.q(ctx, route, "sweep_keys"), string(raw))
+	if err != nil {
+		return 0, err
+	}
+	var keys []holdfast.Key
+	for rows.Next() {
+		var k holdfast.Key
+		if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "sweep_lines"), string(raw)); err != nil {
+		return 0, err
+	}
+	return int(expired), c.returnUnits(ctx, tx, true, route, keys)
 }
 
-// PurgeOnce deletes one batch of outcome records (holds and stock changes)
-// older than Config.OutcomeRetention, and of buyer lock rows of buyers with
-// no hold left on record (purgeBuyerLocks), and returns the largest batch.
-func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
+// purgeAttempt deletes at most limit each of outcome records (holds and
+// stock changes) and ended waits older than Config.OutcomeRetention, and of
+// buyer lock rows of buyers with no hold left on record (purgeBuyerLocks),
+// and answers the largest count (driver.Maintainer.PurgeAttempt).
+func (c *Client) purgeAttempt(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const route = holdfast.RoutePurge
-	var n int
-	err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		n = 0
-		for _, stmt := range []string{"purge_outcomes", "purge_changes", "waitlist_purge"} {
-			res, err := tx.ExecContext(ctx, c.q(ctx, route, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
-			if err != nil {
-				return err
-			}
-			m, _ := res.RowsAffected()
-			n = max(n, int(m))
+	n := 0
+	for _, stmt := range []string{"purge_outcomes", "purge_changes", "waitlist_purge"} {
+		res, err := tx.ExecContext(ctx, c.q(ctx, route, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), limit)
+		if err != nil {
+			return 0, err
 		}
-		m, err := c.purgeBuyerLocks(ctx, tx)
-		n = max(n, m)
-		return err
-	})
-	return n, err
+		m, _ := res.RowsAffected()
+		n = max(n, int(m))
+	}
+	m, err := c.purgeBuyerLocks(ctx, tx, limit)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, m), nil
 }
 
 // purgeBuyerLocks deletes one batch (at most Config.SweepBatch) of the
@@ -172,9 +161,9 @@ func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
 // skipped, never waited for, so it cannot vanish under the transaction
 // that relies on it; one deleted while nobody holds it is created again by
 // the buyer's next reservation.
-func (c *Client) purgeBuyerLocks(ctx context.Context, tx *sql.Tx) (int, error) {
+func (c *Client) purgeBuyerLocks(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const route = holdfast.RoutePurge
-	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "buyer_locks_pick"), c.cfg.SweepBatch)
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "buyer_locks_pick"), limit)
 	if err != nil {
 		return 0, err
 	}
@@ -204,72 +193,55 @@ func (c *Client) purgeBuyerLocks(ctx context.Context, tx *sql.Tx) (int, error) {
 }
 
 // ReplenishBatch bounds the keys one replenisher transaction examines.
-const ReplenishBatch = 500
+const ReplenishBatch = engine.ReplenishBatch
 
 func (c *Client) replenishStep(ctx context.Context) (bool, error) {
 	_, err := c.Replenish(ctx)
 	return false, err
 }
 
-// Replenish walks every key in batches and refills the buffers that can and
-// should grow (pool keys below the low-water mark, counter keys with
-// unallocated stock), skipping keys whose lock row another transaction
-// holds. It returns the units added.
-func (c *Client) Replenish(ctx context.Context) (int, error) {
+// replenishAttempt examines at most limit keys after after and refills
+// the buffers that can and should grow (pool keys below the low-water
+// mark, counter keys with unallocated stock), skipping keys whose lock row
+// another transaction holds (driver.Maintainer.ReplenishAttempt).
+func (c *Client) replenishAttempt(ctx context.Context, tx *sql.Tx, after holdfast.Key, limit int) (examined int, last holdfast.Key, added int, err error) {
 	const route = holdfast.RouteReplenish
-	var cursor holdfast.Key
-	added := 0
-	for {
-		page, pageAdded := 0, 0
-		err := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-			rows, err := tx.QueryContext(ctx, c.q(ctx, route, "replenish_scan"),
-				c.cfg.LowWaterPercent, string(c.cfg.Strategy), c.cfg.PoolCap,
-				cursor.ShopID, cursor.ItemID, cursor.LocationID, ReplenishBatch)
-			if err != nil {
-				return err
-			}
-			var wanted []holdfast.Key
-			page, pageAdded = 0, 0
-			next := cursor
-			for rows.Next() {
-				var k holdfast.Key
-				var want bool
-				if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &want); err != nil {
-					rows.Close()
-					return err
-				}
-				page++
-				next = k
-				if want {
-					wanted = append(wanted, k)
-				}
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-			for _, k := range wanted {
-				mine, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
-				if err != nil {
-					return err
-				}
-				if !mine {
-					continue
-				}
-				n, err := c.refillKey(ctx, tx, true, route, k, false, 0)
-				if err != nil {
-					return err
-				}
-				pageAdded += n
-			}
-			cursor = next
-			return nil
-		})
-		added += pageAdded
-		if err != nil {
-			return added, err
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "replenish_scan"),
+		c.cfg.LowWaterPercent, string(c.cfg.Strategy), c.cfg.PoolCap,
+		after.ShopID, after.ItemID, after.LocationID, limit)
+	if err != nil {
+		return 0, last, 0, err
+	}
+	var wanted []holdfast.Key
+	for rows.Next() {
+		var k holdfast.Key
+		var want bool
+		if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &want); err != nil {
+			rows.Close()
+			return 0, last, 0, err
 		}
-		if page < ReplenishBatch {
-			return added, nil
+		examined++
+		last = k
+		if want {
+			wanted = append(wanted, k)
 		}
 	}
+	if err := rows.Close(); err != nil {
+		return 0, last, 0, err
+	}
+	for _, k := range wanted {
+		mine, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
+		if err != nil {
+			return 0, last, 0, err
+		}
+		if !mine {
+			continue
+		}
+		n, err := c.refillKey(ctx, tx, true, route, k, false, 0)
+		if err != nil {
+			return 0, last, 0, err
+		}
+		added += n
+	}
+	return examined, last, added, nil
 }

@@ -8,81 +8,24 @@ import (
 	"fmt"
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/jackc/pgx/v5"
 	"hash/fnv"
-	"sync"
 	"time"
 )
 
-// buyerKey caches the deployment's buyer secret once read.
-type buyerKey struct {
-	mu     sync.Mutex
-	secret []byte
-}
-
-// buyerSecret returns Config.BuyerSecret, else the secret stored in the
-// database (holdfast_secrets, created by the first engine that needs it).
-// It reads the database once per client, on the pool: New loads it at
-// start-up, and an operation that needs it calls this before it begins its
-// transaction, never inside one (the pool may have no second connection to
-// give: issue 24 item 3). Safe for concurrent use.
-func (c *Client) buyerSecret(ctx context.Context) ([]byte, error) {
-	if len(c.cfg.BuyerSecret) > 0 {
-		return c.cfg.BuyerSecret, nil
-	}
-	c.buyer.mu.Lock()
-	defer c.buyer.mu.Unlock()
-	if c.buyer.secret != nil {
-		return c.buyer.secret, nil
-	}
-	fresh := holdfast.NewBuyerSecret()
-	// Two statements at most: an insert that lost a race to another engine
-	// did nothing and, in its snapshot, does not see the winner's row.
-	for range 3 {
-		var got []byte
-		err := c.pool.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "secret_get"), "buyer", fresh).Scan(&got)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, c.mapErr(holdfast.RouteReserve, err, true, true)
-		}
-		c.buyer.secret = got
-		return got, nil
-	}
-	return nil, fmt.Errorf("%w: the buyer secret could not be read", holdfast.ErrUnavailable)
-}
-
-// buyerHash is the hash of req's buyer, read before req's transaction
-// begins (buyerSecret); nil without a buyer.
-func (c *Client) buyerHash(ctx context.Context, req *reservation) ([]byte, error) {
-	if req.Buyer == "" {
+// buyerSecretAttempt reads the buyer secret, storing fresh when there is
+// none, in one statement (driver.Buyers.BuyerSecretAttempt): no row when an
+// insert lost a race to another engine (its snapshot does not see the
+// winner's row).
+func (c *Client) buyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh []byte) ([]byte, error) {
+	var got []byte
+	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "secret_get"), "buyer", fresh).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
-	secret, err := c.buyerSecret(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return holdfast.BuyerHash(secret, req.Shop, req.Buyer), nil
-}
-
-// secretLoadTimeout bounds New's read of the buyer secret.
-const secretLoadTimeout = 5 * time.Second
-
-// loadBuyerSecret reads the buyer secret at start-up, so that a …Tx call,
-// which runs on its caller's connection, never needs a second one for it.
-// Best effort: a database that cannot be asked now (a standby, say) is
-// asked again by the first reservation with a buyer id, before its
-// transaction.
-func (c *Client) loadBuyerSecret() {
-	if len(c.cfg.BuyerSecret) > 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), secretLoadTimeout)
-	defer cancel()
-	if _, err := c.buyerSecret(ctx); err != nil {
-		c.cfg.Logger.Warn("holdfast: the buyer secret could not be read at start-up; the first reservation with a buyer id reads it", "err", err)
-	}
+	return got, err
 }
 
 // sameBuyer refuses a retry of a checkout whose hold was made for another
@@ -189,8 +132,8 @@ func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop
 				q = qtys[i]
 			}
 		}
-		if held+q > limit {
-			return &holdfast.BuyerLimitError{ItemID: item, Limit: limit, Held: held, Requested: q}
+		if over := engine.OverBuyerLimit(driver.BuyerCount{ItemID: item, Limit: limit, Held: held}, q); over != nil {
+			return over
 		}
 	}
 	return rows.Err()

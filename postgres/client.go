@@ -61,7 +61,6 @@ type Client struct {
 	dirty        sync.Map                     // Key -> struct{}
 	dirtyN       atomic.Int64
 	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
-	buyer        buyerKey     // the buyer-id HMAC secret, once read (buyer.go)
 }
 
 // engineClient is the engine over this package's driver; embedded under
@@ -119,7 +118,7 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 	}
 	c.setLocal = [3]string{ms(cfg.LockTimeout), ms(cfg.StatementTimeout), ms(cfg.IdleInTransactionTimeout)}
 	c.combineLockWait = ms(min(cfg.CombineLockWait, cfg.LockTimeout))
-	c.loadBuyerSecret()
+	engine.LoadBuyerSecret(c.engineClient)
 	return c, nil
 }
 

@@ -91,8 +91,8 @@ func (d *engineDriver) RefillInline(ctx context.Context, shop int64, lines []hol
 	return d.c().refillInline(ctx, shop, lines)
 }
 
-func (d *engineDriver) BuyerHash(ctx context.Context, r *driver.Reservation) ([]byte, error) {
-	return d.c().buyerHash(ctx, r)
+func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh []byte) ([]byte, error) {
+	return d.c().buyerSecretAttempt(ctx, tx, fresh)
 }
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
@@ -206,4 +206,20 @@ func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx pgx.Tx, _ bool,
 
 func (d *engineDriver) ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error) {
 	return d.c().checkInvariant(ctx)
+}
+
+func (d *engineDriver) MaintenanceAttempt(ctx context.Context, route string, fn func(tx pgx.Tx) error) error {
+	return d.c().once(ctx, d.c().maintenance(), route, true, fn)
+}
+
+func (d *engineDriver) SweepAttempt(ctx context.Context, tx pgx.Tx, limit int) (int, error) {
+	return d.c().sweepAttempt(ctx, tx, limit)
+}
+
+func (d *engineDriver) PurgeAttempt(ctx context.Context, tx pgx.Tx, limit int) (int, error) {
+	return d.c().purgeAttempt(ctx, tx, limit)
+}
+
+func (d *engineDriver) ReplenishAttempt(ctx context.Context, tx pgx.Tx, after holdfast.Key, limit int) (int, holdfast.Key, int, error) {
+	return d.c().replenishAttempt(ctx, tx, after, limit)
 }

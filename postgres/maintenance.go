@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/internal/maint"
 )
 
@@ -165,78 +166,64 @@ func (c *Client) noteHold(h *holdfast.Hold) {
 	sweeper.WakeIn(max(d, holdfast.ExpiryNoticeMin))
 }
 
-// SweepOnce expires one batch (at most Config.SweepBatch) of holds past their
-// expiry, in one short transaction, and returns how many it expired. Their
-// units go back to their keys' buffers where the key's lock is free.
-func (c *Client) SweepOnce(ctx context.Context) (int, error) {
-	var n int
-	err := c.run(ctx, c.maintenance(), holdfast.RouteSweep, true, true, func(tx pgx.Tx, _ int) error {
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteSweep, "sweep_expire"), c.now(), c.cfg.SweepBatch)
-		if err != nil {
-			return err
-		}
-		var shops []int64
-		var strs []string // as text: pgx's exec query mode (PgBouncer) cannot encode []uuid.UUID
-		for rows.Next() {
-			var shop int64
-			var id uuid.UUID
-			if err := rows.Scan(&shop, &id); err != nil {
-				return err
-			}
-			shops, strs = append(shops, shop), append(strs, id.String())
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		n = len(strs)
-		if n == 0 {
-			return nil
-		}
-		rows, err = tx.Query(ctx, c.q(ctx, holdfast.RouteSweep, "sweep_lines"), shops, strs)
-		if err != nil {
-			return err
-		}
-		keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[holdfast.Key])
-		if err != nil {
-			return err
-		}
-		return c.returnUnits(ctx, tx, holdfast.RouteSweep, keys)
-	})
-	if err == nil && n > 0 {
-		c.cfg.Observer.Expired(n)
-		c.kickWaitlist()
+// sweepAttempt expires at most limit holds past their expiry and gives
+// their units back to their keys' buffers where the key's lock is free
+// (driver.Maintainer.SweepAttempt).
+func (c *Client) sweepAttempt(ctx context.Context, tx pgx.Tx, limit int) (int, error) {
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteSweep, "sweep_expire"), c.now(), limit)
+	if err != nil {
+		return 0, err
 	}
-	return n, err
+	var shops []int64
+	var strs []string // as text: pgx's exec query mode (PgBouncer) cannot encode []uuid.UUID
+	for rows.Next() {
+		var shop int64
+		var id uuid.UUID
+		if err := rows.Scan(&shop, &id); err != nil {
+			return 0, err
+		}
+		shops, strs = append(shops, shop), append(strs, id.String())
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(strs) == 0 {
+		return 0, nil
+	}
+	rows, err = tx.Query(ctx, c.q(ctx, holdfast.RouteSweep, "sweep_lines"), shops, strs)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[holdfast.Key])
+	if err != nil {
+		return 0, err
+	}
+	return len(strs), c.returnUnits(ctx, tx, holdfast.RouteSweep, keys)
 }
 
-// PurgeOnce deletes one batch (at most Config.SweepBatch each) of hold
-// outcome records, of stock change records and of ended waits (waitlist.go)
-// older than Config.OutcomeRetention and returns how many, the larger of
-// the two.
-func (c *Client) PurgeOnce(ctx context.Context) (int, error) {
-	var n int
-	err := c.run(ctx, c.maintenance(), holdfast.RoutePurge, true, true, func(tx pgx.Tx, _ int) error {
-		n = 0
-		for _, stmt := range []string{"purge_outcomes", "purge_stock_changes", "waitlist_purge"} {
-			tag, err := tx.Exec(ctx, c.q(ctx, holdfast.RoutePurge, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), c.cfg.SweepBatch)
-			if err != nil {
-				return err
-			}
-			n = max(n, int(tag.RowsAffected()))
-		}
-		tag, err := tx.Exec(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"),
-			c.now(), c.cfg.EventRetention.Microseconds(), c.cfg.SweepBatch, c.cfg.EventRetentionMax.Microseconds())
+// purgeAttempt deletes at most limit each of hold outcome records, stock
+// change records and ended waits (waitlist.go) older than
+// Config.OutcomeRetention, and of events past their retention, and
+// answers the largest count (driver.Maintainer.PurgeAttempt).
+func (c *Client) purgeAttempt(ctx context.Context, tx pgx.Tx, limit int) (int, error) {
+	n := 0
+	for _, stmt := range []string{"purge_outcomes", "purge_stock_changes", "waitlist_purge"} {
+		tag, err := tx.Exec(ctx, c.q(ctx, holdfast.RoutePurge, stmt), c.now(), c.cfg.OutcomeRetention.Microseconds(), limit)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		n = max(n, int(tag.RowsAffected()))
-		return nil
-	})
-	return n, err
+	}
+	tag, err := tx.Exec(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"),
+		c.now(), c.cfg.EventRetention.Microseconds(), limit, c.cfg.EventRetentionMax.Microseconds())
+	if err != nil {
+		return 0, err
+	}
+	return max(n, int(tag.RowsAffected())), nil
 }
 
 // ReplenishBatch bounds the keys one replenisher transaction examines.
-const ReplenishBatch = 500
+const ReplenishBatch = engine.ReplenishBatch
 
 // DirtyKeysMax bounds the keys a client remembers for its replenisher
 // between passes; past it, keys are not remembered (their next short
@@ -396,80 +383,64 @@ func (c *Client) refillKeys(ctx context.Context, keys []holdfast.Key) (added int
 	return added, busy, err
 }
 
-// Replenish walks every key in batches and refills the buffers that can and
-// should grow (pool keys below the low-water mark, counter and slotted keys
-// with unallocated stock), skipping keys whose lock another transaction
-// holds. It returns the units added. It is the on-demand full pass (tests,
-// operators, recovery); the background replenisher started by Start works
-// only on keys that changed, and does not call it.
-func (c *Client) Replenish(ctx context.Context) (int, error) {
-	var cursor holdfast.Key
-	added := 0
-	for {
-		var page int
-		err := c.run(ctx, c.maintenance(), holdfast.RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
-			rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "replenish_scan"),
-				cursor.ShopID, cursor.ItemID, cursor.LocationID, ReplenishBatch,
-				string(c.cfg.Strategy), c.cfg.PoolCap, c.cfg.LowWaterPercent)
-			if err != nil {
-				return err
-			}
-			var wanted []holdfast.Key
-			page = 0
-			for rows.Next() {
-				var k holdfast.Key
-				var want bool
-				if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &want); err != nil {
-					return err
-				}
-				page++
-				cursor = k
-				if want {
-					wanted = append(wanted, k)
-				}
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(wanted) == 0 {
-				return nil
-			}
-			hashes := make([]int64, len(wanted))
-			for i, k := range wanted {
-				hashes[i] = keyHash(k)
-			}
-			lrows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "trylock_keys"), hashes)
-			if err != nil {
-				return err
-			}
-			idx, err := pgx.CollectRows(lrows, pgx.RowTo[int])
-			if err != nil {
-				return err
-			}
-			locked := make([]holdfast.Key, len(idx))
-			for i, n := range idx {
-				locked[i] = wanted[n-1]
-			}
-			if len(locked) == 0 {
-				return nil
-			}
-			res, err := c.refill(ctx, tx, holdfast.RouteReplenish, locked)
-			if err != nil {
-				return err
-			}
-			for _, r := range res {
-				if r.added > 0 {
-					added += r.added
-					c.cfg.Observer.Replenished(r.key, false, r.added)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return added, err
+// replenishAttempt examines at most limit keys after after and refills
+// those that can and should grow (pool keys below the low-water mark,
+// counter and slotted keys with unallocated stock) and whose lock is free
+// (driver.Maintainer.ReplenishAttempt).
+func (c *Client) replenishAttempt(ctx context.Context, tx pgx.Tx, after holdfast.Key, limit int) (examined int, last holdfast.Key, added int, err error) {
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "replenish_scan"),
+		after.ShopID, after.ItemID, after.LocationID, limit,
+		string(c.cfg.Strategy), c.cfg.PoolCap, c.cfg.LowWaterPercent)
+	if err != nil {
+		return 0, last, 0, err
+	}
+	var wanted []holdfast.Key
+	for rows.Next() {
+		var k holdfast.Key
+		var want bool
+		if err := rows.Scan(&k.ShopID, &k.ItemID, &k.LocationID, &want); err != nil {
+			return 0, last, 0, err
 		}
-		if page < ReplenishBatch {
-			return added, nil
+		examined++
+		last = k
+		if want {
+			wanted = append(wanted, k)
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return 0, last, 0, err
+	}
+	if len(wanted) == 0 {
+		return examined, last, 0, nil
+	}
+	hashes := make([]int64, len(wanted))
+	for i, k := range wanted {
+		hashes[i] = keyHash(k)
+	}
+	lrows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "trylock_keys"), hashes)
+	if err != nil {
+		return 0, last, 0, err
+	}
+	idx, err := pgx.CollectRows(lrows, pgx.RowTo[int])
+	if err != nil {
+		return 0, last, 0, err
+	}
+	locked := make([]holdfast.Key, len(idx))
+	for i, n := range idx {
+		locked[i] = wanted[n-1]
+	}
+	if len(locked) == 0 {
+		return examined, last, 0, nil
+	}
+	res, err := c.refill(ctx, tx, holdfast.RouteReplenish, locked)
+	if err != nil {
+		return 0, last, 0, err
+	}
+	for _, r := range res {
+		if r.added > 0 {
+			added += r.added
+			c.cfg.Observer.Replenished(r.key, false, r.added)
+		}
+	}
+	return examined, last, added, nil
 }

@@ -44,6 +44,8 @@ type Driver[TTx comparable] interface {
 	Checker
 	Lifecycle[TTx]
 	Waits[TTx]
+	Maintainer[TTx]
+	Buyers[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the

@@ -70,8 +70,6 @@ type Reserver[TTx comparable] interface {
 	// RefillInline refills the lines' buffers in a short transaction of its
 	// own, before the first slow attempt.
 	RefillInline(ctx context.Context, shop int64, lines []holdfast.Line) error
-	// BuyerHash is r's buyer's keyed hash (nil without a buyer).
-	BuyerHash(ctx context.Context, r *Reservation) ([]byte, error)
 	// Combines reports whether k is a batch key as the driver last saw its
 	// strategy (its default for keys it has not seen).
 	Combines(k holdfast.Key) bool

@@ -50,6 +50,10 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("ReserveAttempt", func(t *testing.T) { t.Parallel(); testReserveAttempt(t, h) })
 	t.Run("LifecycleAttempts", func(t *testing.T) { t.Parallel(); testLifecycle(t, h) })
 	t.Run("ListHoldsReadsOneMore", func(t *testing.T) { t.Parallel(); testListHolds(t, h) })
+	t.Run("SweepAttempt", func(t *testing.T) { t.Parallel(); testSweepAttempt(t, h) })
+	t.Run("PurgeAttempt", func(t *testing.T) { t.Parallel(); testPurgeAttempt(t, h) })
+	t.Run("ReplenishAttempt", func(t *testing.T) { t.Parallel(); testReplenishAttempt(t, h) })
+	t.Run("BuyerSecretAttempt", func(t *testing.T) { t.Parallel(); testBuyerSecretAttempt(t, h) })
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
