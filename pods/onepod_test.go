@@ -81,12 +81,12 @@ func TestReservationTouchesOnePod(t *testing.T) {
 	for _, p := range all {
 		d[p.name] = after[p.name] - before[p.name]
 	}
-	t.Logf("transactions per pod for %d reservations + %d claims/releases of shop 2 (pod b): %v", n, n, d)
+	t.Logf("table accesses per pod for %d reservations + %d claims/releases of shop 2 (pod b): %v", n, n, d)
 	if d["b"] < 2*n {
-		t.Fatalf("pod b committed %d transactions for %d operations: the count does not see them", d["b"], 2*n)
+		t.Fatalf("pod b shows %d table accesses for %d operations: the count does not see them", d["b"], 2*n)
 	}
 	if d["a"] != 0 || d["c"] != 0 {
-		t.Fatalf("pods a and c committed %d and %d transactions for shop 2's operations, want 0", d["a"], d["c"])
+		t.Fatalf("pods a and c show %d and %d table accesses for shop 2's operations, want 0", d["a"], d["c"])
 	}
 	// The count sees the other pods too.
 	if _, err := r.Reserve(ctx, cart(1)); err != nil {
