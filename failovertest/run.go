@@ -58,6 +58,11 @@ type Options struct {
 	// Items is how many spread items besides the hot one (item 1).
 	// Defaults to 20.
 	Items int
+	// Waiters is how many clients use the waitlist, each on its own
+	// scarce item (after the spread ones): a holder takes all its units,
+	// two checkouts wait for them (wait_seconds) and are granted when the
+	// holder is released or expires, or are cancelled. Defaults to 2.
+	Waiters int
 	// Log receives progress lines; nil is t.Logf.
 	Log func(format string, args ...any)
 	// NotReadyAfter is how long a gap must last before /readyz is
@@ -95,11 +100,14 @@ const (
 	expireTTL  = 1         // seconds, for holds left to expire
 	location   = 1
 	answerWait = 10 * time.Second // the clients' HTTP timeout
+	waitStock  = 2                // units of each waitlist item
+	waitFor    = 60               // wait_seconds of a waiting checkout
 )
 
 // Run loses the cluster's primary Rounds times for each kind while
 // Clients clients reserve (on one hot item and spread items), claim,
-// release, let holds expire and change stock through the service, and
+// release, let holds expire and change stock, and Waiters clients wait
+// for scarce items (the waitlist), through the service, and
 // checks after each failover that nothing acknowledged was lost and every
 // answer was true (Check), and the engine's invariant. It returns the
 // measurements and prints a table.
@@ -132,6 +140,9 @@ func Run(t *testing.T, o Options) []Result {
 	if o.Items == 0 {
 		o.Items = 20
 	}
+	if o.Waiters == 0 {
+		o.Waiters = 2
+	}
 	logf := o.Log
 	if logf == nil {
 		logf = t.Logf
@@ -144,11 +155,22 @@ func Run(t *testing.T, o Options) []Result {
 		}
 		r.initial[it] = stockEach
 	}
+	for k := range o.Waiters {
+		it := r.waitItem(k)
+		if err := r.setStock(ctx, it, waitStock); err != nil {
+			t.Fatalf("failovertest: set stock of item %d: %v", it, err)
+		}
+		r.initial[it] = waitStock
+	}
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := range o.Clients {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.client(wctx, i) }()
+	}
+	for k := range o.Waiters {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.waiter(wctx, k) }()
 	}
 	var probes []time.Time
 	var pmu sync.Mutex
@@ -250,6 +272,12 @@ func Run(t *testing.T, o Options) []Result {
 	// Every operation is resolved (the clients retried each unknown
 	// outcome until it was definite); read the final state and check.
 	bad := r.check(t, ctx)
+	r.mu.Lock()
+	logf("waitlist: %d waits acknowledged, %d read granted, %d read ended (410 wait_*)", r.waits, r.granted, r.ended)
+	if o.Waiters > 0 && (r.waits == 0 || r.granted == 0) {
+		t.Errorf("failovertest: the waitlist clients had %d waits acknowledged and %d granted: the waitlist was not exercised", r.waits, r.granted)
+	}
+	r.mu.Unlock()
 	for _, b := range bad {
 		t.Errorf("failovertest: %s", b)
 	}
@@ -391,6 +419,9 @@ type runner struct {
 	mu        sync.Mutex
 	ackTimes  []time.Time // acknowledged new reservations (201)
 	checkouts map[string]bool
+	// the waitlist clients' tallies: waits acknowledged (202), granted
+	// (read as held), ended with a 410 wait_*
+	waits, granted, ended int
 }
 
 func (r *runner) acks() []time.Time {
@@ -540,6 +571,108 @@ func (r *runner) client(ctx context.Context, i int) {
 	}
 }
 
+// waitItem is the scarce item of waitlist client k.
+func (r *runner) waitItem(k int) int64 { return int64(2 + r.o.Items + k) }
+
+// waiter is waitlist client k: on its scarce item (waitStock units) a
+// holder takes every unit, two checkouts ask one unit each with
+// wait_seconds (202 waiting), and the holder is released or left to
+// expire, or a waiter is cancelled (released while it waits). Each waiter
+// is then read until its wait ends: granted (held — then it is claimed or
+// released), or 410 wait_*. Every claim is restocked by a stock change,
+// so the item stays scarce, never empty. Every answer is recorded for
+// Check, which requires the waits acknowledged before a failover to be
+// answered truthfully across it.
+func (r *runner) waiter(ctx context.Context, k int) {
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(1000+k)))
+	item := r.waitItem(k)
+	reserve := func(id string, qty, ttl int, wait bool) Event {
+		body := map[string]any{"checkout_id": id, "ttl_seconds": ttl,
+			"lines": []map[string]any{{"item_id": item, "location_id": location, "quantity": qty}}}
+		if wait {
+			body["wait_seconds"] = waitFor
+		}
+		r.mu.Lock()
+		r.checkouts[id] = true
+		r.mu.Unlock()
+		return r.resolve(ctx, func(c context.Context) Event {
+			return r.do(c, Event{Op: OpReserve, Checkout: id, Item: item, Qty: qty}, http.MethodPost, r.path(""), body, "")
+		})
+	}
+	release := func(id string) Event {
+		return r.resolve(ctx, func(c context.Context) Event {
+			return r.do(c, Event{Op: OpRelease, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/release", nil, "")
+		})
+	}
+	for ctx.Err() == nil {
+		holder := newID()
+		expire := rng.IntN(2) == 0
+		ttl := holdTTL
+		if expire {
+			ttl = 2
+		}
+		h := reserve(holder, waitStock, ttl, false)
+		if h.Status/100 != 2 {
+			time.Sleep(200 * time.Millisecond) // the item is not as expected (a restock unresolved): do not spin
+		}
+		var waiting []string
+		for range 2 {
+			id := newID()
+			if e := reserve(id, 1, holdTTL, true); e.Status == http.StatusAccepted {
+				r.mu.Lock()
+				r.waits++
+				r.mu.Unlock()
+				waiting = append(waiting, id)
+			} else if e.Status/100 == 2 && e.Hold == "held" {
+				waiting = append(waiting, id) // held at once: read, then claim or release it below
+			}
+		}
+		if len(waiting) > 0 && rng.IntN(4) == 0 {
+			release(waiting[0]) // cancels its wait (410 wait_cancelled), or releases its hold
+			waiting = waiting[1:]
+		}
+		if h.Status/100 == 2 && !expire {
+			release(holder)
+		}
+		claimed := 0
+		for _, id := range waiting {
+			deadline := time.Now().Add(time.Duration(waitFor+30) * time.Second)
+			var e Event
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				e = r.do(ctx, Event{Op: OpGet, Checkout: id, Item: item, Qty: 1}, http.MethodGet, r.path(id), nil, "")
+				if e.Status == http.StatusOK || e.Status == http.StatusGone || e.Status == http.StatusNotFound {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			r.mu.Lock()
+			switch {
+			case e.Status == http.StatusGone:
+				r.ended++
+			case e.Status == http.StatusOK && e.Hold == "held":
+				r.granted++
+			}
+			r.mu.Unlock()
+			if e.Status != http.StatusOK || e.Hold != "held" {
+				continue
+			}
+			if rng.IntN(2) == 0 {
+				release(id)
+				continue
+			}
+			c := r.resolve(ctx, func(c context.Context) Event {
+				return r.do(c, Event{Op: OpClaim, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/claim", nil, "")
+			})
+			if c.Status == http.StatusOK {
+				claimed++
+			}
+		}
+		if claimed > 0 {
+			r.adjust(ctx, item, claimed)
+		}
+	}
+}
+
 func (r *runner) adjust(ctx context.Context, item int64, delta int) {
 	key := newID()
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d/adjust", r.o.Service.Shop, item, location)
@@ -563,6 +696,9 @@ func (r *runner) setStock(ctx context.Context, item int64, n int) error {
 // history against it.
 func (r *runner) check(t *testing.T, ctx context.Context) []string {
 	f := Final{Holds: map[string]string{}, Available: map[int64]int{}, Initial: r.initial, Short: map[int64]bool{}}
+	for k := range r.o.Waiters {
+		f.Short[r.waitItem(k)] = true // scarce on purpose
+	}
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.checkouts))
 	for id := range r.checkouts {
@@ -578,14 +714,19 @@ func (r *runner) check(t *testing.T, ctx context.Context) []string {
 		}
 		var b struct {
 			Status string `json:"status"`
+			Error  struct {
+				Code string `json:"code"`
+			} `json:"error"`
 		}
 		_ = json.NewDecoder(res.Body).Decode(&b)
 		res.Body.Close()
-		switch res.StatusCode {
-		case http.StatusOK:
-			f.Holds[id] = b.Status
-		case http.StatusNotFound:
+		switch {
+		case res.StatusCode == http.StatusOK, res.StatusCode == http.StatusAccepted:
+			f.Holds[id] = b.Status // a hold's status, or "waiting"
+		case res.StatusCode == http.StatusNotFound:
 			f.Holds[id] = ""
+		case res.StatusCode == http.StatusGone && strings.HasPrefix(b.Error.Code, "wait_"):
+			f.Holds[id] = b.Error.Code // the wait ended with nothing held
 		default:
 			t.Fatalf("failovertest: final GET %s: %s", id, res.Status)
 		}
