@@ -155,7 +155,7 @@ func Run(t *testing.T, o Options) []Result {
 		}
 		r.initial[it] = stockEach
 	}
-	for k := range o.Waiters {
+	for k := range o.Waiters + 1 { // and the pinned wait's item
 		it := r.waitItem(k)
 		if err := r.setStock(ctx, it, waitStock); err != nil {
 			t.Fatalf("failovertest: set stock of item %d: %v", it, err)
@@ -213,6 +213,16 @@ func Run(t *testing.T, o Options) []Result {
 	for _, k := range o.Kinds {
 		for round := range o.Rounds {
 			r.waitSteady(t, 5*time.Second)
+			// A wait acknowledged before the fault, read through it (every
+			// answer checked by Check) and granted after it.
+			pin, err := r.pinWait(ctx)
+			if err != nil {
+				t.Fatalf("failovertest: %s round %d: %v", k, round+1, err)
+			}
+			pctx, unpin := context.WithCancel(ctx)
+			pinRead := make(chan struct{})
+			var tally [3]int
+			go func() { defer close(pinRead); r.readWait(pctx, pin, &tally) }()
 			at, err := o.Cluster.Inject(ctx, k)
 			if err != nil {
 				t.Fatalf("failovertest: %s round %d: inject: %v", k, round+1, err)
@@ -223,6 +233,13 @@ func Run(t *testing.T, o Options) []Result {
 			time.Sleep(time.Until(firstAck.Add(14 * time.Second)))
 			if err := o.Cluster.Heal(ctx); err != nil {
 				t.Fatalf("failovertest: %s round %d: heal: %v", k, round+1, err)
+			}
+			unpin()
+			<-pinRead
+			logf("failover %s #%d: the wait acknowledged before the fault read %d times through it: %d waiting, %d not definite (503, outcome unknown, no answer), %d other",
+				k, round+1, tally[0]+tally[1]+tally[2], tally[0], tally[1], tally[2])
+			if err := r.grantWait(ctx, pin); err != nil {
+				t.Errorf("failovertest: %s round %d: the wait acknowledged before the fault: %v", k, round+1, err)
 			}
 
 			res := Result{Kind: k}
@@ -571,6 +588,105 @@ func (r *runner) client(ctx context.Context, i int) {
 	}
 }
 
+// pinned is a wait made before a fault: its holder and its waiter.
+type pinned struct {
+	item           int64
+	holder, waiter string
+}
+
+// reserveOn reserves qty units of item under id (with wait_seconds wait
+// when not 0), resolved.
+func (r *runner) reserveOn(ctx context.Context, item int64, id string, qty, ttl, wait int) Event {
+	body := map[string]any{"checkout_id": id, "ttl_seconds": ttl,
+		"lines": []map[string]any{{"item_id": item, "location_id": location, "quantity": qty}}}
+	if wait > 0 {
+		body["wait_seconds"] = wait
+	}
+	r.mu.Lock()
+	r.checkouts[id] = true
+	r.mu.Unlock()
+	return r.resolve(ctx, func(c context.Context) Event {
+		return r.do(c, Event{Op: OpReserve, Checkout: id, Item: item, Qty: qty}, http.MethodPost, r.path(""), body, "")
+	})
+}
+
+func (r *runner) verb(ctx context.Context, op Op, item int64, id string) Event {
+	return r.resolve(ctx, func(c context.Context) Event {
+		return r.do(c, Event{Op: op, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/"+string(op), nil, "")
+	})
+}
+
+// pinWait makes a wait on the pinned item (after the waitlist clients'):
+// a holder takes every unit and a checkout waits for one. It
+// fails unless the wait was acknowledged (202 waiting).
+func (r *runner) pinWait(ctx context.Context) (pinned, error) {
+	p := pinned{item: r.waitItem(r.o.Waiters), holder: newID(), waiter: newID()}
+	// Long enough for any round (fault, recovery, heal): neither the
+	// hold nor the wait may run out before grantWait.
+	if e := r.reserveOn(ctx, p.item, p.holder, waitStock, 3600, 0); e.Status/100 != 2 {
+		return p, fmt.Errorf("pinned wait: holder %s answered %d %s", p.holder, e.Status, e.Code)
+	}
+	if e := r.reserveOn(ctx, p.item, p.waiter, 1, holdTTL, 900); e.Status != http.StatusAccepted {
+		return p, fmt.Errorf("pinned wait: waiter %s answered %d %s %s, want 202 waiting", p.waiter, e.Status, e.Code, e.Hold)
+	}
+	r.mu.Lock()
+	r.waits++
+	r.mu.Unlock()
+	return p, nil
+}
+
+// readWait reads the pinned waiter every 200 ms until ctx ends: through
+// the fault each answer must be waiting, or 503/outcome unknown (Check).
+// It tallies the answers: waiting, not definite, other.
+func (r *runner) readWait(ctx context.Context, p pinned, tally *[3]int) {
+	for ctx.Err() == nil {
+		e := r.do(ctx, Event{Op: OpGet, Checkout: p.waiter, Item: p.item, Qty: 1}, http.MethodGet, r.path(p.waiter), nil, "")
+		switch {
+		case e.Status == -1:
+		case e.Status == http.StatusAccepted && e.Hold == "waiting":
+			tally[0]++
+		case !e.definite():
+			tally[1]++
+		default:
+			tally[2]++
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// grantWait, after the failover, releases the pinned holder and reads
+// the waiter until it is granted, then claims it and restocks the unit:
+// the wait acknowledged before the fault was kept and its grant is
+// claimable.
+func (r *runner) grantWait(ctx context.Context, p pinned) error {
+	if e := r.verb(ctx, OpRelease, p.item, p.holder); e.Status != http.StatusOK {
+		return fmt.Errorf("release of its holder %s: %d %s", p.holder, e.Status, e.Code)
+	}
+	deadline := time.Now().Add(time.Duration(waitFor) * time.Second)
+	var e Event
+	for time.Now().Before(deadline) {
+		e = r.do(ctx, Event{Op: OpGet, Checkout: p.waiter, Item: p.item, Qty: 1}, http.MethodGet, r.path(p.waiter), nil, "")
+		if e.Status == http.StatusOK || e.Status == http.StatusGone || e.Status == http.StatusNotFound {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e.Status != http.StatusOK || e.Hold != "held" {
+		return fmt.Errorf("waiter %s not granted once its holder was released: %d %s %s", p.waiter, e.Status, e.Code, e.Hold)
+	}
+	r.mu.Lock()
+	r.granted++
+	r.mu.Unlock()
+	if c := r.verb(ctx, OpClaim, p.item, p.waiter); c.Status != http.StatusOK {
+		return fmt.Errorf("claim of its grant %s: %d %s", p.waiter, c.Status, c.Code)
+	}
+	r.adjust(ctx, p.item, 1)
+	return nil
+}
+
 // waitItem is the scarce item of waitlist client k.
 func (r *runner) waitItem(k int) int64 { return int64(2 + r.o.Items + k) }
 
@@ -586,24 +702,8 @@ func (r *runner) waitItem(k int) int64 { return int64(2 + r.o.Items + k) }
 func (r *runner) waiter(ctx context.Context, k int) {
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(1000+k)))
 	item := r.waitItem(k)
-	reserve := func(id string, qty, ttl int, wait bool) Event {
-		body := map[string]any{"checkout_id": id, "ttl_seconds": ttl,
-			"lines": []map[string]any{{"item_id": item, "location_id": location, "quantity": qty}}}
-		if wait {
-			body["wait_seconds"] = waitFor
-		}
-		r.mu.Lock()
-		r.checkouts[id] = true
-		r.mu.Unlock()
-		return r.resolve(ctx, func(c context.Context) Event {
-			return r.do(c, Event{Op: OpReserve, Checkout: id, Item: item, Qty: qty}, http.MethodPost, r.path(""), body, "")
-		})
-	}
-	release := func(id string) Event {
-		return r.resolve(ctx, func(c context.Context) Event {
-			return r.do(c, Event{Op: OpRelease, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/release", nil, "")
-		})
-	}
+	reserve := func(id string, qty, ttl, wait int) Event { return r.reserveOn(ctx, item, id, qty, ttl, wait) }
+	release := func(id string) Event { return r.verb(ctx, OpRelease, item, id) }
 	for ctx.Err() == nil {
 		holder := newID()
 		expire := rng.IntN(2) == 0
@@ -611,14 +711,14 @@ func (r *runner) waiter(ctx context.Context, k int) {
 		if expire {
 			ttl = 2
 		}
-		h := reserve(holder, waitStock, ttl, false)
+		h := reserve(holder, waitStock, ttl, 0)
 		if h.Status/100 != 2 {
 			time.Sleep(200 * time.Millisecond) // the item is not as expected (a restock unresolved): do not spin
 		}
 		var waiting []string
 		for range 2 {
 			id := newID()
-			if e := reserve(id, 1, holdTTL, true); e.Status == http.StatusAccepted {
+			if e := reserve(id, 1, holdTTL, waitFor); e.Status == http.StatusAccepted {
 				r.mu.Lock()
 				r.waits++
 				r.mu.Unlock()
@@ -660,10 +760,7 @@ func (r *runner) waiter(ctx context.Context, k int) {
 				release(id)
 				continue
 			}
-			c := r.resolve(ctx, func(c context.Context) Event {
-				return r.do(c, Event{Op: OpClaim, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/claim", nil, "")
-			})
-			if c.Status == http.StatusOK {
+			if c := r.verb(ctx, OpClaim, item, id); c.Status == http.StatusOK {
 				claimed++
 			}
 		}
@@ -696,7 +793,7 @@ func (r *runner) setStock(ctx context.Context, item int64, n int) error {
 // history against it.
 func (r *runner) check(t *testing.T, ctx context.Context) []string {
 	f := Final{Holds: map[string]string{}, Available: map[int64]int{}, Initial: r.initial, Short: map[int64]bool{}}
-	for k := range r.o.Waiters {
+	for k := range r.o.Waiters + 1 {
 		f.Short[r.waitItem(k)] = true // scarce on purpose
 	}
 	r.mu.Lock()
