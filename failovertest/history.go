@@ -114,7 +114,8 @@ func Check(events []Event, f Final) []string {
 		if e.Status >= 500 && e.Status != http.StatusServiceUnavailable && !(e.Status == 500 && e.Code == "outcome_unknown") {
 			bad = append(bad, fmt.Sprintf("%s %s at %s: %d %s (a 5xx that is neither 503 nor outcome_unknown)", e.Op, e.Checkout, e.At.Format("15:04:05.000"), e.Status, e.Code))
 		}
-		if e.Op != OpAdjust {
+		switch e.Op {
+		case OpReserve, OpClaim, OpRelease, OpGet:
 			bad = append(bad, checkWait(e, get(e))...)
 		}
 		switch e.Op {
