@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -86,15 +87,18 @@ type Final struct {
 //     its initial value plus the acknowledged adjustments minus the claimed
 //     quantities (every operation was resolved before Check);
 //   - no definite answer contradicts another (a checkout claimed and
-//     released, both acknowledged).
+//     released, both acknowledged);
+//   - no acknowledged wait is lost (the waitlist: a reservation answered
+//     202 waiting): it is still waiting, or was granted (then its hold
+//     obeys the rules of a hold: not lost, claimable), or its wait ended
+//     with a stated reason (410 wait_expired, wait_cancelled,
+//     wait_unservable) — never not_found, and never one of these after
+//     another: a grant is not taken back (waiting, checkout_waiting or
+//     wait_* after held), an ended wait is not granted nor waiting again,
+//     and it ends for one reason only, which the final read repeats.
 func Check(events []Event, f Final) []string {
 	var bad []string
-	type co struct {
-		item                     int64
-		qty                      int
-		reserved, claimed, relsd bool
-		reserveAt                time.Time
-	}
+	type co = checkout
 	cos := map[string]*co{}
 	get := func(e Event) *co {
 		c := cos[e.Checkout]
@@ -111,13 +115,20 @@ func Check(events []Event, f Final) []string {
 			bad = append(bad, fmt.Sprintf("%s %s at %s: %d %s (a 5xx that is neither 503 nor outcome_unknown)", e.Op, e.Checkout, e.At.Format("15:04:05.000"), e.Status, e.Code))
 		}
 		switch e.Op {
+		case OpReserve, OpClaim, OpRelease, OpGet:
+			bad = append(bad, checkWait(e, get(e))...)
+		}
+		switch e.Op {
 		case OpReserve:
 			c := get(e)
-			if e.Status/100 == 2 {
+			if e.Qty > 0 {
+				c.qty = e.Qty
+			}
+			if e.Status/100 == 2 && e.Hold != "waiting" {
 				if !c.reserved {
 					c.reserveAt = e.At
 				}
-				c.reserved, c.qty = true, e.Qty
+				c.reserved = true
 			}
 			if e.Code == "insufficient_stock" && !f.Short[e.Item] {
 				bad = append(bad, fmt.Sprintf("reserve %s at %s: insufficient_stock on item %d, which never runs short (a false sold out)", e.Checkout, e.At.Format("15:04:05.000"), e.Item))
@@ -126,6 +137,11 @@ func Check(events []Event, f Final) []string {
 			c := get(e)
 			if e.Code == "not_found" && c.reserved && e.At.After(c.reserveAt) {
 				bad = append(bad, fmt.Sprintf("%s %s at %s: not_found for a hold acknowledged at %s (a false not found)", e.Op, e.Checkout, e.At.Format("15:04:05.000"), c.reserveAt.Format("15:04:05.000")))
+			} else if e.Code == "not_found" && c.waited && e.At.After(c.waitAt) {
+				bad = append(bad, fmt.Sprintf("%s %s at %s: not_found for a wait acknowledged at %s (a false not found: acknowledged wait lost)", e.Op, e.Checkout, e.At.Format("15:04:05.000"), c.waitAt.Format("15:04:05.000")))
+			}
+			if e.Op == OpGet && e.Status == http.StatusOK && e.Hold == "held" && !c.reserved {
+				c.reserved, c.reserveAt = true, e.At // a wait's grant, read
 			}
 			if e.Op == OpClaim && e.Status == http.StatusOK {
 				c.claimed = true
@@ -151,22 +167,35 @@ func Check(events []Event, f Final) []string {
 		if c.claimed && c.relsd {
 			bad = append(bad, fmt.Sprintf("checkout %s: both its claim and its release were acknowledged", id))
 		}
+		final, ok := f.Holds[id]
+		if final == "claimed" {
+			claimedQty[c.item] += c.qty
+		}
+		if !c.reserved && c.waited {
+			switch {
+			case !ok:
+				bad = append(bad, fmt.Sprintf("checkout %s: wait acknowledged, final state not read", id))
+			case final == "":
+				bad = append(bad, fmt.Sprintf("checkout %s: wait acknowledged at %s, not found after the run (acknowledged wait lost)", id, c.waitAt.Format("15:04:05.000")))
+			case c.ended != "" && final != c.ended:
+				bad = append(bad, fmt.Sprintf("checkout %s: its wait ended with %s, final state %s (an ended wait changed)", id, c.ended, final))
+			}
+			continue
+		}
 		if !c.reserved {
 			continue
 		}
-		final, ok := f.Holds[id]
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("checkout %s: acknowledged, final state not read", id))
+		case final == "waiting", strings.HasPrefix(final, "wait_"):
+			bad = append(bad, fmt.Sprintf("checkout %s: hold acknowledged at %s, final state %s (acknowledged hold lost)", id, c.reserveAt.Format("15:04:05.000"), final))
 		case final == "":
 			bad = append(bad, fmt.Sprintf("checkout %s: acknowledged at %s, gone after the run (acknowledged hold lost)", id, c.reserveAt.Format("15:04:05.000")))
 		case c.claimed && final != "claimed":
 			bad = append(bad, fmt.Sprintf("checkout %s: claim acknowledged, final status %s (acknowledged claim lost)", id, final))
 		case c.relsd && final != "released":
 			bad = append(bad, fmt.Sprintf("checkout %s: release acknowledged, final status %s (acknowledged release lost)", id, final))
-		}
-		if final == "claimed" {
-			claimedQty[c.item] += c.qty
 		}
 	}
 	items := make([]int64, 0, len(f.Initial))
@@ -178,6 +207,59 @@ func Check(events []Event, f Final) []string {
 		want := f.Initial[it] + adjusted[it] - claimedQty[it]
 		if got, ok := f.Available[it]; !ok || got != want {
 			bad = append(bad, fmt.Sprintf("item %d: available %d, want %d (initial %d + acknowledged adjustments %d - claimed %d): an acknowledged stock change or claim was lost, or one not acknowledged was kept", it, got, want, f.Initial[it], adjusted[it], claimedQty[it]))
+		}
+	}
+	return bad
+}
+
+// checkout is what Check knows of one checkout so far.
+type checkout struct {
+	item                     int64
+	qty                      int
+	reserved, claimed, relsd bool
+	reserveAt                time.Time
+	waited                   bool // an answer said it waits (202 waiting)
+	waitAt                   time.Time
+	ended                    string // the 410 wait_* its wait ended with
+}
+
+// checkWait checks e against what earlier answers said of c's wait, and
+// records what e says of it: a grant is not taken back, an ended wait is
+// not granted nor waiting again, and ends for one reason.
+func checkWait(e Event, c *checkout) []string {
+	var bad []string
+	at := e.At.Format("15:04:05.000")
+	waiting := (e.Status == http.StatusAccepted && e.Hold == "waiting") || e.Code == "checkout_waiting"
+	ended := e.Status == http.StatusGone && strings.HasPrefix(e.Code, "wait_")
+	held := (e.Status/100 == 2 && e.Hold == "held") || (e.Op == OpClaim && e.Status == http.StatusOK)
+	what := e.Code
+	if what == "" {
+		what = e.Hold
+	}
+	switch {
+	case waiting:
+		if c.reserved {
+			bad = append(bad, fmt.Sprintf("%s %s at %s: %s after its hold was acknowledged at %s (acknowledged grant lost)", e.Op, e.Checkout, at, what, c.reserveAt.Format("15:04:05.000")))
+		}
+		if c.ended != "" {
+			bad = append(bad, fmt.Sprintf("%s %s at %s: %s after its wait ended with %s", e.Op, e.Checkout, at, what, c.ended))
+		}
+		if e.Status == http.StatusAccepted && !c.waited {
+			c.waited, c.waitAt = true, e.At
+		}
+	case ended:
+		if c.reserved {
+			bad = append(bad, fmt.Sprintf("%s %s at %s: %s after its hold was acknowledged at %s (acknowledged grant lost)", e.Op, e.Checkout, at, e.Code, c.reserveAt.Format("15:04:05.000")))
+		}
+		if c.ended != "" && c.ended != e.Code {
+			bad = append(bad, fmt.Sprintf("%s %s at %s: %s after its wait ended with %s", e.Op, e.Checkout, at, e.Code, c.ended))
+		}
+		if c.ended == "" {
+			c.ended = e.Code
+		}
+	case held:
+		if c.ended != "" {
+			bad = append(bad, fmt.Sprintf("%s %s at %s: %s after its wait ended with %s (an ended wait granted)", e.Op, e.Checkout, at, what, c.ended))
 		}
 	}
 	return bad

@@ -58,6 +58,11 @@ type Options struct {
 	// Items is how many spread items besides the hot one (item 1).
 	// Defaults to 20.
 	Items int
+	// Waiters is how many clients use the waitlist, each on its own
+	// scarce item (after the spread ones): a holder takes all its units,
+	// two checkouts wait for them (wait_seconds) and are granted when the
+	// holder is released or expires, or are cancelled. Defaults to 2.
+	Waiters int
 	// Log receives progress lines; nil is t.Logf.
 	Log func(format string, args ...any)
 	// NotReadyAfter is how long a gap must last before /readyz is
@@ -95,11 +100,14 @@ const (
 	expireTTL  = 1         // seconds, for holds left to expire
 	location   = 1
 	answerWait = 10 * time.Second // the clients' HTTP timeout
+	waitStock  = 2                // units of each waitlist item
+	waitFor    = 60               // wait_seconds of a waiting checkout
 )
 
 // Run loses the cluster's primary Rounds times for each kind while
 // Clients clients reserve (on one hot item and spread items), claim,
-// release, let holds expire and change stock through the service, and
+// release, let holds expire and change stock, and Waiters clients wait
+// for scarce items (the waitlist), through the service, and
 // checks after each failover that nothing acknowledged was lost and every
 // answer was true (Check), and the engine's invariant. It returns the
 // measurements and prints a table.
@@ -132,6 +140,9 @@ func Run(t *testing.T, o Options) []Result {
 	if o.Items == 0 {
 		o.Items = 20
 	}
+	if o.Waiters == 0 {
+		o.Waiters = 2
+	}
 	logf := o.Log
 	if logf == nil {
 		logf = t.Logf
@@ -144,11 +155,22 @@ func Run(t *testing.T, o Options) []Result {
 		}
 		r.initial[it] = stockEach
 	}
+	for k := range o.Waiters + 1 { // and the pinned wait's item
+		it := r.waitItem(k)
+		if err := r.setStock(ctx, it, waitStock); err != nil {
+			t.Fatalf("failovertest: set stock of item %d: %v", it, err)
+		}
+		r.initial[it] = waitStock
+	}
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := range o.Clients {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.client(wctx, i) }()
+	}
+	for k := range o.Waiters {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.waiter(wctx, k) }()
 	}
 	var probes []time.Time
 	var pmu sync.Mutex
@@ -191,6 +213,16 @@ func Run(t *testing.T, o Options) []Result {
 	for _, k := range o.Kinds {
 		for round := range o.Rounds {
 			r.waitSteady(t, 5*time.Second)
+			// A wait acknowledged before the fault, read through it (every
+			// answer checked by Check) and granted after it.
+			pin, err := r.pinWait(ctx)
+			if err != nil {
+				t.Fatalf("failovertest: %s round %d: %v", k, round+1, err)
+			}
+			pctx, unpin := context.WithCancel(ctx)
+			pinRead := make(chan struct{})
+			var tally [3]int
+			go func() { defer close(pinRead); r.readWait(pctx, pin, &tally) }()
 			at, err := o.Cluster.Inject(ctx, k)
 			if err != nil {
 				t.Fatalf("failovertest: %s round %d: inject: %v", k, round+1, err)
@@ -201,6 +233,13 @@ func Run(t *testing.T, o Options) []Result {
 			time.Sleep(time.Until(firstAck.Add(14 * time.Second)))
 			if err := o.Cluster.Heal(ctx); err != nil {
 				t.Fatalf("failovertest: %s round %d: heal: %v", k, round+1, err)
+			}
+			unpin()
+			<-pinRead
+			logf("failover %s #%d: the wait acknowledged before the fault read %d times through it: %d waiting, %d not definite (503, outcome unknown, no answer), %d other",
+				k, round+1, tally[0]+tally[1]+tally[2], tally[0], tally[1], tally[2])
+			if err := r.grantWait(ctx, pin); err != nil {
+				t.Errorf("failovertest: %s round %d: the wait acknowledged before the fault: %v", k, round+1, err)
 			}
 
 			res := Result{Kind: k}
@@ -250,6 +289,12 @@ func Run(t *testing.T, o Options) []Result {
 	// Every operation is resolved (the clients retried each unknown
 	// outcome until it was definite); read the final state and check.
 	bad := r.check(t, ctx)
+	r.mu.Lock()
+	logf("waitlist: %d waits acknowledged, %d read granted, %d read ended (410 wait_*)", r.waits, r.granted, r.ended)
+	if o.Waiters > 0 && (r.waits == 0 || r.granted == 0) {
+		t.Errorf("failovertest: the waitlist clients had %d waits acknowledged and %d granted: the waitlist was not exercised", r.waits, r.granted)
+	}
+	r.mu.Unlock()
 	for _, b := range bad {
 		t.Errorf("failovertest: %s", b)
 	}
@@ -391,6 +436,9 @@ type runner struct {
 	mu        sync.Mutex
 	ackTimes  []time.Time // acknowledged new reservations (201)
 	checkouts map[string]bool
+	// the waitlist clients' tallies: waits acknowledged (202), granted
+	// (read as held), ended with a 410 wait_*
+	waits, granted, ended int
 }
 
 func (r *runner) acks() []time.Time {
@@ -540,6 +588,188 @@ func (r *runner) client(ctx context.Context, i int) {
 	}
 }
 
+// pinned is a wait made before a fault: its holder and its waiter.
+type pinned struct {
+	item           int64
+	holder, waiter string
+}
+
+// reserveOn reserves qty units of item under id (with wait_seconds wait
+// when not 0), resolved.
+func (r *runner) reserveOn(ctx context.Context, item int64, id string, qty, ttl, wait int) Event {
+	body := map[string]any{"checkout_id": id, "ttl_seconds": ttl,
+		"lines": []map[string]any{{"item_id": item, "location_id": location, "quantity": qty}}}
+	if wait > 0 {
+		body["wait_seconds"] = wait
+	}
+	r.mu.Lock()
+	r.checkouts[id] = true
+	r.mu.Unlock()
+	return r.resolve(ctx, func(c context.Context) Event {
+		return r.do(c, Event{Op: OpReserve, Checkout: id, Item: item, Qty: qty}, http.MethodPost, r.path(""), body, "")
+	})
+}
+
+func (r *runner) verb(ctx context.Context, op Op, item int64, id string) Event {
+	return r.resolve(ctx, func(c context.Context) Event {
+		return r.do(c, Event{Op: op, Checkout: id, Item: item}, http.MethodPost, r.path(id)+"/"+string(op), nil, "")
+	})
+}
+
+// pinWait makes a wait on the pinned item (after the waitlist clients'):
+// a holder takes every unit and a checkout waits for one. It
+// fails unless the wait was acknowledged (202 waiting).
+func (r *runner) pinWait(ctx context.Context) (pinned, error) {
+	p := pinned{item: r.waitItem(r.o.Waiters), holder: newID(), waiter: newID()}
+	// Long enough for any round (fault, recovery, heal): neither the
+	// hold nor the wait may run out before grantWait.
+	if e := r.reserveOn(ctx, p.item, p.holder, waitStock, 3600, 0); e.Status/100 != 2 {
+		return p, fmt.Errorf("pinned wait: holder %s answered %d %s", p.holder, e.Status, e.Code)
+	}
+	if e := r.reserveOn(ctx, p.item, p.waiter, 1, holdTTL, 900); e.Status != http.StatusAccepted {
+		return p, fmt.Errorf("pinned wait: waiter %s answered %d %s %s, want 202 waiting", p.waiter, e.Status, e.Code, e.Hold)
+	}
+	r.mu.Lock()
+	r.waits++
+	r.mu.Unlock()
+	return p, nil
+}
+
+// readWait reads the pinned waiter every 200 ms until ctx ends: through
+// the fault each answer must be waiting, or 503/outcome unknown (Check).
+// It tallies the answers: waiting, not definite, other.
+func (r *runner) readWait(ctx context.Context, p pinned, tally *[3]int) {
+	for ctx.Err() == nil {
+		e := r.do(ctx, Event{Op: OpGet, Checkout: p.waiter, Item: p.item, Qty: 1}, http.MethodGet, r.path(p.waiter), nil, "")
+		switch {
+		case e.Status == -1:
+		case e.Status == http.StatusAccepted && e.Hold == "waiting":
+			tally[0]++
+		case !e.definite():
+			tally[1]++
+		default:
+			tally[2]++
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// grantWait, after the failover, releases the pinned holder and reads
+// the waiter until it is granted, then claims it and restocks the unit:
+// the wait acknowledged before the fault was kept and its grant is
+// claimable.
+func (r *runner) grantWait(ctx context.Context, p pinned) error {
+	if e := r.verb(ctx, OpRelease, p.item, p.holder); e.Status != http.StatusOK {
+		return fmt.Errorf("release of its holder %s: %d %s", p.holder, e.Status, e.Code)
+	}
+	deadline := time.Now().Add(time.Duration(waitFor) * time.Second)
+	var e Event
+	for time.Now().Before(deadline) {
+		e = r.do(ctx, Event{Op: OpGet, Checkout: p.waiter, Item: p.item, Qty: 1}, http.MethodGet, r.path(p.waiter), nil, "")
+		if e.Status == http.StatusOK || e.Status == http.StatusGone || e.Status == http.StatusNotFound {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e.Status != http.StatusOK || e.Hold != "held" {
+		return fmt.Errorf("waiter %s not granted once its holder was released: %d %s %s", p.waiter, e.Status, e.Code, e.Hold)
+	}
+	r.mu.Lock()
+	r.granted++
+	r.mu.Unlock()
+	if c := r.verb(ctx, OpClaim, p.item, p.waiter); c.Status != http.StatusOK {
+		return fmt.Errorf("claim of its grant %s: %d %s", p.waiter, c.Status, c.Code)
+	}
+	r.adjust(ctx, p.item, 1)
+	return nil
+}
+
+// waitItem is the scarce item of waitlist client k.
+func (r *runner) waitItem(k int) int64 { return int64(2 + r.o.Items + k) }
+
+// waiter is waitlist client k: on its scarce item (waitStock units) a
+// holder takes every unit, two checkouts ask one unit each with
+// wait_seconds (202 waiting), and the holder is released or left to
+// expire, or a waiter is cancelled (released while it waits). Each waiter
+// is then read until its wait ends: granted (held — then it is claimed or
+// released), or 410 wait_*. Every claim is restocked by a stock change,
+// so the item stays scarce, never empty. Every answer is recorded for
+// Check, which requires the waits acknowledged before a failover to be
+// answered truthfully across it.
+func (r *runner) waiter(ctx context.Context, k int) {
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(1000+k)))
+	item := r.waitItem(k)
+	reserve := func(id string, qty, ttl, wait int) Event { return r.reserveOn(ctx, item, id, qty, ttl, wait) }
+	release := func(id string) Event { return r.verb(ctx, OpRelease, item, id) }
+	for ctx.Err() == nil {
+		holder := newID()
+		expire := rng.IntN(2) == 0
+		ttl := holdTTL
+		if expire {
+			ttl = 2
+		}
+		h := reserve(holder, waitStock, ttl, 0)
+		if h.Status/100 != 2 {
+			time.Sleep(200 * time.Millisecond) // the item is not as expected (a restock unresolved): do not spin
+		}
+		var waiting []string
+		for range 2 {
+			id := newID()
+			if e := reserve(id, 1, holdTTL, waitFor); e.Status == http.StatusAccepted {
+				r.mu.Lock()
+				r.waits++
+				r.mu.Unlock()
+				waiting = append(waiting, id)
+			} else if e.Status/100 == 2 && e.Hold == "held" {
+				waiting = append(waiting, id) // held at once: read, then claim or release it below
+			}
+		}
+		if len(waiting) > 0 && rng.IntN(4) == 0 {
+			release(waiting[0]) // cancels its wait (410 wait_cancelled), or releases its hold
+			waiting = waiting[1:]
+		}
+		if h.Status/100 == 2 && !expire {
+			release(holder)
+		}
+		claimed := 0
+		for _, id := range waiting {
+			deadline := time.Now().Add(time.Duration(waitFor+30) * time.Second)
+			var e Event
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				e = r.do(ctx, Event{Op: OpGet, Checkout: id, Item: item, Qty: 1}, http.MethodGet, r.path(id), nil, "")
+				if e.Status == http.StatusOK || e.Status == http.StatusGone || e.Status == http.StatusNotFound {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			r.mu.Lock()
+			switch {
+			case e.Status == http.StatusGone:
+				r.ended++
+			case e.Status == http.StatusOK && e.Hold == "held":
+				r.granted++
+			}
+			r.mu.Unlock()
+			if e.Status != http.StatusOK || e.Hold != "held" {
+				continue
+			}
+			if rng.IntN(2) == 0 {
+				release(id)
+				continue
+			}
+			if c := r.verb(ctx, OpClaim, item, id); c.Status == http.StatusOK {
+				claimed++
+			}
+		}
+		if claimed > 0 {
+			r.adjust(ctx, item, claimed)
+		}
+	}
+}
+
 func (r *runner) adjust(ctx context.Context, item int64, delta int) {
 	key := newID()
 	path := fmt.Sprintf("/v1/shops/%d/inventory/%d/%d/adjust", r.o.Service.Shop, item, location)
@@ -563,6 +793,9 @@ func (r *runner) setStock(ctx context.Context, item int64, n int) error {
 // history against it.
 func (r *runner) check(t *testing.T, ctx context.Context) []string {
 	f := Final{Holds: map[string]string{}, Available: map[int64]int{}, Initial: r.initial, Short: map[int64]bool{}}
+	for k := range r.o.Waiters + 1 {
+		f.Short[r.waitItem(k)] = true // scarce on purpose
+	}
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.checkouts))
 	for id := range r.checkouts {
@@ -578,14 +811,19 @@ func (r *runner) check(t *testing.T, ctx context.Context) []string {
 		}
 		var b struct {
 			Status string `json:"status"`
+			Error  struct {
+				Code string `json:"code"`
+			} `json:"error"`
 		}
 		_ = json.NewDecoder(res.Body).Decode(&b)
 		res.Body.Close()
-		switch res.StatusCode {
-		case http.StatusOK:
-			f.Holds[id] = b.Status
-		case http.StatusNotFound:
+		switch {
+		case res.StatusCode == http.StatusOK, res.StatusCode == http.StatusAccepted:
+			f.Holds[id] = b.Status // a hold's status, or "waiting"
+		case res.StatusCode == http.StatusNotFound:
 			f.Holds[id] = ""
+		case res.StatusCode == http.StatusGone && strings.HasPrefix(b.Error.Code, "wait_"):
+			f.Holds[id] = b.Error.Code // the wait ended with nothing held
 		default:
 			t.Fatalf("failovertest: final GET %s: %s", id, res.Status)
 		}

@@ -37,7 +37,9 @@ func serve(t *testing.T, c *galera.Cluster, database string) failovertest.Servic
 		t.Fatal(err)
 	}
 	store := mysqlstore.Service(hc.DB())
-	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestTimeout: 5 * time.Second})
+	// Workers: the maintenance serve runs (the sweeper, and the waitlist
+	// server that grants the runner's waits).
+	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestTimeout: 5 * time.Second, Workers: []httpapi.Worker{hc}})
 	if err != nil {
 		t.Fatal(err)
 	}

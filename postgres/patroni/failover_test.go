@@ -46,7 +46,9 @@ func serve(t *testing.T, url string) failovertest.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: pgstore.Service(pool), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestTimeout: 5 * time.Second})
+	// Workers: the maintenance serve runs (the sweeper, and the waitlist
+	// server that grants the runner's waits).
+	srv, err := httpapi.New(httpapi.Config{Engine: hc, Store: pgstore.Service(pool), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestTimeout: 5 * time.Second, Workers: []httpapi.Worker{hc}})
 	if err != nil {
 		t.Fatal(err)
 	}
