@@ -94,6 +94,9 @@ func serve(t *testing.T, dbURL string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--sweep-interval", "1s"}, args...)...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	// Its own working directory: serve keeps webhook.key in its data
+	// directory, .holdfast relative to it unless --data-dir says.
+	cmd.Dir = t.TempDir()
 	pr, pw := io.Pipe()
 	s := &server{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = io.MultiWriter(s.stderr, pw)
