@@ -75,7 +75,10 @@ func TestServePods(t *testing.T) {
 		return strings.TrimSpace(lines[len(lines)-1])
 	}
 	k1, k2 := key("1"), key("2")
-	for shop, k := range map[string]string{"1": k1, "2": k2} {
+	// In order: a new shop goes to the pod with fewest shops, ties by name,
+	// so shop 1 lands on a and shop 2 on b.
+	for _, sk := range [][2]string{{"1", k1}, {"2", k2}} {
+		shop, k := sk[0], sk[1]
 		if code, body := call(t, "PUT", base+"/v1/shops/"+shop+"/inventory/42/1", k, `{"available": 10, "reason": "stocktake"}`); code != http.StatusOK {
 			t.Fatalf("stock shop %s: %d %s", shop, code, body)
 		}
