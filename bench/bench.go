@@ -15,6 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/holdfast/holdfast/bench/hotbench"
 )
 
 // Options configures Run. Zero values mean the defaults.
@@ -71,6 +73,10 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Logger receives the engine's logs. Defaults to discarding them.
 	Logger *slog.Logger
+	// NoLimit skips the durable limit (hotbench.MeasureLimit), which Run
+	// otherwise measures once, before the other runs, for Duration each
+	// (runs of fixed Attempts skip it: it is a timed run).
+	NoLimit bool
 }
 
 // AttemptsMax bounds Options.Attempts and SoakOptions.Attempts.
@@ -211,6 +217,13 @@ type Result struct {
 	GoCPU    float64 `json:"go_cpu_pct"`
 	PgCPU    float64 `json:"pg_cpu_pct"`
 	OtherCPU float64 `json:"other_cpu_pct"`
+	// Cost is what each hold of the window cost: the whole server's CPU
+	// (when local), this process's CPU and the WAL bytes. Soldout and
+	// counted runs divide by every hold of the run.
+	hotbench.Cost
+	// BackendCPUus is the CPU µs per hold of the run database's backends
+	// alone (the part of ServerCPUus spent serving the holds' statements).
+	BackendCPUus float64 `json:"backend_cpu_us_per_hold,omitempty"`
 }
 
 // Failed reports whether the run failed a correctness check.
@@ -232,6 +245,9 @@ type Report struct {
 	// every figure.
 	LoadBefore string `json:"load_before,omitempty"`
 	LoadAfter  string `json:"load_after,omitempty"`
+	// Limits is the durable limit measured in the same run, on one counter
+	// row and on hotbench.LimitStripes (hotbench.MeasureLimit).
+	Limits []*hotbench.Result `json:"durable_limits,omitempty"`
 }
 
 // ErrIncorrect is returned by Run (wrapped) when any run oversold or failed

@@ -103,6 +103,18 @@ func procTicks(pid int) (uint64, bool) {
 	return u + st, err1 == nil && err2 == nil
 }
 
+// backendCPU is the CPU time the run database's backends used between a
+// and b (zero when unreadable).
+func backendCPU(a, b cpuSample) time.Duration {
+	var ticks uint64
+	for pid, t := range b.pg {
+		if t0, ok := a.pg[pid]; ok && t >= t0 {
+			ticks += t - t0
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
 // cpuShare returns the percent of the machine's CPU used between a and b by
 // this process, by the run database's backends (0 when unreadable, e.g. a
 // remote server) and by everything else.

@@ -20,16 +20,33 @@ import (
 // PostgreSQL engine, so the two engines can be read figure for figure from
 // one runner. Run (the fuller bench) does not use it. Close it when done:
 // it drops any database a run left.
-type HotTarget struct{ srv *server }
+type HotTarget struct {
+	srv   *server
+	meter *pgMeter
+}
 
-var _ hotbench.Target = (*HotTarget)(nil)
+var (
+	_ hotbench.Target = (*HotTarget)(nil)
+	_ hotbench.Meter  = (*HotTarget)(nil)
+)
 
 // NewHotTarget returns the Target on the server of url (any database; its
 // role needs CREATEDB).
-func NewHotTarget(url string) *HotTarget { return &HotTarget{srv: newServer(url)} }
+func NewHotTarget(url string) *HotTarget {
+	return &HotTarget{srv: newServer(url), meter: &pgMeter{url: url}}
+}
 
 // Close drops every database the Target made and still has.
-func (t *HotTarget) Close() { t.srv.close() }
+func (t *HotTarget) Close() {
+	t.srv.close()
+	t.meter.close()
+}
+
+// Sample reads the server's CPU time (every process of a local server) and
+// its WAL position.
+func (t *HotTarget) Sample(ctx context.Context) (hotbench.Sample, error) {
+	return t.meter.Sample(ctx)
+}
 
 // Engine names the engine: "PostgreSQL".
 func (t *HotTarget) Engine() string { return "PostgreSQL" }
@@ -102,6 +119,22 @@ func (d *hotDatabase) Ceiling(ctx context.Context) (func(context.Context) error,
 	insert := query("ceiling_insert")
 	return func(ctx context.Context) error {
 		_, err := d.pool.Exec(ctx, insert, uuid.New())
+		return err
+	}, nil
+}
+
+// Limit creates the durable limit's tables; each hold is one statement,
+// committed on its own.
+func (d *hotDatabase) Limit(ctx context.Context, stripes int) (hotbench.LimitHold, error) {
+	if _, err := d.pool.Exec(ctx, query("limit_schema")); err != nil {
+		return nil, err
+	}
+	if _, err := d.pool.Exec(ctx, query("limit_fill"), stripes); err != nil {
+		return nil, err
+	}
+	hold := query("limit_hold")
+	return func(ctx context.Context, stripe int, ids []uuid.UUID) error {
+		_, err := d.pool.Exec(ctx, hold, stripe, ids)
 		return err
 	}, nil
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestHotTargetRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, ceilings := 0, 0
+	runs, ceilings, limits := 0, 0, 0
 	for _, r := range rep.Results {
 		switch {
 		case r.Scenario == "ceiling":
@@ -31,17 +32,46 @@ func TestHotTargetRuns(t *testing.T) {
 			if r.HoldsPerSec <= 0 {
 				t.Errorf("ceiling measured no commits: %+v", r)
 			}
+		case r.Scenario == hotbench.ScenarioLimit:
+			limits++
+			checkCost(t, r)
+			if r.Clients != hotbench.LimitConns*hotbench.LimitBatch || r.Holds%hotbench.LimitBatch != 0 {
+				t.Errorf("limit %s: %+v; want %d in flight and whole batches", r.Strategy, r, hotbench.LimitConns*hotbench.LimitBatch)
+			}
 		default:
 			runs++
 			if r.Holds == 0 || r.Errors != 0 || r.Oversold != 0 || r.Problem != "" || r.Ceiling <= 0 {
 				t.Errorf("%s %s: %+v", r.Strategy, r.Scenario, r)
 			}
+			checkCost(t, r)
 		}
 	}
-	if want := len(hotbench.Scenarios()) * len(target.Strategies()); runs != want || ceilings != 1 {
-		t.Errorf("%d runs and %d ceilings; want %d and 1", runs, ceilings, want)
+	if want := len(hotbench.Scenarios()) * len(target.Strategies()); runs != want || ceilings != 1 || limits != len(hotbench.LimitStripeCounts()) {
+		t.Errorf("%d runs, %d ceilings and %d limit rows; want %d, 1 and %d", runs, ceilings, limits, want, len(hotbench.LimitStripeCounts()))
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"×limit", "db µs/h", "go µs/h", "log B/h", "limit ", hotbench.LimitStrategy(hotbench.LimitStripes)} {
+		if !strings.Contains(table.String(), col) {
+			t.Errorf("table has no %q:\n%s", col, table.String())
+		}
 	}
 	if rep.Engine != "PostgreSQL" || rep.Server == "" {
 		t.Errorf("report names engine %q on server %q", rep.Engine, rep.Server)
+	}
+}
+
+// checkCost fails unless r's cost per hold was measured: the server is
+// local (a private test server), so its CPU and log position are readable.
+// Plausible, not fast: each is positive and below a bound no hold reaches
+// (a second of CPU, a megabyte of log).
+func checkCost(t *testing.T, r *hotbench.Result) {
+	t.Helper()
+	for name, v := range map[string]float64{"server CPU µs": r.ServerCPUus, "Go CPU µs": r.GoCPUus, "log bytes": r.LogBytes} {
+		if v <= 0 || v > 1e6 {
+			t.Errorf("%s %s c=%d: %s per hold %v; want > 0 and plausible", r.Scenario, r.Strategy, r.Clients, name, v)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/holdfast/holdfast/bench/hotbench"
 )
 
 // The load loops: prewarming a pool, then clients running an op for a timed
@@ -67,12 +69,14 @@ func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string
 	statConn := r.statConn(ctx)
 	defer closeConn(statConn)
 	var cpu0 cpuSample
+	var probe *hotbench.Probe
 	started := false
 	nextTick := from.Add(tick)
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	for now := time.Now(); now.Before(to) && ctx.Err() == nil; now = time.Now() {
 		if !started && !now.Before(from) {
+			probe = hotbench.StartProbe(ctx, r.meter)
 			cpu0, started = readCPU(ctx, statConn, db), true
 		}
 		if tick > 0 && !now.Before(nextTick) {
@@ -90,6 +94,9 @@ func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string
 		}
 	}
 	cpu1 := readCPU(ctx, statConn, db)
+	if probe != nil {
+		probe.Stop(ctx)
+	}
 	if tick > 0 {
 		onTick(live.Load(), time.Since(from))
 	}
@@ -102,6 +109,7 @@ func (r *runner) timed(ctx context.Context, pool *pgxpool.Pool, db, label string
 	m.window = window
 	m.waits = <-sampler
 	m.goCPU, m.pgCPU, m.otherCPU = cpuShare(cpu0, cpu1)
+	m.probe, m.backend = probe, backendCPU(cpu0, cpu1)
 	return m, nil
 }
 
@@ -158,6 +166,7 @@ func (r *runner) counted(ctx context.Context, pool *pgxpool.Pool, db, label stri
 	sampler := r.sample(sampleCtx, db, time.Now(), time.Now().Add(time.Hour))
 	statConn := r.statConn(ctx)
 	defer closeConn(statConn)
+	probe := hotbench.StartProbe(ctx, r.meter)
 	cpu0 := readCPU(ctx, statConn, db)
 	start := time.Now()
 	close(gate)
@@ -179,6 +188,7 @@ func (r *runner) counted(ctx context.Context, pool *pgxpool.Pool, db, label stri
 		onTick(live.Load(), elapsed)
 	}
 	cpu1 := readCPU(ctx, statConn, db)
+	probe.Stop(ctx)
 	cancel()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -187,5 +197,6 @@ func (r *runner) counted(ctx context.Context, pool *pgxpool.Pool, db, label stri
 	m.elapsed = elapsed
 	m.waits = <-sampler
 	m.goCPU, m.pgCPU, m.otherCPU = cpuShare(cpu0, cpu1)
+	m.probe, m.backend = probe, backendCPU(cpu0, cpu1)
 	return m, nil
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -23,6 +24,8 @@ type measurement struct {
 	elapsed                time.Duration // a counted run's time to answer every attempt
 	waits                  map[string]float64
 	goCPU, pgCPU, otherCPU float64
+	probe                  *hotbench.Probe // the window's cost
+	backend                time.Duration   // the run database's backends' CPU in the window
 }
 
 func (m *measurement) fill(res *Result) {
@@ -39,6 +42,10 @@ func (m *measurement) fill(res *Result) {
 		res.Maxms = hotbench.Ms(m.lat[n-1])
 	}
 	res.Waits, res.GoCPU, res.PgCPU, res.OtherCPU = m.waits, m.goCPU, m.pgCPU, m.otherCPU
+	res.Cost = m.probe.Cost(m.holds)
+	if m.holds > 0 && m.backend > 0 {
+		res.BackendCPUus = math.Round(float64(m.backend)/1e3/float64(m.holds)*10) / 10
+	}
 }
 
 // tally is one client's share of a measurement.

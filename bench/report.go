@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/holdfast/holdfast/bench/hotbench"
 )
 
 // counterOf returns the counter strategy's result for the same scenario and
@@ -27,12 +29,18 @@ func (rep *Report) counterOf(res *Result) *Result {
 // were waiting on.
 func (rep *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\tstrategy\tholds/s\tx counter\tx ceiling\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tretries\tdead\tcheck\t")
+	fmt.Fprintln(tw, "scenario\tclients\tstrategy\tholds/s\tx counter\tx ceiling\tx limit\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tretries\tdead\tdb µs/h\tbe µs/h\tgo µs/h\twal B/h\tcheck\t")
+	limit := 0.0
+	for _, l := range rep.Limits {
+		if l.Strategy == hotbench.LimitStrategy(1) {
+			limit = l.HoldsPerSec
+		}
+	}
 	prev := ""
 	for i := range rep.Runs {
 		r := &rep.Runs[i]
 		if prev != "" && r.Scenario != prev {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
 		}
 		prev = r.Scenario
 		xc := "-"
@@ -43,13 +51,23 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if r.CommitCeiling > 0 {
 			xl = fmt.Sprintf("%.2f", r.HoldsPerSec/r.CommitCeiling)
 		}
+		xm := "-"
+		if limit > 0 {
+			xm = fmt.Sprintf("%.2f", r.HoldsPerSec/limit)
+		}
 		check := "ok"
 		if r.Failed() {
 			check = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%d\t%s\t\n",
-			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, r.P50ms, r.P95ms, r.P99ms, r.Maxms,
-			codes(r.Errors, r.ErrorsByCode), codes(r.Retries, r.RetriesByCode), r.DeadTuples, check)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, xm, r.P50ms, r.P95ms, r.P99ms, r.Maxms,
+			codes(r.Errors, r.ErrorsByCode), codes(r.Retries, r.RetriesByCode), r.DeadTuples,
+			costCell(r.ServerCPUus), costCell(r.BackendCPUus), costCell(r.GoCPUus), costCell(r.LogBytes), check)
+	}
+	for _, l := range rep.Limits {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t-\t%s\t-\t%.2f\t-\t%.2f\t-\t%d\t0\t-\t%s\t-\t%s\t%s\tok\t\n",
+			l.Scenario, l.Clients, l.Strategy, l.HoldsPerSec, ceilingRatio(l.HoldsPerSec, rep.Ceilings[l.Clients]), l.P50ms, l.P99ms, l.Errors,
+			costCell(l.ServerCPUus), costCell(l.GoCPUus), costCell(l.LogBytes))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -76,6 +94,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "  c=%d %.0f/s", c, rep.Ceilings[c])
 	}
 	fmt.Fprintln(w)
+	if len(rep.Limits) > 0 {
+		fmt.Fprintf(w, "durable limit: %d connections, each committing transactions of one counter-row decrement and %d narrow rows keyed (shop, ID), on 1 and %d counter rows (%d holds in flight; p50/p99 per transaction); x limit is over the one-row limit\n",
+			hotbench.LimitConns, hotbench.LimitBatch, hotbench.LimitStripes, hotbench.LimitConns*hotbench.LimitBatch)
+	}
+	fmt.Fprintln(w, "per hold: db µs/h the server's CPU (all its processes, when local), be µs/h the run database's backends' CPU, go µs/h this process's CPU (engine, pgx and the load generator), wal B/h WAL bytes")
 	if rep.LoadBefore != "" {
 		fmt.Fprintf(w, "load average: %s before, %s after (this machine has %d CPUs)\n", rep.LoadBefore, rep.LoadAfter, runtime.NumCPU())
 	}
@@ -87,6 +110,25 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\n", r.Scenario, r.Clients, r.Strategy, r.GoCPU, r.PgCPU, r.OtherCPU, topWaits(r.Waits, 4), r.DeadCreated, r.InlineRefills)
 	}
 	return tw.Flush()
+}
+
+// costCell formats a per-hold cost; zero is unknown.
+func costCell(v float64) string {
+	switch {
+	case v <= 0:
+		return "-"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.1f", v)
+	}
+}
+
+func ceilingRatio(v, ceiling float64) string {
+	if ceiling <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v/ceiling)
 }
 
 // codes formats a total with its breakdown: "12 (40P01:10 55P03:2)".

@@ -37,6 +37,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Attempts > 0 {
 		rep.Duration = ""
 	}
+	if !o.NoLimit && o.Attempts == 0 {
+		lim, err := r.limit(ctx)
+		rep.Limits = lim
+		if err != nil {
+			return rep, fmt.Errorf("bench: durable limit: %w", err)
+		}
+	}
 	var failed []string
 	for _, name := range o.Scenarios {
 		sc, _ := newScenario(name, &o)
@@ -84,6 +91,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 type runner struct {
 	o         Options
 	srv       *server
+	meter     *pgMeter // what the server spent, for the cost per hold
 	base      string
 	templates map[string]string // strategy/keySet -> template database
 	ceilDB    string
@@ -111,10 +119,13 @@ func newRunner(ctx context.Context, o Options) (*runner, error) {
 		srv.close()
 		return nil, err
 	}
-	return &runner{o: o, srv: srv, base: base, templates: map[string]string{}, ceilings: map[int]float64{}, tty: isTerminal(o.Progress)}, nil
+	return &runner{o: o, srv: srv, meter: &pgMeter{url: o.URL}, base: base, templates: map[string]string{}, ceilings: map[int]float64{}, tty: isTerminal(o.Progress)}, nil
 }
 
-func (r *runner) close() { r.srv.close() }
+func (r *runner) close() {
+	r.srv.close()
+	r.meter.close()
+}
 
 // template returns the stocked template of strategy for sc's key set,
 // creating it on first use.
@@ -245,6 +256,14 @@ func (r *runner) run(ctx context.Context, strategy string, sc *scenario, clients
 	res.Problem = strings.Join(problems, "; ")
 	r.progress("%s closing", label)
 	return res, nil
+}
+
+// limit measures the durable limit (hotbench.MeasureLimit) on the bench's
+// server, with the bench's window.
+func (r *runner) limit(ctx context.Context) ([]*hotbench.Result, error) {
+	r.progress("durable limit: %d connections x %d holds per transaction", hotbench.LimitConns, hotbench.LimitBatch)
+	t := &HotTarget{srv: r.srv, meter: r.meter}
+	return hotbench.MeasureLimit(ctx, t, hotbench.Options{Duration: r.o.Duration, Warmup: r.o.Warmup})
 }
 
 // op is one attempt: the units it reserved, or why not.

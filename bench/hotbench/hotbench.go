@@ -18,6 +18,7 @@ package hotbench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,10 @@ type Database interface {
 	// simulated checkout work before it commits. unknown reports a COMMIT
 	// that failed: the reservation's outcome is unknown.
 	ReserveTx(ctx context.Context, p holdfast.ReserveParams, work time.Duration) (unknown bool, err error)
+	// Limit creates the durable limit's tables (a counter striped over
+	// stripes rows, with stock enough for any run, and the narrow holds
+	// table keyed (shop, ID)) and returns its transaction (see LimitBatch).
+	Limit(ctx context.Context, stripes int) (LimitHold, error)
 	// Close closes the pool and drops the database.
 	Close()
 }
@@ -98,6 +103,9 @@ type Options struct {
 	HotStock int
 	// Progress receives one line per run. Nil is silent.
 	Progress io.Writer
+	// NoLimit skips the durable limit (MeasureLimit), which Run otherwise
+	// measures once, before the other runs.
+	NoLimit bool
 }
 
 func (o Options) withDefaults(t Target) Options {
@@ -169,6 +177,9 @@ type Result struct {
 	// Oversold counts invariant violations found by the audit.
 	Oversold int    `json:"oversold"`
 	Problem  string `json:"problem,omitempty"`
+	// Cost is what each hold of the window cost (known when the Target is
+	// a Meter; Go CPU always).
+	Cost
 }
 
 // Report is a whole run.
@@ -196,6 +207,13 @@ func Run(ctx context.Context, t Target, o Options) (*Report, error) {
 	var err error
 	if rep.Server, err = t.Server(ctx); err != nil {
 		return nil, fmt.Errorf("hotbench: %w", err)
+	}
+	if !o.NoLimit {
+		lim, err := MeasureLimit(ctx, t, o)
+		rep.Results = append(rep.Results, lim...)
+		if err != nil {
+			return rep, err
+		}
 	}
 	ceilings := map[int]float64{}
 	var bad []string
@@ -254,7 +272,7 @@ func (r *runner) ceiling(ctx context.Context, clients int) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Scenario: "ceiling", Strategy: "commit", Clients: clients}
-	m := r.timed(ctx, fmt.Sprintf("ceiling    commit   c=%-3d", clients), clients, insert)
+	m := r.timed(ctx, fmt.Sprintf("ceiling    commit   c=%-3d", clients), clients, 1, insert)
 	m.fill(res, r.o.Duration)
 	if res.Errors > 0 {
 		return nil, fmt.Errorf("hotbench: commit ceiling: %d errors %v", res.Errors, res.ErrorKinds)
@@ -305,7 +323,7 @@ func (r *runner) run(ctx context.Context, scenario, strategy string, clients int
 		return err
 	}
 	res := &Result{Scenario: scenario, Strategy: strategy, Clients: clients}
-	m := r.timed(ctx, fmt.Sprintf("%-10s %-8s c=%-3d", strategy, scenario, clients), clients, do)
+	m := r.timed(ctx, fmt.Sprintf("%-10s %-8s c=%-3d", strategy, scenario, clients), clients, 1, do)
 	m.fill(res, r.o.Duration)
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -340,10 +358,11 @@ type measurement struct {
 	errors    int64
 	kinds     map[string]int64
 	latencies []time.Duration
+	cost      Cost
 }
 
 func (m *measurement) fill(res *Result, window time.Duration) {
-	res.Holds, res.Errors = m.ok, m.errors
+	res.Holds, res.Errors, res.Cost = m.ok, m.errors, m.cost
 	res.HoldsPerSec = float64(m.ok) / window.Seconds()
 	if len(m.kinds) > 0 {
 		res.ErrorKinds = m.kinds
@@ -379,11 +398,29 @@ func (r *runner) errorKind(err error) string {
 }
 
 // timed runs do on clients goroutines for the warmup and then the measured
-// window; attempts that start in the window count.
-func (r *runner) timed(ctx context.Context, label string, clients int, do func(context.Context) error) *measurement {
+// window; attempts that start in the window count. Each successful do
+// holds per holds, for the cost per hold measured over the window.
+func (r *runner) timed(ctx context.Context, label string, clients, per int, do func(context.Context) error) *measurement {
 	fmt.Fprintf(r.o.Progress, "%s running %v\n", label, r.o.Duration)
 	start := time.Now()
 	from, to := start.Add(r.o.Warmup), start.Add(r.o.Warmup+r.o.Duration)
+	meter, _ := r.t.(Meter)
+	probed := make(chan *Probe, 1)
+	go func() {
+		defer close(probed)
+		select {
+		case <-time.After(time.Until(from)):
+		case <-ctx.Done():
+			return
+		}
+		p := StartProbe(ctx, meter)
+		select {
+		case <-time.After(time.Until(to)):
+		case <-ctx.Done():
+		}
+		p.Stop(ctx)
+		probed <- p
+	}()
 	out := make([]*measurement, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -411,6 +448,9 @@ func (r *runner) timed(ctx context.Context, label string, clients int, do func(c
 			}
 		}()
 	}
+	// The probe stops at the window's end; the holds are counted once the
+	// attempts in flight then have answered.
+	probe := <-probed
 	wg.Wait()
 	all := &measurement{kinds: map[string]int64{}}
 	for _, m := range out {
@@ -421,19 +461,25 @@ func (r *runner) timed(ctx context.Context, label string, clients int, do func(c
 			all.kinds[k] += v
 		}
 	}
+	all.cost = probe.Cost(all.ok * int64(per))
 	return all
 }
 
 // WriteTable prints the report: per scenario and clients, the commit
-// ceiling and each strategy's holds/s, latency, errors and ratios to the
-// ceiling and to the counter strategy.
+// ceiling and each strategy's holds/s, latency, errors, ratios to the
+// ceiling, to the counter strategy and to the durable limit on one row,
+// and what each hold cost (server CPU, this process's CPU, log bytes).
 func (rep *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s engine on %s, %s per run\n", rep.Engine, rep.Server, rep.Duration)
-	fmt.Fprintf(w, "%-8s %7s %-9s %10s %8s %8s %7s %8s %8s %8s\n", "scenario", "clients", "strategy", "holds/s", "p50 ms", "p99 ms", "errors", "×ceiling", "×counter", "oversold")
+	fmt.Fprintf(w, "%-8s %7s %-9s %10s %8s %8s %7s %8s %8s %8s %8s %9s %9s %10s\n", "scenario", "clients", "strategy", "holds/s", "p50 ms", "p99 ms", "errors", "×ceiling", "×counter", "×limit", "oversold", "db µs/h", "go µs/h", "log B/h")
 	ceil := map[int]*Result{}
+	limit := 0.0
 	for _, r := range rep.Results {
-		if r.Scenario == "ceiling" {
+		switch {
+		case r.Scenario == "ceiling":
 			ceil[r.Clients] = r
+		case r.Scenario == ScenarioLimit && r.Strategy == LimitStrategy(1):
+			limit = r.HoldsPerSec
 		}
 	}
 	rows := slices.Clone(rep.Results)
@@ -460,8 +506,8 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if cr := ceil[r.Clients]; cr != nil {
 			c = cr.HoldsPerSec
 		}
-		fmt.Fprintf(w, "%-8s %7d %-9s %10.0f %8.2f %8.2f %7d %8s %8s %8d\n", r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, r.P50ms, r.P99ms, r.Errors,
-			ratio(c), ratio(counter[[2]any{r.Scenario, r.Clients}]), r.Oversold)
+		fmt.Fprintf(w, "%-8s %7d %-9s %10.0f %8.2f %8.2f %7d %8s %8s %8s %8d %9s %9s %10s\n", r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, r.P50ms, r.P99ms, r.Errors,
+			ratio(c), ratio(counter[[2]any{r.Scenario, r.Clients}]), ratio(limit), r.Oversold, costCell(r.ServerCPUus), costCell(r.GoCPUus), costCell(r.LogBytes))
 		if r.Problem != "" {
 			fmt.Fprintf(w, "         PROBLEM: %s\n", r.Problem)
 		}
@@ -469,7 +515,31 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	for _, c := range slices.Sorted(maps.Keys(ceil)) {
 		fmt.Fprintf(w, "commit ceiling at %d clients: %.0f commits/s (one-row INSERT per transaction), p99 %.2f ms\n", c, ceil[c].HoldsPerSec, ceil[c].P99ms)
 	}
+	if limit > 0 {
+		fmt.Fprintf(w, "durable limit: %d connections, each committing transactions of one counter-row decrement and %d narrow rows keyed (shop, ID), on 1 and %d counter rows (%d holds in flight; p50/p99 per transaction)\n",
+			LimitConns, LimitBatch, LimitStripes, LimitConns*LimitBatch)
+	}
+	fmt.Fprintln(w, "db µs/h: the server's CPU per hold (all its processes); go µs/h: this process's CPU per hold (engine, driver and load generator); log B/h: WAL or redo bytes per hold")
 	return nil
+}
+
+// costCell formats a per-hold cost; zero is unknown.
+func costCell(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// WriteJSON writes the report as JSON: {"engine", "server", "duration",
+// "results": [...]}, each result with its cost per hold.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 func order(scenario string) int {

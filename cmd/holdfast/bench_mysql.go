@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/holdfast/holdfast/bench"
 	"github.com/holdfast/holdfast/bench/hotbench"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/mysqlbench"
@@ -48,13 +50,27 @@ func runBenchEngines(ctx context.Context, stdout io.Writer, f *benchFlags) (done
 		}
 		fmt.Fprintln(stdout)
 	}
-	return true, runMySQLBench(ctx, f)
+	return true, runMySQLBench(ctx, f, mysqlJSONPath(f.jsonFile, slices.Contains(engines, enginePostgres)))
+}
+
+// mysqlJSONPath is where --json's MariaDB report goes: the file itself
+// when MariaDB runs alone, else beside PostgreSQL's, "-mariadb" before its
+// extension (bench.json: bench-mariadb.json).
+func mysqlJSONPath(path string, both bool) string {
+	if path == "" || !both {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-mariadb" + ext
 }
 
 // runMySQLBench is bench on the MySQL engine (package mysqlbench): the
 // scenarios and strategies it has, on DATABASE_URL's server (mysql://…) or
 // a private throwaway MariaDB.
-func runMySQLBench(ctx context.Context, f *benchFlags) error {
+func runMySQLBench(ctx context.Context, f *benchFlags, jsonPath string) error {
+	if err := checkWritable("--json", jsonPath); err != nil {
+		return err
+	}
 	clients, err := parseInts(f.clients)
 	if err != nil {
 		return usageError("--clients: %v", err)
@@ -110,6 +126,11 @@ func runMySQLBench(ctx context.Context, f *benchFlags) error {
 		fmt.Printf("holdfast bench %s  (MariaDB part took %s)\n\n", f.line, time.Since(start).Round(time.Second))
 		if werr := rep.WriteTable(os.Stdout); werr != nil {
 			return werr
+		}
+		if jsonPath != "" {
+			if werr := bench.WriteFile(jsonPath, rep.WriteJSON); werr != nil {
+				return werr
+			}
 		}
 	}
 	if errors.Is(err, hotbench.ErrIncorrect) {

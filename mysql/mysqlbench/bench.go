@@ -15,9 +15,13 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,9 +54,46 @@ type Target struct {
 
 	admin *sql.DB // CREATE and DROP DATABASE; opened on first use
 	err   error
+
+	pidOnce sync.Once
+	pid     int // the server's process, when local; 0 unknown
 }
 
-var _ hotbench.Target = (*Target)(nil)
+var (
+	_ hotbench.Target = (*Target)(nil)
+	_ hotbench.Meter  = (*Target)(nil)
+)
+
+// serverNames are the command names of a MySQL or MariaDB server process.
+var serverNames = []string{"mysqld", "mariadbd"}
+
+// Sample reads the server process's CPU time (when the server runs on this
+// machine: its pid file is readable and names a mysqld or mariadbd) and
+// InnoDB's current redo LSN.
+func (t *Target) Sample(ctx context.Context) (hotbench.Sample, error) {
+	s := hotbench.Sample{CPU: -1, Log: -1}
+	if t.err != nil {
+		return s, t.err
+	}
+	t.pidOnce.Do(func() {
+		var path string
+		if t.admin.QueryRowContext(ctx, statement("server_pid_file")).Scan(&path) == nil {
+			t.pid, _ = hotbench.PIDFile(path)
+		}
+	})
+	if t.pid > 0 {
+		if cpu, err := hotbench.ServerCPU(t.pid, serverNames, false); err == nil {
+			s.CPU = cpu
+		}
+	}
+	var lsn string
+	if err := t.admin.QueryRowContext(ctx, statement("redo_lsn")).Scan(&lsn); err == nil {
+		if n, err := strconv.ParseInt(lsn, 10, 64); err == nil {
+			s.Log = n
+		}
+	}
+	return s, nil
+}
 
 // New returns the Target on server (any database; its user needs CREATE
 // and DROP).
@@ -167,6 +208,42 @@ func (d *database) Ceiling(ctx context.Context) (func(context.Context) error, er
 		id := uuid.New()
 		_, err := d.db.ExecContext(ctx, insert, id[:])
 		return err
+	}, nil
+}
+
+// Limit creates the durable limit's tables; each hold is a transaction of
+// the counter row's UPDATE and one multi-row INSERT.
+func (d *database) Limit(ctx context.Context, stripes int) (hotbench.LimitHold, error) {
+	for _, name := range []string{"limit_counter_schema", "limit_holds_schema"} {
+		if _, err := d.db.ExecContext(ctx, statement(name)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := d.db.ExecContext(ctx, statement("limit_fill"), stripes); err != nil {
+		return nil, err
+	}
+	take, insert := statement("limit_take"), statement("limit_insert")
+	return func(ctx context.Context, stripe int, ids []uuid.UUID) error {
+		hexIDs := make([]string, len(ids))
+		for i, id := range ids {
+			hexIDs[i] = hex.EncodeToString(id[:])
+		}
+		js, err := json.Marshal(hexIDs)
+		if err != nil {
+			return err
+		}
+		tx, err := d.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, take, len(ids), stripe); err == nil {
+			_, err = tx.ExecContext(ctx, insert, string(js))
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
 	}, nil
 }
 

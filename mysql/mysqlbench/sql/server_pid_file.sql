@@ -1,0 +1,2 @@
+-- Where the server wrote its process ID.
+SELECT @@pid_file
