@@ -399,7 +399,8 @@ func (r *runner) errorKind(err error) string {
 
 // timed runs do on clients goroutines for the warmup and then the measured
 // window; attempts that start in the window count. Each successful do
-// holds per holds, for the cost per hold measured over the window.
+// grants per holds (the durable limit's: a batch), for the cost per hold
+// measured over the window.
 func (r *runner) timed(ctx context.Context, label string, clients, per int, do func(context.Context) error) *measurement {
 	fmt.Fprintf(r.o.Progress, "%s running %v\n", label, r.o.Duration)
 	start := time.Now()
