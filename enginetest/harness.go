@@ -131,8 +131,9 @@ var tests = []struct {
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
 	{"Cross", testCross}, // cross.go: features meeting
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
-	{"PoolExact", testPoolExact},                                                                       // pool.go: no second connection inside a transaction
-	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, // stockcas.go
+	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
+	// stockcas.go: compare-and-set stock changes and imports
+	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces},
 }
 
 // long reports whether the heavier forms of the tests run.
