@@ -133,7 +133,7 @@ var tests = []struct {
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
 	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
 	// stockcas.go: compare-and-set stock changes and imports
-	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces},
+	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
 }
 
 // long reports whether the heavier forms of the tests run.
