@@ -74,6 +74,9 @@ type Engine interface {
 	SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error
 	// LocationOrder reads a shop's default location order (empty: none).
 	LocationOrder(ctx context.Context, shopID int64) ([]int64, error)
+	// ImportStock sets many keys' stock of one shop in one transaction,
+	// all or nothing, idempotent on the import's ID (stockcas.go).
+	ImportStock(ctx context.Context, im StockImport) (*StockImportResult, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a
@@ -84,11 +87,18 @@ type Engine interface {
 // ID answers the first outcome and applies nothing; the same ID with a
 // different change is ErrIdempotencyConflict. Outcomes are kept for
 // Config.OutcomeRetention.
+//
+// ExpectAvailable, when non-nil, makes the change a compare-and-set: it is
+// applied only if the key's available stock is *ExpectAvailable when the
+// change holds the key's lock; otherwise nothing changes and the answer is
+// a *StockChangedError (ErrStockChanged) with the current value. A key
+// never stocked has available 0, so expecting 0 matches it (stockcas.go).
 type StockChange struct {
 	Key
-	Set       *int
-	Delta     int
-	Reason    string
-	Reference string
-	ID        string
+	Set             *int
+	Delta           int
+	Reason          string
+	Reference       string
+	ID              string
+	ExpectAvailable *int
 }

@@ -86,6 +86,9 @@ type Error struct {
 	// OldestCursor is the oldest feed cursor still available, with
 	// cursor_expired (Events also answers a *holdfast.CursorExpiredError).
 	OldestCursor int64
+	// StockChanged is the refused compare-and-set, with stock_changed: the
+	// key's available stock now (Current) and, for an import, the entry.
+	StockChanged *holdfast.StockChangedError
 }
 
 func (e *Error) Error() string {
@@ -117,6 +120,7 @@ var sentinels = map[string]error{
 	"over_committed":       holdfast.ErrOverCommitted,
 	"revision_conflict":    holdfast.ErrRevisionConflict,
 	"buyer_limit_exceeded": holdfast.ErrBuyerLimitExceeded,
+	"stock_changed":        holdfast.ErrStockChanged,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,
@@ -249,12 +253,19 @@ func (c *Client) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*hol
 	if ch.ID != "" {
 		body["adjustment_id"] = ch.ID
 	}
+	if ch.ExpectAvailable != nil {
+		body["expected_available"] = *ch.ExpectAvailable
+	}
+	var l *holdfast.Level
+	var err error
 	if ch.Set != nil {
 		body["available"] = *ch.Set
-		return c.level(ctx, http.MethodPut, ch.Key, "", body, ch.ID != "")
+		l, err = c.level(ctx, http.MethodPut, ch.Key, "", body, ch.ID != "")
+	} else {
+		body["delta"] = ch.Delta
+		l, err = c.level(ctx, http.MethodPost, ch.Key, "/adjust", body, ch.ID != "")
 	}
-	body["delta"] = ch.Delta
-	return c.level(ctx, http.MethodPost, ch.Key, "/adjust", body, ch.ID != "")
+	return l, withShop(err, ch.ShopID)
 }
 
 // Level returns a key's stock.
@@ -347,6 +358,9 @@ func decodeError(res *http.Response, b []byte) error {
 		}
 		if b := eb.Error.Buyer; b != nil {
 			e.BuyerLimit = b.BuyerLimitError()
+		}
+		if sc := eb.Error.StockChanged; sc != nil {
+			e.StockChanged = sc.StockChangedError(0) // the caller's wrapper fills the shop in
 		}
 	}
 	e.RequestID = res.Header.Get("X-Request-Id")

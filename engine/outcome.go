@@ -48,6 +48,8 @@ func Outcome(err error, h *holdfast.Hold) string {
 		return "wait_unservable"
 	case errors.Is(err, holdfast.ErrRevisionConflict):
 		return "revision_conflict"
+	case errors.Is(err, holdfast.ErrStockChanged):
+		return "stock_changed"
 	}
 	return "error"
 }

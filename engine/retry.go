@@ -155,7 +155,8 @@ func (c *Core) MapErr(route string, err error, own, idempotent bool) error {
 		errors.Is(err, holdfast.ErrOverCommitted),
 		errors.Is(err, holdfast.ErrRevisionConflict),
 		errors.Is(err, holdfast.ErrWaitlisted), errors.Is(err, holdfast.ErrWaitExpired),
-		errors.Is(err, holdfast.ErrWaitCancelled), errors.Is(err, holdfast.ErrWaitUnservable):
+		errors.Is(err, holdfast.ErrWaitCancelled), errors.Is(err, holdfast.ErrWaitUnservable),
+		errors.Is(err, holdfast.ErrStockChanged):
 		return err
 	}
 	// The cause of an unacknowledged COMMIT is kept as text only, so

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -43,11 +44,25 @@ func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch hold
 		return nil, err
 	}
 	var lvl *holdfast.Level
+	var changed *holdfast.StockChangedError
 	err := c.run(ctx, tx, own, holdfast.RouteAdjust, ch.ID != "", func(tx TTx) error {
 		var err error
+		changed = nil
 		lvl, err = c.d.ChangeStockAttempt(ctx, tx, own, ch)
+		if errors.As(err, &changed) && ch.ID != "" {
+			// A compare-and-set mismatch changed no stock; what it wrote
+			// is an identified change's record of the refusal, which
+			// commits so that a retry answers the same.
+			return nil
+		}
 		return err
 	})
+	if err == nil && changed != nil {
+		err = changed
+	}
+	if errors.As(err, &changed) {
+		changed.Index = -1
+	}
 	c.observe(holdfast.RouteAdjust, start, err, nil)
 	if err != nil {
 		return nil, err

@@ -81,6 +81,8 @@ func validateStockChange(ch holdfast.StockChange) error {
 		return holdfast.NewArgumentError("available", "must be between 0 and %d", holdfast.AvailableMax)
 	case ch.Set == nil && (ch.Delta < -holdfast.AvailableMax || ch.Delta > holdfast.AvailableMax):
 		return holdfast.NewArgumentError("delta", "must be between %d and %d", -holdfast.AvailableMax, holdfast.AvailableMax)
+	case ch.ExpectAvailable != nil && (*ch.ExpectAvailable < 0 || *ch.ExpectAvailable > holdfast.AvailableMax):
+		return holdfast.NewArgumentError("expected_available", "must be between 0 and %d", holdfast.AvailableMax)
 	case len(ch.ID) > holdfast.StockChangeIDMaxLen:
 		return holdfast.NewArgumentError("id", "at most %d bytes", holdfast.StockChangeIDMaxLen)
 	case !utf8.ValidString(ch.ID) || strings.ContainsFunc(ch.ID, unicode.IsControl):

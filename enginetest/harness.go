@@ -132,6 +132,8 @@ var tests = []struct {
 	{"Cross", testCross}, // cross.go: features meeting
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
 	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
+	// stockcas.go: compare-and-set stock changes and imports
+	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -81,3 +81,7 @@ func (ceilingEngine) CheckInvariant(context.Context) (*holdfast.InvariantReport,
 func (ceilingEngine) SweepOnce(context.Context) (int, error) { return 0, holdfast.ErrUnavailable }
 func (ceilingEngine) Start(context.Context)                  {}
 func (ceilingEngine) Stop(context.Context) error             { return nil }
+
+func (ceilingEngine) ImportStock(context.Context, holdfast.StockImport) (*holdfast.StockImportResult, error) {
+	return nil, holdfast.ErrUnavailable
+}

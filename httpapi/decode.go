@@ -366,8 +366,11 @@ const AdjustmentIDMaxLen = 128
 // sent they must agree.
 func decodeStock(body []byte, name, idemKey string) (holdfast.StockChange, *apiError) {
 	var c holdfast.StockChange
-	o, err := parseBody(body, name, "reason", "reference", "adjustment_id")
+	o, err := parseBody(body, name, "reason", "reference", "adjustment_id", "expected_available")
 	if err != nil {
+		return c, err
+	}
+	if c.ExpectAvailable, err = o.expectedAvailable(); err != nil { // stockcas.go
 		return c, err
 	}
 	lo := int64(0)

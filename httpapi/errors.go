@@ -47,6 +47,7 @@ const (
 	CodeOverCommitted       = "over_committed"         // 409
 	CodeRevisionConflict    = "revision_conflict"      // 409 (with current_revision): an edit of an out-of-date revision
 	CodeBuyerLimitExceeded  = "buyer_limit_exceeded"   // 409 (with buyer_limit)
+	CodeStockChanged        = "stock_changed"          // 409 (with stock_changed): a compare-and-set stock change met another value
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
 	CodeUnavailable         = "unavailable"            // 503 with Retry-After
 	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
@@ -69,6 +70,8 @@ type apiError struct {
 	// OldestCursor is the oldest feed cursor still available, on
 	// cursor_expired.
 	OldestCursor *int64
+	// StockChanged is the refused compare-and-set, on stock_changed.
+	StockChanged *holdfast.StockChangedError
 }
 
 func (e *apiError) Error() string {
@@ -89,6 +92,9 @@ func (e *apiError) body() wire.ErrorBody {
 	b.Error.Lines = wire.FromShortfalls(e.Lines)
 	if e.BuyerLimit != nil {
 		b.Error.Buyer = wire.FromBuyerLimitError(e.BuyerLimit)
+	}
+	if e.StockChanged != nil {
+		b.Error.StockChanged = wire.FromStockChanged(e.StockChanged)
 	}
 	return b
 }
@@ -150,6 +156,9 @@ func toAPIError(route string, err error) *apiError {
 		if route == routeSetStock || route == routeAdjustStock {
 			e.Message = "the adjustment id is already used for another change; use a new one"
 		}
+		if route == routeImportStock {
+			e.Message = "the import id is already used for other entries; use a new one"
+		}
 		if route == routeEdit {
 			e.Message = "this revision was already made with other lines or another ttl_seconds; read the hold and edit with its next revision"
 		}
@@ -180,6 +189,8 @@ func toAPIError(route string, err error) *apiError {
 		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
 	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
 		return buyerLimitAPIError(err)
+	case errors.Is(err, holdfast.ErrStockChanged):
+		return stockChangedAPIError(err)
 	case errors.Is(err, holdfast.ErrOverCommitted):
 		e.Code, e.Message = CodeOverCommitted, "the key's stock was reduced below its holds; release the hold and refund"
 	case errors.Is(err, holdfast.ErrNotFound):

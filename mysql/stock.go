@@ -37,11 +37,24 @@ type changeRequest struct {
 	Delta      int    `json:"delta"`
 	Reason     string `json:"reason"`
 	Reference  string `json:"reference"`
+	Expect     *int   `json:"expect_available,omitempty"`
+}
+
+// changeOutcome is an identified change's recorded answer: its level, or
+// the compare-and-set refusal it answered (Changed).
+type changeOutcome struct {
+	holdfast.Level
+	Changed *changedOutcome `json:"stock_changed,omitempty"`
+}
+
+type changedOutcome struct {
+	Expected int `json:"expected"`
+	Current  int `json:"current"`
 }
 
 // changeStockOnce is one attempt (driver.Stocker.ChangeStockAttempt).
 func (c *Client) changeStockOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfast.StockChange) (*holdfast.Level, error) {
-	req := changeRequest{ItemID: ch.ItemID, LocationID: ch.LocationID, Set: ch.Set, Reason: ch.Reason, Reference: ch.Reference}
+	req := changeRequest{ItemID: ch.ItemID, LocationID: ch.LocationID, Set: ch.Set, Reason: ch.Reason, Reference: ch.Reference, Expect: ch.ExpectAvailable}
 	if ch.Set == nil {
 		req.Delta = ch.Delta
 	}
@@ -57,16 +70,21 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 		switch {
 		case err == nil:
 			var first changeRequest
-			var lvl holdfast.Level
+			var out changeOutcome
 			if err := json.Unmarshal(rawReq, &first); err != nil {
 				return nil, err
 			}
 			if !reflect.DeepEqual(first, req) {
 				return nil, holdfast.ErrIdempotencyConflict
 			}
-			if err := json.Unmarshal(rawLevel, &lvl); err != nil {
+			if err := json.Unmarshal(rawLevel, &out); err != nil {
 				return nil, err
 			}
+			if out.Changed != nil {
+				return nil, &holdfast.StockChangedError{Key: k, Expected: out.Changed.Expected, Current: out.Changed.Current, Index: -1}
+			}
+			lvl := out.Level
+			lvl.Key = k
 			lvl.Replayed = true
 			return &lvl, nil
 		case !errors.Is(err, sql.ErrNoRows):
@@ -93,6 +111,24 @@ func (c *Client) changeOnce(ctx context.Context, tx *sql.Tx, own bool, ch holdfa
 	}
 	if err != nil {
 		return nil, err
+	}
+	if ch.ExpectAvailable != nil && *ch.ExpectAvailable != old {
+		// Read under the key's lock row and the level row's lock (a key
+		// never stocked reads 0): no claim moves it until commit. Nothing
+		// is written but an identified change's record of the refusal.
+		e := &holdfast.StockChangedError{Key: k, Expected: *ch.ExpectAvailable, Current: old, Index: -1}
+		if ch.ID != "" {
+			rawReq, _ := json.Marshal(req)
+			rawOut, _ := json.Marshal(changeOutcome{Level: holdfast.Level{Key: k}, Changed: &changedOutcome{Expected: e.Expected, Current: old}})
+			_, err := tx.ExecContext(ctx, c.q(ctx, route, "change_record"), k.ShopID, ch.ID, string(rawReq), string(rawOut), c.now())
+			if isDup(err) {
+				return nil, errRetry // a concurrent retry won: answer its outcome
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return nil, e
 	}
 	next := old + ch.Delta
 	if ch.Set != nil {

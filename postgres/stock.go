@@ -70,6 +70,11 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch holdfast.Sto
 	if err != nil {
 		return nil, err
 	}
+	if ch.ExpectAvailable != nil && *ch.ExpectAvailable != st.available {
+		// Read under the key's lock: true when read (claims may lower it
+		// since, which only the level row's lock below stops).
+		return nil, c.stockChanged(ctx, tx, ch, st.available)
+	}
 	next := st.available + ch.Delta
 	if ch.Set != nil {
 		next = *ch.Set
@@ -82,6 +87,19 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch holdfast.Sto
 	// worst it is smaller than it could be, and a refill tops it up.
 	if err := c.shrink(ctx, tx, holdfast.RouteAdjust, k, false, next-st.available); err != nil {
 		return nil, err
+	}
+	if ch.ExpectAvailable != nil {
+		if cur, err := c.casCheck(ctx, tx, k, *ch.ExpectAvailable); err != nil || cur != *ch.ExpectAvailable {
+			if err != nil {
+				return nil, err
+			}
+			// A claim lowered it meanwhile: give the buffer back what
+			// shrink took, and change nothing else.
+			if _, err := c.refill(ctx, tx, holdfast.RouteAdjust, []holdfast.Key{k}); err != nil {
+				return nil, err
+			}
+			return nil, c.stockChanged(ctx, tx, ch, cur)
+		}
 	}
 	var old int
 	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteAdjust, "level_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&old); err != nil {
@@ -110,7 +128,7 @@ func (c *Client) changeStockOnce(ctx context.Context, tx pgx.Tx, ch holdfast.Sto
 	if err != nil || ch.ID == "" {
 		return lvl, err
 	}
-	raw, err := json.Marshal(lvl)
+	raw, err := json.Marshal(changeOutcome{Level: *lvl, ExpectAvailable: ch.ExpectAvailable})
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +170,13 @@ func (c *Client) stockChangeReplay(ctx context.Context, tx pgx.Tx, ch holdfast.S
 	} else {
 		same = same && set == nil && delta != nil && *delta == ch.Delta
 	}
+	var out changeOutcome
+	if same && raw != nil {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, err
+		}
+		same = equalPtr(out.ExpectAvailable, ch.ExpectAvailable)
+	}
 	if !same {
 		return nil, fmt.Errorf("%w: stock change id %q was used for another change", holdfast.ErrIdempotencyConflict, ch.ID)
 	}
@@ -160,12 +185,62 @@ func (c *Client) stockChangeReplay(ctx context.Context, tx pgx.Tx, ch holdfast.S
 		// own transaction, which already applied it.
 		return nil, fmt.Errorf("%w: stock change id %q used twice in one transaction", holdfast.ErrIdempotencyConflict, ch.ID)
 	}
-	lvl := &holdfast.Level{}
-	if err := json.Unmarshal(raw, lvl); err != nil {
-		return nil, err
+	if out.Changed != nil {
+		return nil, &holdfast.StockChangedError{Key: ch.Key, Expected: out.Changed.Expected, Current: out.Changed.Current, Index: -1}
 	}
+	lvl := &out.Level
+	lvl.Key = ch.Key
 	lvl.Replayed = true
 	return lvl, nil
+}
+
+// changeOutcome is an identified stock change's recorded outcome
+// (stock_changes.outcome): the level it answered, or the compare-and-set
+// refusal it answered (Changed), and the expectation it was sent with
+// (part of what its id stands for).
+type changeOutcome struct {
+	holdfast.Level
+	ExpectAvailable *int            `json:"expect_available,omitempty"`
+	Changed         *changedOutcome `json:"stock_changed,omitempty"`
+}
+
+type changedOutcome struct {
+	Expected int `json:"expected"`
+	Current  int `json:"current"`
+}
+
+func equalPtr(a, b *int) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// casCheck locks k's level row (after the key's lock and its buffers: the
+// lock order) and answers its available, 0 when the key was never stocked
+// — without creating it: from here until commit no claim can move it.
+func (c *Client) casCheck(ctx context.Context, tx pgx.Tx, k holdfast.Key, expect int) (int, error) {
+	var cur int
+	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteAdjust, "level_peek_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&cur)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return cur, err
+}
+
+// stockChanged is a compare-and-set refusal: recorded as an identified
+// change's outcome (the engine commits it; nothing else was written), and
+// answered.
+func (c *Client) stockChanged(ctx context.Context, tx pgx.Tx, ch holdfast.StockChange, cur int) error {
+	e := &holdfast.StockChangedError{Key: ch.Key, Expected: *ch.ExpectAvailable, Current: cur, Index: -1}
+	if ch.ID == "" {
+		return e
+	}
+	raw, err := json.Marshal(changeOutcome{Level: holdfast.Level{Key: ch.Key}, ExpectAvailable: ch.ExpectAvailable, Changed: &changedOutcome{Expected: e.Expected, Current: cur}})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "stock_change_done"), ch.ShopID, ch.ID, string(raw)); err != nil {
+		return err
+	}
+	return e
 }
 
 // shrinkRoundsMax bounds shrink's loop; each round can only be cut short by

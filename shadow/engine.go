@@ -375,6 +375,7 @@ func (e *Engine) ChangeStock(ctx context.Context, ch holdfast.StockChange) (*hol
 	if err != nil || b.mode == ModeHoldfast {
 		return lvl, err
 	}
+	ch.ExpectAvailable = nil // checked against holdfast's stock, the truth here
 	if _, err := e.old.ChangeStock(ctx, ch); err != nil {
 		// Half applied: never the retryable "unavailable" a bare connection
 		// error means to callers, since a blind retry changes holdfast twice.

@@ -24,6 +24,8 @@ type Error struct {
 	// OldestCursor is the oldest feed cursor still available, on
 	// cursor_expired (0 is a cursor: hence a pointer).
 	OldestCursor *int64 `json:"oldest_cursor,omitempty"`
+	// StockChanged is the key's current stock, on stock_changed.
+	StockChanged *StockChanged `json:"stock_changed,omitempty"`
 }
 
 // Shortfall is a short line on the wire (insufficient_stock, a claim's
