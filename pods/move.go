@@ -121,9 +121,12 @@ type MoveParams struct {
 	// PurgeDelay defaults to PurgeDelayDefault; negative: do not purge
 	// (the source keeps the shop's rows, fenced as gone).
 	PurgeDelay time.Duration
+	// Map is the shard map; defaults to Router's.
+	Map Map
 	// Router, when set, drops its cached placement of the shop at the
 	// switch (routers that follow the map see it within their
-	// FollowInterval).
+	// FollowInterval; a router that does not, at its next call refused by
+	// the source).
 	Router *Router
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -320,10 +323,13 @@ func PurgeMoved(ctx context.Context, s MoveStore, shopID int64) (int64, error) {
 }
 
 func (p MoveParams) mapOf() (Map, error) {
-	if p.Router == nil {
-		return nil, fmt.Errorf("%w: a move needs the router (its map)", ErrMoveRefused)
+	switch {
+	case p.Map != nil:
+		return p.Map, nil
+	case p.Router != nil:
+		return p.Router.m, nil
 	}
-	return p.Router.m, nil
+	return nil, fmt.Errorf("%w: a move needs the map", ErrMoveRefused)
 }
 
 func compareDigests(a, b []TableDigest) string {
@@ -356,16 +362,17 @@ type AbortReport struct {
 	Discarded []string `json:"discarded,omitempty"`
 	Restored  bool     `json:"restored"`
 	Accepted  bool     `json:"accepted"`
+	Purged    int64    `json:"purged"`
 }
 
 // Abort resolves a move that stopped (its process died, or it failed and
 // could not undo itself) from the map, which is the truth: on the pod the
 // map places the shop, the shop is served (a gone or incoming mark
-// lifted); on every other pod, a copy marked incoming is deleted. Rows of
-// a shop marked gone elsewhere are left for PurgeMoved. Do not run it
-// while a move of the shop is running.
-func Abort(ctx context.Context, r *Router, stores map[string]MoveStore, shopID int64) (*AbortReport, error) {
-	pl, err := r.m.Lookup(ctx, shopID)
+// lifted); on every other pod, a copy marked incoming is deleted, and
+// the rows of a copy marked gone (a move that switched but did not purge)
+// are purged. Do not run it while a move of the shop is running.
+func Abort(ctx context.Context, m Map, stores map[string]MoveStore, shopID int64) (*AbortReport, error) {
+	pl, err := m.Lookup(ctx, shopID)
 	if err != nil {
 		return nil, fmt.Errorf("pods: abort: reading shop %d's placement: %w", shopID, err)
 	}
@@ -388,6 +395,13 @@ func Abort(ctx context.Context, r *Router, stores map[string]MoveStore, shopID i
 			}
 			rep.Discarded = append(rep.Discarded, name)
 		}
+		if st == FenceGone {
+			n, err := PurgeMoved(ctx, s, shopID)
+			rep.Purged += n
+			if err != nil {
+				return rep, fmt.Errorf("pods: abort: purging the moved shop's rows on %s: %w", name, err)
+			}
+		}
 	}
 	switch st, err := home.FenceState(ctx, shopID); {
 	case err != nil:
@@ -399,9 +413,5 @@ func Abort(ctx context.Context, r *Router, stores map[string]MoveStore, shopID i
 		rep.Accepted = true
 		err = home.Accept(ctx, shopID)
 	}
-	if err != nil {
-		return rep, err
-	}
-	r.Invalidate(shopID)
-	return rep, nil
+	return rep, err
 }

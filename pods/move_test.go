@@ -351,7 +351,7 @@ func TestMoveAbort(t *testing.T) {
 	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r}); !errors.Is(err, pods.ErrMoveRefused) {
 		t.Fatalf("a move over an unfinished one: %v, want ErrMoveRefused", err)
 	}
-	ab, err := pods.Abort(ctx, s.r, s.stores, 1)
+	ab, err := pods.Abort(ctx, s.m, s.stores, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestMoveAbort(t *testing.T) {
 	} else if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("the router answered after %v: it did not wait out its MoveWait (100ms)", d)
 	}
-	ab, err = pods.Abort(ctx, s.r, s.stores, 1)
+	ab, err = pods.Abort(ctx, s.m, s.stores, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
