@@ -141,7 +141,8 @@ type MoveReport struct {
 	Rows   int64  `json:"rows"`
 	// Fence is how long the shop's writes were refused: from the request
 	// of the fence to the target's accepting them. FenceWait, Copy, Verify
-	// and Switch are its parts.
+	// (the target's digest, and the wait for the source's, taken during
+	// the copy) and Switch are its parts.
 	Fence     time.Duration `json:"fence"`
 	FenceWait time.Duration `json:"fence_wait"`
 	Copy      time.Duration `json:"copy"`
@@ -243,17 +244,31 @@ func Move(ctx context.Context, p MoveParams) (*MoveReport, error) {
 		return cause
 	}
 
+	// The source's digest is taken while the copy runs: the fence keeps
+	// the shop's rows there as they are (its writes are refused), so the
+	// verify after the copy only reads the target.
+	type digest struct {
+		d   []TableDigest
+		err error
+	}
+	srcDigest := make(chan digest, 1)
+	go func() {
+		d, err := src.Digest(sctx, p.ShopID)
+		srcDigest <- digest{d, err}
+	}()
 	t := time.Now()
 	rows, err := src.Copy(sctx, f, dst, pl.Pod)
 	rep.Copy, rep.Rows = time.Since(t), rows
 	if err != nil {
+		<-srcDigest
 		return nil, undo(fmt.Errorf("pods: move: copying shop %d from %s to %s: %w", p.ShopID, pl.Pod, p.To, err))
 	}
 	t = time.Now()
-	a, err := src.Digest(sctx, p.ShopID)
-	var b []TableDigest
+	b, err := dst.Digest(sctx, p.ShopID)
+	sd := <-srcDigest
+	a := sd.d
 	if err == nil {
-		b, err = dst.Digest(sctx, p.ShopID)
+		err = sd.err
 	}
 	rep.Verify = time.Since(t)
 	if err != nil {

@@ -441,8 +441,8 @@ func diffDigests(a, b []pods.TableDigest) string {
 }
 
 // TestMoveFence measures the fence of an idle shop's move by its number
-// of active holds: 1,000 here; HOLDFAST_MOVE_BIG=1 adds 10,000 (and moves
-// each shop back). Each move is verified by Move itself (count and hash
+// of active holds: 1,000 here; HOLDFAST_MOVE_BIG=1 adds 10,000 with
+// 100,000 ledger rows (and moves each shop back). Each move is verified by Move itself (count and hash
 // per table).
 func TestMoveFence(t *testing.T) {
 	t.Parallel()
@@ -459,6 +459,16 @@ func TestMoveFence(t *testing.T) {
 		}
 		stock(t, s.r, shop, 1_000_000)
 		fill(t, s.r, shop, n)
+		if n >= 10_000 {
+			// The issue's target shop: 10,000 active holds and 100,000
+			// ledger rows (history of no-op stock changes, written as the
+			// engine would: each row fires its event).
+			if _, err := s.a.pool.Exec(ctx, `INSERT INTO inventory_ledger (shop_id, inventory_item_id, location_id, delta, available_after, reason)
+				SELECT $1, 1, 1, 0, l.available, 'history' FROM inventory_levels l, generate_series(1, 100000)
+				WHERE l.shop_id = $1 AND l.inventory_item_id = 1 AND l.location_id = 1`, shop); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, to := range []string{"b", "a"} {
 			rep, err := pods.Move(ctx, pods.MoveParams{ShopID: shop, To: to, Stores: s.stores, Router: s.r, PurgeDelay: time.Millisecond})
 			if err != nil {
