@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,9 @@ type moveSetup struct {
 
 func newMoveSetup(t *testing.T, cfg pods.Config) *moveSetup {
 	t.Helper()
-	s := &moveSetup{a: newPod(t, "a", serverA), b: newPod(t, "b", serverB), m: newMap(t)}
+	// Sweeps every 100 ms: holds left to expire in a test expire soon.
+	ec := holdfast.Config{SweepInterval: 100 * time.Millisecond}
+	s := &moveSetup{a: newPodWith(t, "a", serverA, ec), b: newPodWith(t, "b", serverB, ec), m: newMap(t)}
 	s.r = newRouter(t, s.m, cfg, s.a, s.b)
 	s.stores = map[string]pods.MoveStore{"a": pgmove.New(s.a.pool), "b": pgmove.New(s.b.pool)}
 	return s
@@ -147,7 +150,12 @@ func TestMoveUnderLoad(t *testing.T) {
 				if !judge(p.CheckoutID, func() error { _, err := s.r.Reserve(ctx, p); return err }(), holdfast.StatusHeld) {
 					continue
 				}
-				switch rnd.IntN(4) {
+				switch rnd.IntN(5) {
+				case 3:
+					// A hold left to expire: the sweepers (the source's
+					// before the move, the target's after) take it.
+					_, err := s.r.Extend(ctx, 1, p.CheckoutID, time.Second)
+					judge(p.CheckoutID, err, holdfast.StatusExpired)
 				case 0, 1:
 					_, err := s.r.Claim(ctx, 1, p.CheckoutID)
 					judge(p.CheckoutID, err, holdfast.StatusClaimed)
@@ -193,6 +201,19 @@ func TestMoveUnderLoad(t *testing.T) {
 	waitFor(t, func() bool { return n.Load() >= at+40 }, "40 operations after the move")
 	stop.Store(true)
 	_ = g.Wait()
+	// The holds left to expire (1 s), those copied from a included, are
+	// expired by b's sweeper.
+	waitFor(t, func() bool {
+		left := 0
+		for id, o := range acked {
+			if o.status == holdfast.StatusExpired {
+				if h, err := s.b.eng.Hold(ctx, 1, id); err != nil || h.Status == holdfast.StatusHeld {
+					left++
+				}
+			}
+		}
+		return left == 0
+	}, "b's sweeper expiring the holds left to expire")
 	// The events of the last operations are sequenced by b's worker; the
 	// reader drains to an empty page after the stop.
 	waitFor(t, func() bool {
@@ -206,7 +227,7 @@ func TestMoveUnderLoad(t *testing.T) {
 		rep.Fence, rep.FenceWait, rep.Copy, rep.Verify, rep.Switch, rep.Rows, rep.Purged, n.Load(), refused.Load())
 
 	// Every acknowledged operation, exactly as acknowledged, on b.
-	claimed := 0
+	claimed, expired := 0, 0
 	for id, o := range acked {
 		h, err := s.b.eng.Hold(ctx, 1, id)
 		switch {
@@ -214,6 +235,14 @@ func TestMoveUnderLoad(t *testing.T) {
 			continue
 		case err != nil:
 			t.Errorf("acknowledged checkout %s (%s): not on b: %v", id, o.status, err)
+		case o.status == holdfast.StatusExpired:
+			// extended to 1 s: held until a sweeper expires it
+			if h.Status != holdfast.StatusHeld && h.Status != holdfast.StatusExpired {
+				t.Errorf("checkout %s left to expire: %s on b", id, h.Status)
+			}
+			if h.Status == holdfast.StatusExpired {
+				expired++
+			}
 		case h.Status != o.status:
 			t.Errorf("checkout %s: %s on b, acknowledged %s", id, h.Status, o.status)
 		}
@@ -221,6 +250,7 @@ func TestMoveUnderLoad(t *testing.T) {
 			claimed++
 		}
 	}
+	t.Logf("%d holds left to expire were expired by a sweeper", expired)
 	claimedB := count(t, s.b, "SELECT count(*) FROM holds WHERE shop_id = 1 AND status = 'claimed'")
 	unknownClaims := 0
 	for _, o := range acked {
@@ -423,6 +453,17 @@ func TestMoveAbort(t *testing.T) {
 	}
 	if _, err := s.r.Reserve(ctx, cart(1)); err != nil {
 		t.Fatalf("reserve after the refused move: %v", err)
+	}
+	// A shop with a webhook endpoint (keyed by id alone): refused, for
+	// that reason (checked before the target's rows).
+	if _, err := s.a.pool.Exec(ctx, "INSERT INTO webhook_endpoints (shop_id, url, secret) VALUES (1, 'https://example.com/hook', 's')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r}); !errors.Is(err, pods.ErrMoveRefused) || !strings.Contains(err.Error(), "webhook_endpoints") {
+		t.Fatalf("a move of a shop with a webhook endpoint: %v, want ErrMoveRefused naming webhook_endpoints", err)
+	}
+	if st, _ := src.FenceState(ctx, 1); st != pods.FenceNone {
+		t.Fatalf("source mark after the refused move: %q", st)
 	}
 	checkInvariant(t, "a", s.a.eng)
 	checkInvariant(t, "b", s.b.eng)
