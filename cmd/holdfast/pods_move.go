@@ -78,11 +78,19 @@ func newPodsMoveCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		for _, p := range pf.Pods {
+			if p.Name == *to && p.Engine != enginePostgres {
+				return usageError("--to %s: a %s pod; moving shops to or from MariaDB pods is not built yet (docs/PODS.md)", *to, p.Engine)
+			}
+		}
 		m, stores, closeAll, err := moveStores(ctx, pf)
 		if err != nil {
 			return err
 		}
 		defer closeAll()
+		if pl, err := m.Lookup(ctx, *shop); err == nil && stores[pl.Pod] == nil {
+			return usageError("shop %d lives on pod %s, which is not a PostgreSQL pod of this file: moving shops from MariaDB pods is not built yet", *shop, pl.Pod)
+		}
 		rep, err := pods.Move(ctx, pods.MoveParams{ShopID: *shop, To: *to, Map: m, Stores: stores, FenceWait: *fenceWait, PurgeDelay: *purgeDelay})
 		if rep != nil {
 			out := cmd.OutOrStdout()
