@@ -44,7 +44,7 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 	r.stats.moved.Add(1)
 	var deadline time.Time
 	for step := time.Duration(0); ; {
-		r.Invalidate(shopID)
+		r.refresh(shopID)
 		q, rerr := r.route(ctx, shopID, false)
 		if rerr != nil {
 			return v, err
@@ -67,6 +67,7 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 				return v, err
 			case <-t.C:
 			}
+			r.refresh(shopID)
 			q, rerr = r.route(ctx, shopID, false)
 			if rerr != nil {
 				return v, err
@@ -94,6 +95,13 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 // moveWaitStep paces the map reads of a call waiting out a move's fence
 // (doubling up to 8×).
 const moveWaitStep = 10 * time.Millisecond
+
+// refresh drops the shop's cached placement unless it was read from the
+// map within moveWaitStep: the calls of a fenced shop share a read of the
+// map per step instead of each reading it.
+func (r *Router) refresh(shopID int64) {
+	r.cache.dropReadBefore(shopID, r.cfg.Now().Add(-moveWaitStep))
+}
 
 // via0 is via for operations that answer only an error.
 func via0(r *Router, ctx context.Context, shopID int64, assign bool, fn func(holdfast.Engine) error) error {
