@@ -33,6 +33,24 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 	v, err := fn(p.eng)
 	p.done()
 	r.observe(p, err)
+	if errors.Is(err, holdfast.ErrNotFound) && shopID > 0 {
+		// A pod a shop moved away from holds nothing of it once purged: a
+		// router that has not followed the switch would answer "not found"
+		// for a hold that lives on. Check the placement (one map read per
+		// shop per moveWaitStep at most) and ask the shop's pod if it
+		// changed; reading twice is safe.
+		r.refresh(shopID)
+		if q, rerr := r.route(ctx, shopID, false); rerr == nil && q != p {
+			r.stats.moved.Add(1)
+			if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {
+				return zero, aerr
+			}
+			v, err = fn(q.eng)
+			q.done()
+			r.observe(q, err)
+			p = q
+		}
+	}
 	if !errors.Is(err, holdfast.ErrShopMoved) || shopID <= 0 {
 		return v, err
 	}

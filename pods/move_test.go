@@ -534,3 +534,49 @@ func TestMoveFence(t *testing.T) {
 	checkInvariant(t, "a", s.a.eng)
 	checkInvariant(t, "b", s.b.eng)
 }
+
+// TestMovedStaleRouter: a router that does not follow the map (its cache
+// still says pod a) after another process moved the shop and purged pod
+// a: a read of a hold that a answers "not found" is asked of the shop's
+// new pod, and a write refused by a's tombstone goes there too — the hold
+// is found, claimed, and a new one lands on b.
+func TestMovedStaleRouter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newMoveSetup(t, pods.Config{FollowInterval: -1, CacheTTL: pods.CacheTTLMax})
+	if _, err := s.m.Assign(ctx, 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	stock(t, s.r, 1, 10)
+	p := cart(1)
+	if _, err := s.r.Reserve(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Moved by another process: the map only, not this router.
+	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Map: s.m, Stores: s.stores, PurgeDelay: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(t, s.a, "SELECT count(*) FROM holds WHERE shop_id = 1"); c != 0 {
+		t.Fatalf("a keeps %d holds after the purge", c)
+	}
+	if pl, _ := s.r.Placement(ctx, 1); pl.Pod != "a" {
+		t.Fatalf("the router's cached placement: %+v, want the stale one on a", pl)
+	}
+	h, err := s.r.Hold(ctx, 1, p.CheckoutID)
+	if err != nil || h.Status != holdfast.StatusHeld {
+		t.Fatalf("hold through the stale router: %+v, %v", h, err)
+	}
+	if pl, _ := s.r.Placement(ctx, 1); pl.Pod != "b" || pl.Epoch != 2 {
+		t.Fatalf("the router's placement after the not-found: %+v", pl)
+	}
+	if _, err := s.r.Claim(ctx, 1, p.CheckoutID); err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if c := count(t, s.b, "SELECT count(*) FROM holds WHERE shop_id = 1 AND status = 'claimed'"); c != 1 {
+		t.Fatalf("claimed holds on b: %d", c)
+	}
+	// A checkout no pod knows is still "not found" (after one map read).
+	if _, err := s.r.Hold(ctx, 1, uuid.New()); !errors.Is(err, holdfast.ErrNotFound) {
+		t.Fatalf("unknown checkout: %v, want ErrNotFound", err)
+	}
+}
