@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +79,8 @@ func checkInvariant(t *testing.T, name string, e holdfast.Engine) {
 	}
 }
 
-// TestMoveUnderLoad moves shop 1 from pod a to pod b while four workers
+// TestMoveUnderLoad moves shop 1 from pod a to pod b (HOLDFAST_MOVE_BIG=1:
+// 21 times, back and forth) while four workers
 // reserve, claim and release on it through the router and a reader
 // follows its event feed; pod b has a shop of its own whose ids collide
 // with the copied ones. Every acknowledged operation is on b afterwards
@@ -192,14 +194,31 @@ func TestMoveUnderLoad(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return n.Load() >= 40 && lastSeen.Load() > 0 }, "40 operations and events read before the move")
 	seenAtMove := lastSeen.Load()
-	rep, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r, PurgeDelay: 200 * time.Millisecond})
-	if err != nil {
-		stop.Store(true)
-		_ = g.Wait()
-		t.Fatalf("move: %v", err)
+	// One move a → b; HOLDFAST_MOVE_BIG=1: 21, back and forth, ending on b.
+	moves := 1
+	if os.Getenv("HOLDFAST_MOVE_BIG") != "" {
+		moves = 21
 	}
-	at := n.Load()
-	waitFor(t, func() bool { return n.Load() >= at+40 }, "40 operations after the move")
+	var rep *pods.MoveReport
+	var fences []time.Duration
+	for i := range moves {
+		to := "b"
+		if i%2 == 1 {
+			to = "a"
+		}
+		var err error
+		rep, err = pods.Move(ctx, pods.MoveParams{ShopID: 1, To: to, Stores: s.stores, Router: s.r, PurgeDelay: 200 * time.Millisecond})
+		if err != nil {
+			stop.Store(true)
+			_ = g.Wait()
+			t.Fatalf("move %d to %s: %v", i+1, to, err)
+		}
+		fences = append(fences, rep.Fence)
+		at := n.Load()
+		waitFor(t, func() bool { return n.Load() >= at+40 }, "40 operations after the move")
+	}
+	slices.Sort(fences)
+	t.Logf("%d moves under load: fence min %v, median %v, max %v", moves, fences[0], fences[len(fences)/2], fences[len(fences)-1])
 	stop.Store(true)
 	_ = g.Wait()
 	// The holds left to expire (1 s), those copied from a included, are
