@@ -161,7 +161,14 @@ type MoveReport struct {
 // target's copy deleted, the source serving the shop. It is not safe to
 // run two moves of one shop at once from processes that do not share the
 // source's fence; the fence serializes them on the source.
-func Move(ctx context.Context, p MoveParams) (*MoveReport, error) {
+func Move(ctx context.Context, p MoveParams) (*MoveReport, error) { return move(ctx, p, nil) }
+
+// move is Move; hook, when not nil (tests), runs after the steps "fenced",
+// "copied", "verified" and "gone", and its error fails the step.
+func move(ctx context.Context, p MoveParams, hook func(step string) error) (*MoveReport, error) {
+	if hook == nil {
+		hook = func(string) error { return nil }
+	}
 	log := p.Logger
 	if log == nil {
 		log = slog.Default()
@@ -229,6 +236,9 @@ func Move(ctx context.Context, p MoveParams) (*MoveReport, error) {
 	} else if again.Pod != pl.Pod || again.Epoch != pl.Epoch {
 		return nil, fmt.Errorf("%w: %w: shop %d moved to %s meanwhile", ErrMoveRefused, ErrPlacementChanged, p.ShopID, again.Pod)
 	}
+	if err := hook("fenced"); err != nil {
+		return nil, err
+	}
 	undo := func(cause error) error {
 		uctx := context.WithoutCancel(ctx)
 		var errs []error
@@ -259,6 +269,9 @@ func Move(ctx context.Context, p MoveParams) (*MoveReport, error) {
 	t := time.Now()
 	rows, err := src.Copy(sctx, f, dst, pl.Pod)
 	rep.Copy, rep.Rows = time.Since(t), rows
+	if err == nil {
+		err = hook("copied")
+	}
 	if err != nil {
 		<-srcDigest
 		return nil, undo(fmt.Errorf("pods: move: copying shop %d from %s to %s: %w", p.ShopID, pl.Pod, p.To, err))
@@ -278,7 +291,14 @@ func Move(ctx context.Context, p MoveParams) (*MoveReport, error) {
 		return nil, undo(fmt.Errorf("%w: shop %d: %s", ErrMoveMismatch, p.ShopID, diff))
 	}
 	rep.Tables = a
-	if err := src.Tombstone(sctx, p.ShopID, p.To); err != nil {
+	if err := hook("verified"); err != nil {
+		return nil, undo(err)
+	}
+	if err := src.Tombstone(sctx, p.ShopID, p.To); err == nil {
+		if err := hook("gone"); err != nil {
+			return nil, undo(err)
+		}
+	} else {
 		return nil, undo(fmt.Errorf("pods: move: marking shop %d gone on %s: %w", p.ShopID, pl.Pod, err))
 	}
 	t = time.Now()

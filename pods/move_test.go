@@ -599,3 +599,111 @@ func TestMovedStaleRouter(t *testing.T) {
 		t.Fatalf("unknown checkout: %v, want ErrNotFound", err)
 	}
 }
+
+// TestMoveKilled kills a pod's server in the middle of a move: the
+// target's after the copy, then (once that move was aborted and made
+// again) the source's after the verify. Each time the move stops with an
+// error, the shop is served by its source once that is up, nothing is
+// lost, and after `Abort` the same move succeeds.
+func TestMoveKilled(t *testing.T) {
+	ctx := context.Background()
+	srvX, err := startServer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srvX.stop()
+	a, x := newPod(t, "a", serverA), newPod(t, "x", srvX)
+	m := newMap(t)
+	r := newRouter(t, m, pods.Config{ProbeInterval: 50 * time.Millisecond}, a, x)
+	stores := map[string]pods.MoveStore{"a": pgmove.New(a.pool), "x": pgmove.New(x.pool)}
+	if _, err := m.Assign(ctx, 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	stock(t, r, 1, 1000)
+	var ids []uuid.UUID
+	reserve := func() {
+		t.Helper()
+		p := cart(1)
+		if _, err := r.Reserve(ctx, p); err != nil {
+			t.Fatalf("reserve: %v", err)
+		}
+		ids = append(ids, p.CheckoutID)
+	}
+	for range 20 {
+		reserve()
+	}
+	kill := func(srv *server) func(string) error {
+		return func(string) error { srv.kill(t); return nil }
+	}
+	only := func(step string, f func(string) error) func(string) error {
+		return func(s string) error {
+			if s == step {
+				return f(s)
+			}
+			return nil
+		}
+	}
+
+	// 1. The target dies after the copy committed.
+	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "x", Stores: stores, Router: r}, only("copied", kill(srvX)))
+	if err == nil {
+		t.Fatal("a move whose target died succeeded")
+	}
+	t.Logf("target killed after the copy: %v", err)
+	reserve() // the source serves the shop at once
+	srvX.restart(t)
+	if st, err := stores["x"].FenceState(ctx, 1); err != nil || st != pods.FenceIncoming {
+		t.Fatalf("the target after its restart: %q, %v (want the copy, marked incoming)", st, err)
+	}
+	if _, err := x.eng.Reserve(ctx, cart(1)); !errors.Is(err, holdfast.ErrShopMoved) {
+		t.Fatalf("a write of the incoming shop on the target: %v", err)
+	}
+	if ab, err := pods.Abort(ctx, m, stores, 1); err != nil || len(ab.Discarded) != 1 {
+		t.Fatalf("abort: %+v, %v", ab, err)
+	}
+	rep, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "x", Stores: stores, Router: r, PurgeDelay: time.Millisecond})
+	if err != nil {
+		t.Fatalf("the move again: %v", err)
+	}
+	t.Logf("moved after the abort: fence %v, %d rows", rep.Fence, rep.Rows)
+	reserve()
+
+	// 2. The source (x now) dies after the verify, before its mark.
+	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "a", Stores: stores, Router: r}, only("verified", kill(srvX)))
+	if err == nil {
+		t.Fatal("a move whose source died succeeded")
+	}
+	t.Logf("source killed after the verify: %v", err)
+	if c := count(t, a, "SELECT count(*) FROM holds WHERE shop_id = 1"); c != 0 {
+		t.Fatalf("the target kept %d holds of the undone copy", c)
+	}
+	srvX.restart(t)
+	if st, err := stores["x"].FenceState(ctx, 1); err != nil || st != pods.FenceNone {
+		t.Fatalf("the source after its restart: %q, %v (want it serving the shop)", st, err)
+	}
+	// The router marked x down meanwhile? Its probe brings it back.
+	waitFor(t, func() bool {
+		p := cart(1)
+		_, err := r.Reserve(ctx, p)
+		if err == nil {
+			ids = append(ids, p.CheckoutID)
+		}
+		return err == nil
+	}, "the source serving the shop after its restart")
+	if ab, err := pods.Abort(ctx, m, stores, 1); err != nil || len(ab.Discarded) != 0 || ab.Restored {
+		t.Fatalf("abort after the undone move: %+v, %v (want nothing to do)", ab, err)
+	}
+	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "a", Stores: stores, Router: r, PurgeDelay: time.Millisecond}); err != nil {
+		t.Fatalf("the move back again: %v", err)
+	}
+	for _, id := range ids {
+		if h, err := a.eng.Hold(ctx, 1, id); err != nil || h.Status != holdfast.StatusHeld {
+			t.Fatalf("hold %s after the moves: %+v, %v", id, h, err)
+		}
+	}
+	if c := count(t, a, "SELECT count(*) FROM holds WHERE shop_id = 1"); c != int64(len(ids)) {
+		t.Fatalf("holds of shop 1 on a: %d, reserved %d", c, len(ids))
+	}
+	checkInvariant(t, "a", a.eng)
+	checkInvariant(t, "x", x.eng)
+}
