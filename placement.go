@@ -10,6 +10,7 @@ import "fmt"
 // and, when the shop now lives on another pod, retries there once; it
 // never counts it against the pod's health.
 //
-// No engine returns it yet: the placement guard of a shop move (#28 item
-// 2) will.
+// The PostgreSQL engine returns it for a write refused by the placement
+// guard of a shop move (migration 15; package pods, Move); MariaDB's
+// engine does not yet (no move there).
 var ErrShopMoved = fmt.Errorf("%w: the shop is being moved, or lives in another database", ErrUnavailable)

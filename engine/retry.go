@@ -171,6 +171,9 @@ func (c *Core) MapErr(route string, err error, own, idempotent bool) error {
 	if !own && c.cls.CallerTxLost(err) {
 		return TxRolledBack(route, err)
 	}
+	if m, ok := c.cls.(driver.ShopMover); ok && m.ShopMoved(err) {
+		return fmt.Errorf("%w: %s: %w", holdfast.ErrShopMoved, route, err)
+	}
 	if c.cls.ConnectionLost(err) || c.cls.Retryable(err) || errors.Is(err, driver.ErrRetry) || c.cls.Unavailable(err) {
 		return fmt.Errorf("%w: %s: %w", holdfast.ErrUnavailable, route, err)
 	}

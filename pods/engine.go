@@ -33,27 +33,92 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 	v, err := fn(p.eng)
 	p.done()
 	r.observe(p, err)
+	if errors.Is(err, holdfast.ErrNotFound) && shopID > 0 {
+		// A pod a shop moved away from holds nothing of it once purged: a
+		// router that has not followed the switch would answer "not found"
+		// for a hold that lives on. Check the placement (one map read per
+		// shop per moveWaitStep at most) and ask the shop's pod if it
+		// changed; reading twice is safe.
+		r.refresh(shopID)
+		if q, rerr := r.route(ctx, shopID, false); rerr == nil && q != p {
+			r.stats.moved.Add(1)
+			if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {
+				return zero, aerr
+			}
+			v, err = fn(q.eng)
+			q.done()
+			r.observe(q, err)
+			p = q
+		}
+	}
 	if !errors.Is(err, holdfast.ErrShopMoved) || shopID <= 0 {
 		return v, err
 	}
 	// The pod no longer serves the shop (or fences it for a move): read
-	// the placement again, and when the shop lives elsewhere now, retry
-	// there once — nothing was applied on the first pod. Still on the same
-	// pod (a move's fence, the switch not made yet): the retriable answer
-	// stands.
-	r.Invalidate(shopID)
+	// the placement again and retry where it says — nothing was applied.
+	// While the shop is fenced where it is (a move copying it), wait for
+	// the switch (or the fence to lift) up to Config.MoveWait, reading
+	// the map again every moveWaitStep; then the retriable answer stands.
 	r.stats.moved.Add(1)
-	q, rerr := r.route(ctx, shopID, false)
-	if rerr != nil || q == p {
-		return v, err
+	var deadline time.Time
+	for step := time.Duration(0); ; {
+		r.refresh(shopID)
+		q, rerr := r.route(ctx, shopID, false)
+		if rerr != nil {
+			return v, err
+		}
+		if q == p {
+			if r.cfg.MoveWait <= 0 {
+				return v, err
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(r.cfg.MoveWait)
+			}
+			step = min(max(2*step, moveWaitStep), 8*moveWaitStep)
+			if time.Until(deadline) < step {
+				return v, err
+			}
+			t := time.NewTimer(step)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return v, err
+			case <-t.C:
+			}
+			r.refresh(shopID)
+			q, rerr = r.route(ctx, shopID, false)
+			if rerr != nil {
+				return v, err
+			}
+		}
+		if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {
+			return zero, aerr
+		}
+		v, err = fn(q.eng)
+		q.done()
+		r.observe(q, err)
+		if !errors.Is(err, holdfast.ErrShopMoved) {
+			return v, err
+		}
+		p = q
+		if deadline.IsZero() {
+			deadline = time.Now().Add(r.cfg.MoveWait)
+		}
+		if !time.Now().Before(deadline) {
+			return v, err
+		}
 	}
-	if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {
-		return zero, aerr
-	}
-	v, err = fn(q.eng)
-	q.done()
-	r.observe(q, err)
-	return v, err
+}
+
+// moveWaitStep paces the map reads of a call waiting out a move's fence
+// (doubling up to 8×).
+const moveWaitStep = 10 * time.Millisecond
+
+// refresh drops the shop's cached placement unless it was read from the
+// map within moveWaitStep: the calls of a fenced shop share a read of the
+// map per step instead of each reading it.
+func (r *Router) refresh(shopID int64) {
+	r.cache.dropReadBefore(shopID, r.cfg.Now().Add(-moveWaitStep))
 }
 
 // via0 is via for operations that answer only an error.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/pods"
@@ -42,7 +43,7 @@ func TestShopMovedAnswer(t *testing.T) {
 	a, b := newPod(t, "a", serverA), newPod(t, "b", serverB)
 	fa := &fencing{Engine: a.eng, fenced: map[int64]bool{}}
 	m := newMap(t)
-	r, err := pods.New(ctx, m, []pods.Pod{{Name: "a", Engine: fa, Ping: a.pool.Ping}, b.pod()}, pods.Config{FollowInterval: -1, CacheTTL: pods.CacheTTLMax})
+	r, err := pods.New(ctx, m, []pods.Pod{{Name: "a", Engine: fa, Ping: a.pool.Ping}, b.pod()}, pods.Config{FollowInterval: -1, CacheTTL: pods.CacheTTLMax, MoveWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,8 @@ const (
 	FanOutConcurrencyDefault = 4
 	// FanOutTimeoutDefault bounds one pod's part of such an operation.
 	FanOutTimeoutDefault = 30 * time.Second
+	// MoveWaitDefault: see Config.MoveWait.
+	MoveWaitDefault = 2 * time.Second
 	// PodsMax bounds the pods of one router.
 	PodsMax = 256
 )
@@ -112,6 +114,13 @@ type Config struct {
 	FanOutConcurrency int
 	// FanOutTimeout defaults to FanOutTimeoutDefault.
 	FanOutTimeout time.Duration
+	// MoveWait bounds how long a call of a shop that its pod answers
+	// fenced (a move copying it: holdfast.ErrShopMoved) waits for the
+	// switch or the fence's end before the retriable answer is returned;
+	// nothing was applied, so the call is simply sent again. Defaults to
+	// MoveWaitDefault; negative: do not wait (one retry where the map
+	// says, as before).
+	MoveWait time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the cache's clock, for tests. Defaults to time.Now.
@@ -179,6 +188,9 @@ func New(ctx context.Context, m Map, pods []Pod, cfg Config) (*Router, error) {
 	}
 	if cfg.FanOutTimeout <= 0 {
 		cfg.FanOutTimeout = FanOutTimeoutDefault
+	}
+	if cfg.MoveWait == 0 {
+		cfg.MoveWait = MoveWaitDefault
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -383,7 +383,7 @@ and the shard map (shop → pod) in a control database; holdfast serve --pods-co
 each request by shop. docs/OPERATIONS.md (Pods) and docs/PODS.md.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newPodsListCmd(), newPodsStatusCmd(), newPodsDoctorCmd(), newPodsNewShopsCmd())
+	cmd.AddCommand(newPodsListCmd(), newPodsStatusCmd(), newPodsDoctorCmd(), newPodsNewShopsCmd(), newPodsMoveCmd(), newPodsAbortCmd())
 	return cmd
 }
 

@@ -25,15 +25,11 @@ var shardExceptions = map[string]string{
 	"api_keys.api_keys_pkey":         "directory of keys, looked up by hash before the shop is known",
 	"api_keys.api_keys_key_hash_key": "directory of keys (see api_keys_pkey)",
 	// Append-only logs with a bigserial id as their order; every read
-	// (listing, sampling) goes through an index led by shop_id. A follow-up
-	// migration could make the key (shop_id, id); it rebuilds the index of a
-	// large table under an exclusive lock, so it is not done in passing.
-	"inventory_ledger.inventory_ledger_pkey":                           "append-only audit log; read through inventory_ledger_key (shop_id, …, id)",
+	// (listing, sampling) goes through an index led by shop_id. (Migration
+	// 15 re-keyed the ledger, the events and the hold lines by (shop_id,
+	// id) for shop moves; a move refuses a shop with rows in these.)
 	"holdfast_shadow_samples.holdfast_shadow_samples_pkey":             "bounded disagreement samples; read through holdfast_shadow_samples_shop (shop_id, id)",
 	"holdfast_shadow_mode_changes.holdfast_shadow_mode_changes_pkey":   "audit trail of mode changes, written by the operator, never on the request path",
-	"holdfast_events.holdfast_events_pkey":                             "the outbox's arrival order, sequenced per shop by a worker; the feed's key is holdfast_events_feed (shop_id, seq)",
-	"reserved_quantities.reserved_quantities_pkey":                     "surrogate id of a hold line; the line's key is reserved_quantities_line (shop_id, checkout_id, …)",
-	"waiters.waiters_queue":                                            "the waitlist's arrival order across shops, scanned by the waitlist worker (not the request path); per shard it stays unique",
 	"webhook_endpoints.webhook_endpoints_pkey":                         "endpoint ids are global in the HTTP API (Holdfast-Webhook-Id); the delivery worker leases across shops",
 	"webhook_dead_letters.webhook_dead_letters_pkey":                   "keyed by the endpoint's global id (see webhook_endpoints)",
 	"webhook_dead_letters.webhook_dead_letters_endpoint_id_cursor_key": "keyed by the endpoint's global id (see webhook_endpoints)",

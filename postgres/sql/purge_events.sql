@@ -9,8 +9,8 @@
 -- would read every sequenced event. Events an endpoint still waits for are
 -- read again by each call until it receives them or the cap passes.
 DELETE FROM holdfast_events
-WHERE id IN (
-    SELECT e.id FROM holdfast_events e
+WHERE (shop_id, id) IN (
+    SELECT e.shop_id, e.id FROM holdfast_events e
     WHERE e.seq IS NOT NULL
       AND e.created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
       AND (e.created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $4::bigint * interval '1 microsecond')

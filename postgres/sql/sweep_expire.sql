@@ -10,6 +10,8 @@ WITH batch AS (
     SELECT shop_id, checkout_id
     FROM holds
     WHERE status = 'held' AND expires_at < (SELECT coalesce($1::timestamptz, clock_timestamp()))
+      -- a shop arriving or gone (a move, migration 15) is not this pod's to sweep
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = holds.shop_id)
     ORDER BY expires_at
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED

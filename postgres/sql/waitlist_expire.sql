@@ -5,6 +5,7 @@ WITH t AS (
 ), b AS (
     SELECT w.shop_id, w.checkout_id FROM waiters w, t
     WHERE w.status = 'waiting' AND w.wait_until <= t.now
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = w.shop_id)
     ORDER BY w.wait_until
     LIMIT $2::int
 ), e AS (

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/holdfast/holdfast/pods"
+	"github.com/holdfast/holdfast/postgres/pgmove"
+	"github.com/holdfast/holdfast/postgres/podmap"
+)
+
+// podsMoveConns bounds each pod's pool of a move: the fence's connection,
+// the copy's, the verify's.
+const podsMoveConns = 4
+
+// moveStores opens the control database's map and a move store on every
+// PostgreSQL pod of pf (MariaDB pods cannot be moved from or to yet).
+func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.MoveStore, func(), error) {
+	var pools []*pgxpool.Pool
+	closeAll := func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	cu, err := pf.Control.url("control")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	control, err := pgPool(ctx, cu, 2, "holdfast-pods-move")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("control database: %w", err)
+	}
+	pools = append(pools, control)
+	stores := map[string]pods.MoveStore{}
+	for _, p := range pf.Pods {
+		if p.Engine != enginePostgres {
+			continue
+		}
+		u, err := p.url("pod " + p.Name)
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+		pool, err := pgPool(ctx, u, podsMoveConns, "holdfast-pods-move-"+p.Name)
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+		pools = append(pools, pool)
+		stores[p.Name] = pgmove.New(pool)
+	}
+	return podmap.New(control), stores, closeAll, nil
+}
+
+func newPodsMoveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "move",
+		Short: "move a shop to another pod (fenced copy: its writes wait or are refused retriably for the fence; docs/OPERATIONS.md)",
+		Args:  noArgs,
+	}
+	fs := cmd.Flags()
+	path := fs.String("pods-config", "", "the pods configuration file (as serve takes it)")
+	shop := fs.Int64("shop", 0, "the shop to move")
+	to := fs.String("to", "", "the target pod")
+	fenceWait := fs.Duration("fence-wait", pods.FenceWaitDefault, "longest wait for the shop's writes in flight when the fence goes up")
+	purgeDelay := fs.Duration("purge-delay", pods.PurgeDelayDefault, "wait after the switch before deleting the shop's rows on the source (negative: keep them, fenced)")
+	asJSON := fs.Bool("json", false, "print the move's report as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if *shop <= 0 || *to == "" {
+			return usageError("--shop (positive) and --to are required")
+		}
+		pf, _, err := loadPodsFile(*path)
+		if err != nil {
+			return err
+		}
+		for _, p := range pf.Pods {
+			if p.Name == *to && p.Engine != enginePostgres {
+				return usageError("--to %s: a %s pod; moving shops to or from MariaDB pods is not built yet (docs/PODS.md)", *to, p.Engine)
+			}
+		}
+		m, stores, closeAll, err := moveStores(ctx, pf)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		if pl, err := m.Lookup(ctx, *shop); err == nil && stores[pl.Pod] == nil {
+			return usageError("shop %d lives on pod %s, which is not a PostgreSQL pod of this file: moving shops from MariaDB pods is not built yet", *shop, pl.Pod)
+		}
+		rep, err := pods.Move(ctx, pods.MoveParams{ShopID: *shop, To: *to, Map: m, Stores: stores, FenceWait: *fenceWait, PurgeDelay: *purgeDelay})
+		if rep != nil {
+			out := cmd.OutOrStdout()
+			if *asJSON {
+				if werr := writeIndented(out, rep); werr != nil {
+					return werr
+				}
+			} else {
+				fmt.Fprintf(out, "moved shop %d from %s to %s (epoch %d): %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d\n",
+					rep.ShopID, rep.From, rep.To, rep.Epoch, rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(),
+					rep.Copy.Milliseconds(), rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
+			}
+		}
+		return err
+	}
+	return cmd
+}
+
+func newPodsAbortCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "abort",
+		Short: "resolve a shop move that stopped, from the map: the shop served where the map places it, copies elsewhere deleted",
+		Args:  noArgs,
+	}
+	fs := cmd.Flags()
+	path := fs.String("pods-config", "", "the pods configuration file (as serve takes it)")
+	shop := fs.Int64("shop", 0, "the shop")
+	asJSON := fs.Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if *shop <= 0 {
+			return usageError("--shop (positive) is required")
+		}
+		pf, _, err := loadPodsFile(*path)
+		if err != nil {
+			return err
+		}
+		m, stores, closeAll, err := moveStores(ctx, pf)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		actx, cancel := context.WithTimeout(ctx, pods.MoveStepTimeout)
+		defer cancel()
+		start := time.Now()
+		rep, err := pods.Abort(actx, m, stores, *shop)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if *asJSON {
+			return writeIndented(out, rep)
+		}
+		fmt.Fprintf(out, "shop %d is served by pod %s; copies deleted on %v, unmarked there: %v (gone) %v (incoming), %d moved rows purged, in %d ms\n",
+			rep.ShopID, rep.Pod, rep.Discarded, rep.Restored, rep.Accepted, rep.Purged, time.Since(start).Milliseconds())
+		return nil
+	}
+	return cmd
+}

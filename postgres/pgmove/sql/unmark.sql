@@ -1,0 +1,1 @@
+DELETE FROM holdfast_shop_fences WHERE shop_id = $1 AND state = $2
