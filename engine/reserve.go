@@ -88,7 +88,7 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 		return nil, err
 	}
 	if holdfast.HasAllocation(req.Lines) {
-		return c.d.ReserveAllocated(ctx, tx, own, req, p.Lines, start)
+		return c.reserveAllocated(ctx, tx, own, req, p.Lines, start)
 	}
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.d.SoldOut(ctx, req); err == nil && len(short) > 0 {

@@ -101,11 +101,24 @@ func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *h
 	return h, err, ok, false
 }
 
-func (d *engineDriver) ReserveAllocated(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
-	if own {
-		tx = nil
-	}
-	return d.c().reserveAllocated(ctx, tx, r, input, start)
+// HoldFirst: a reservation's in-flight mark comes first here, its hold
+// last.
+func (d *engineDriver) HoldFirst() bool { return false }
+
+func (d *engineDriver) AllocateBegin(ctx context.Context, tx *sql.Tx, r *hfdriver.Reservation, order bool) ([]int64, error) {
+	return d.c().allocateBegin(ctx, tx, r, order)
+}
+
+func (d *engineDriver) AllocateRead(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, keys []holdfast.Line, mode hfdriver.TakeMode) (*hfdriver.AllocRead, error) {
+	return d.c().allocateRead(ctx, tx, own, r, keys, mode)
+}
+
+func (d *engineDriver) AllocateTake(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, read *hfdriver.AllocRead, resolved []holdfast.Line) (*holdfast.Hold, []holdfast.Shortfall, error) {
+	return d.c().allocateTake(ctx, tx, own, r, read, resolved)
+}
+
+func (d *engineDriver) BuyerOf(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
+	return d.c().buyerOf(ctx, tx, route, shop, checkout)
 }
 
 // Reserved: nothing to track (the replenisher here scans levels).

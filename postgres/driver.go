@@ -101,12 +101,23 @@ func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *d
 	return d.c().reserveCombined(ctx, k, r, inflight)
 }
 
-func (d *engineDriver) ReserveAllocated(ctx context.Context, tx pgx.Tx, own bool, r *driver.Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
-	var b beginner = tx
-	if own {
-		b = d.pool
-	}
-	return d.c().reserveAllocated(ctx, b, own, r, input, start)
+// HoldFirst: a reservation's hold row is its first lock here.
+func (d *engineDriver) HoldFirst() bool { return true }
+
+func (d *engineDriver) AllocateBegin(ctx context.Context, tx pgx.Tx, r *driver.Reservation, order bool) ([]int64, error) {
+	return d.c().allocateBegin(ctx, tx, r, order)
+}
+
+func (d *engineDriver) AllocateRead(ctx context.Context, tx pgx.Tx, _ bool, r *driver.Reservation, keys []holdfast.Line, mode driver.TakeMode) (*driver.AllocRead, error) {
+	return d.c().allocateRead(ctx, tx, r, keys, mode)
+}
+
+func (d *engineDriver) AllocateTake(ctx context.Context, tx pgx.Tx, _ bool, r *driver.Reservation, read *driver.AllocRead, resolved []holdfast.Line) (*holdfast.Hold, []holdfast.Shortfall, error) {
+	return d.c().allocateTake(ctx, tx, r, read, resolved)
+}
+
+func (d *engineDriver) BuyerOf(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
+	return d.c().buyerOf(ctx, tx, route, shop, checkout)
 }
 
 // Reserved: the replenisher's pass works on the keys this process

@@ -36,6 +36,7 @@ type Driver[TTx comparable] interface {
 	Attempt(ctx context.Context, tx TTx, own bool, route string, fn func(tx TTx) error) error
 
 	Reserver[TTx]
+	Allocator[TTx]
 	Lister[TTx]
 	Stocker[TTx]
 	Eventer[TTx]

@@ -78,9 +78,6 @@ type Reserver[TTx comparable] interface {
 	// contention; ok false: take the plain path, doubt set when a batch's
 	// commit may have created the hold already.
 	ReserveCombined(ctx context.Context, k holdfast.Key, r *Reservation, inflight int64) (h *holdfast.Hold, err error, ok, doubt bool)
-	// ReserveAllocated serves a cart with allocated lines (input: the
-	// lines as given), observing it itself.
-	ReserveAllocated(ctx context.Context, tx TTx, own bool, r *Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error)
 	// Reserved tells the driver the engine's own transaction committed a
 	// new hold h (its maintenance may track the keys and expiries).
 	Reserved(h *holdfast.Hold, r *Reservation)
