@@ -31,6 +31,7 @@ type Client[TTx comparable] struct {
 	inflight  atomic.Int64 // combinable reservations in flight: the contention that decides combining
 	sequencer sequencer    // coalesces event sequencing (events.go)
 	buyer     buyerKey     // the buyer-id secret, once read (buyer.go)
+	combiner  combiner     // contended reservations on batch keys (combine.go)
 }
 
 // NewClient returns the engine over d with cfg (defaults filled in and

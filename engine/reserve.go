@@ -110,7 +110,7 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 			// contention that decides whether to combine.
 			n := c.inflight.Add(1)
 			defer c.inflight.Add(-1)
-			h, err, combined, doubt = c.d.ReserveCombined(ctx, k, req, n)
+			h, err, combined, doubt = c.reserveCombined(ctx, k, req, n)
 		}
 	}
 	if !combined {

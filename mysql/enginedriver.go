@@ -96,10 +96,12 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx *sql.Tx, fresh
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *hfdriver.Reservation, inflight int64) (*holdfast.Hold, error, bool, bool) {
-	h, err, ok := d.c().reserveCombined(ctx, k, r, inflight)
-	return h, err, ok, false
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*hfdriver.Reservation) ([]*holdfast.Hold, error) {
+	return d.c().combinedAttempt(ctx, reqs)
 }
+
+// CombineLockBusy: a combined batch here waits as any transaction does.
+func (d *engineDriver) CombineLockBusy(error) bool { return false }
 
 // HoldFirst: a reservation's in-flight mark comes first here, its hold
 // last.

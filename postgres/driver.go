@@ -97,8 +97,13 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh 
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *driver.Reservation, inflight int64) (*holdfast.Hold, error, bool, bool) {
-	return d.c().reserveCombined(ctx, k, r, inflight)
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*driver.Reservation) ([]*holdfast.Hold, error) {
+	return d.c().combinedAttempt(ctx, reqs)
+}
+
+// CombineLockBusy: the batch's lock_timeout (Config.CombineLockWait) ran out.
+func (d *engineDriver) CombineLockBusy(err error) bool {
+	return SQLState(err) == sqlstateLockNotAvailable
 }
 
 // HoldFirst: a reservation's hold row is its first lock here.

@@ -56,6 +56,7 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("BuyerSecretAttempt", func(t *testing.T) { t.Parallel(); testBuyerSecretAttempt(t, h) })
 	t.Run("AllocatePhases", func(t *testing.T) { t.Parallel(); testAllocatePhases(t, h) })
 	t.Run("BuyerOf", func(t *testing.T) { t.Parallel(); testBuyerOf(t, h) })
+	t.Run("CombinedAttempt", func(t *testing.T) { t.Parallel(); testCombinedAttempt(t, h) })
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
