@@ -227,3 +227,44 @@ func (d *engineDriver) PurgeAttempt(ctx context.Context, tx *sql.Tx, limit int) 
 func (d *engineDriver) ReplenishAttempt(ctx context.Context, tx *sql.Tx, after holdfast.Key, limit int) (int, holdfast.Key, int, error) {
 	return d.c().replenishAttempt(ctx, tx, after, limit)
 }
+
+func (d *engineDriver) AnyWaiting(ctx context.Context) (bool, error) { return d.c().anyWaiting(ctx) }
+
+func (d *engineDriver) WaitServeLock(ctx context.Context, tx *sql.Tx) error {
+	_, err := d.c().exists(ctx, tx, holdfast.RouteReplenish, "waitlist_serve_lock")
+	return err
+}
+
+func (d *engineDriver) ExpireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
+	return d.c().expireWaits(ctx, tx)
+}
+
+func (d *engineDriver) WaitWindow(ctx context.Context, tx *sql.Tx, from holdfast.Key, limit int) ([]holdfast.Key, error) {
+	return d.c().waitWindow(ctx, tx, from, limit)
+}
+
+func (d *engineDriver) WaitHeads(ctx context.Context, tx *sql.Tx, keys []holdfast.Key) ([]hfdriver.Waiter, error) {
+	return d.c().waitHeads(ctx, tx, keys)
+}
+
+// LockWaitKey: the key's lock row (false: the key has none).
+func (d *engineDriver) LockWaitKey(ctx context.Context, tx *sql.Tx, k holdfast.Key) (bool, error) {
+	return d.c().lockKey(ctx, tx, holdfast.RouteReplenish, k)
+}
+
+func (d *engineDriver) EndUnservableWaits(ctx context.Context, tx *sql.Tx, keys []holdfast.Key, _ map[holdfast.Key]bool) (int, error) {
+	return d.c().endUnservable(ctx, tx, keys)
+}
+
+// GrantWait: the hold is not read back here.
+func (d *engineDriver) GrantWait(ctx context.Context, tx *sql.Tx, w hfdriver.Waiter) (*holdfast.Hold, bool, error) {
+	done, err := d.c().grantWait(ctx, tx, w)
+	return nil, done, err
+}
+
+func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx *sql.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) error {
+	return d.c().refillWaitKeys(ctx, tx, keys, locked)
+}
+
+// WaitsGranted: nothing to track (the sweeper here scans on its tick).
+func (d *engineDriver) WaitsGranted([]*holdfast.Hold) {}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,13 +34,7 @@ import (
 // that cannot be served yet blocks every cart behind it sharing one of its
 // keys.
 
-type waiterRow struct {
-	shop     int64
-	checkout uuid.UUID
-	seq      int64
-	lines    []holdfast.Line
-	ttl      time.Duration
-}
+type waiterRow = hfdriver.Waiter
 
 // waitIfShort is Reserve's waitlist step: when p asks to wait and err is a
 // short answer, enqueue the checkout (or answer its existing wait).
@@ -290,178 +283,29 @@ func (c *Client) kickWaitlist() {
 	}
 }
 
+// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
 func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	_, more, err := c.serveWaitlist(ctx)
-	return more, err
+	return engine.WaitlistStep(c.engineClient, ctx)
 }
 
-// waitCursor is where a client's next pass of the waitlist server starts
-// its window of keys with waiters (round robin).
-type waitCursor struct {
-	mu sync.Mutex
-	k  holdfast.Key
-}
-
-// waitCursors holds each Client's waitCursor (kept out of Client's struct).
-var waitCursors sync.Map // *Client -> *waitCursor
-
-func (c *Client) waitCursor() *waitCursor {
-	v, _ := waitCursors.LoadOrStore(c, &waitCursor{})
-	return v.(*waitCursor)
-}
-
-// ServeWaitlist runs one pass of the waitlist server in one transaction,
-// as on PostgreSQL: it ends waits that ran out (at most WaitlistScanMax;
-// event waitlist.expired), then serves the queues of the next
-// WaitlistKeysMax keys with waiters (round robin over every shop's keys),
-// each key's queue on its own, head of line, so waiters that cannot be
-// served hold up only the waiters behind them on their keys. Waits on
-// those keys asking more of a key than its available stock end at once
-// (ErrWaitUnservable; event waitlist.unservable); the front waiters are
-// granted, each cart whole or not at all, as ordinary holds with their TTL
-// (event waitlist.held), at most WaitlistGrantsMax. It returns how many
-// waits it ended. When nobody waits it costs one statement. One pass runs
-// at a time across clients. Ended waits are purged with hold outcomes
-// (PurgeOnce) after Config.OutcomeRetention.
-func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
-	n, _, err := c.serveWaitlist(ctx)
-	return n, err
-}
-
-// serveWaitlist is ServeWaitlist; more reports that a pass should follow
-// at once (a full window, batch or grant bound, or front waiters whose keys
-// this pass had not locked).
-func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error) {
-	const route = holdfast.RouteReplenish
+// anyWaiting reads whether anybody waits (hfdriver.Waitlist.AnyWaiting).
+func (c *Client) anyWaiting(ctx context.Context) (bool, error) {
 	var waiting bool
-	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "waitlist_any")).Scan(&waiting); err != nil {
-		return 0, false, c.mapErr(route, err, true, true)
-	}
-	if !waiting {
-		return 0, false, nil
-	}
-	cur := c.waitCursor()
-	cur.mu.Lock()
-	from := cur.k
-	cur.mu.Unlock()
-	var next holdfast.Key
-	err = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		n, more, next = 0, false, holdfast.Key{}
-		if _, err := c.exists(ctx, tx, route, "waitlist_serve_lock"); err != nil {
-			return err
-		}
-		expired, err := c.expireWaits(ctx, tx)
-		if err != nil {
-			return err
-		}
-		n += expired
-		more = expired >= holdfast.WaitlistScanMax
-		window, err := c.waitWindow(ctx, tx, from, holdfast.WaitlistKeysMax)
-		if err != nil {
-			return err
-		}
-		if len(window) == holdfast.WaitlistKeysMax {
-			next, more = window[len(window)-1], true
-		} else if from != (holdfast.Key{}) {
-			// Round the corner: the keys before the cursor.
-			rest, err := c.waitWindow(ctx, tx, holdfast.Key{}, holdfast.WaitlistKeysMax-len(window))
-			if err != nil {
-				return err
-			}
-			for _, k := range rest {
-				if compareKeys(k, from) <= 0 {
-					window = append(window, k)
-				}
-			}
-		}
-		if len(window) == 0 {
-			return nil
-		}
-		// The keys' lock rows first, in key order — the window's and
-		// those of its front waiters' carts — then the queues again: an
-		// enqueue on a locked key that committed meanwhile is in them, and
-		// none with an earlier seq can still be in flight.
-		heads, err := c.waitHeads(ctx, tx, window)
-		if err != nil {
-			return err
-		}
-		keys := slices.Clone(window)
-		for _, w := range heads {
-			for _, l := range w.lines {
-				keys = append(keys, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
-			}
-		}
-		slices.SortFunc(keys, compareKeys)
-		keys = slices.Compact(keys)
-		// tried: the keys whose lock rows this pass took, or found none
-		// of (a key without a row has nothing to protect: a cart asking
-		// for it ends as unservable); locked: those it took.
-		locked := make(map[holdfast.Key]bool, len(keys))
-		tried := make(map[holdfast.Key]bool, len(keys))
-		for _, k := range keys {
-			ok, err := c.lockKey(ctx, tx, route, k)
-			if err != nil {
-				return err
-			}
-			locked[k], tried[k] = ok, true
-		}
-		ended, err := c.endUnservable(ctx, tx, window)
-		if err != nil {
-			return err
-		}
-		n += ended
-		// Grant the front waiters; a grant may bring the next waiter of a
-		// key to the front, so again until a round grants nothing.
-		for progress := true; progress && n < holdfast.WaitlistGrantsMax; {
-			progress = false
-			if heads, err = c.waitHeads(ctx, tx, window); err != nil {
-				return err
-			}
-			for _, w := range heads {
-				if n >= holdfast.WaitlistGrantsMax {
-					more = true
-					break
-				}
-				if slices.ContainsFunc(w.lines, func(l holdfast.Line) bool {
-					return !tried[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
-				}) {
-					// A key of its cart this pass did not lock: the next
-					// pass locks it first.
-					more, next = true, from
-					continue
-				}
-				done, err := c.grantWait(ctx, tx, w)
-				if err != nil {
-					return err
-				}
-				if done {
-					n++
-					progress = true
-				}
-			}
-		}
-		// Keys whose queue emptied get their buffers back; the others
-		// get nothing (key_state.sql reads the mark).
-		for _, k := range keys {
-			if locked[k] {
-				if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	cur.mu.Lock()
-	cur.k = next
-	cur.mu.Unlock()
-	return n, more || n >= holdfast.WaitlistGrantsMax, nil
+	err := c.db.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_any")).Scan(&waiting)
+	return waiting, err
 }
 
-func compareKeys(a, b holdfast.Key) int {
-	return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
+// refillWaitKeys gives the locked keys their buffers back; keys that still
+// have waiters get nothing (key_state.sql reads the mark).
+func (c *Client) refillWaitKeys(ctx context.Context, tx *sql.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) error {
+	for _, k := range keys {
+		if locked[k] {
+			if _, err := c.refillKey(ctx, tx, true, holdfast.RouteReplenish, k, false, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // keysJSON is keys as JSON [[shop, item, location], …].
@@ -507,12 +351,12 @@ func (c *Client) waitHeads(ctx context.Context, tx *sql.Tx, keys []holdfast.Key)
 		var w waiterRow
 		var id, raw []byte
 		var ttl int64
-		if err := rows.Scan(&w.shop, &id, &w.seq, &raw, &ttl); err != nil {
+		if err := rows.Scan(&w.Shop, &id, &w.Seq, &raw, &ttl); err != nil {
 			return nil, err
 		}
-		copy(w.checkout[:], id)
-		w.ttl = time.Duration(ttl) * time.Microsecond
-		if err := json.Unmarshal(raw, &w.lines); err != nil {
+		copy(w.Checkout[:], id)
+		w.TTL = time.Duration(ttl) * time.Microsecond
+		if err := json.Unmarshal(raw, &w.Lines); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
@@ -530,18 +374,18 @@ func (c *Client) endUnservable(ctx context.Context, tx *sql.Tx, keys []holdfast.
 		return 0, err
 	}
 	type waiter struct {
-		shop     int64
-		checkout uuid.UUID
+		Shop     int64
+		Checkout uuid.UUID
 	}
 	var ws []waiter
 	for rows.Next() {
 		var w waiter
 		var id []byte
-		if err := rows.Scan(&w.shop, &id); err != nil {
+		if err := rows.Scan(&w.Shop, &id); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		copy(w.checkout[:], id)
+		copy(w.Checkout[:], id)
 		ws = append(ws, w)
 	}
 	if err := rows.Close(); err != nil {
@@ -549,7 +393,7 @@ func (c *Client) endUnservable(ctx context.Context, tx *sql.Tx, keys []holdfast.
 	}
 	n := 0
 	for _, w := range ws {
-		_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+		_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
 		if err != nil {
 			return 0, err
 		}
@@ -679,9 +523,9 @@ func (c *Client) cancelWait(ctx context.Context, tx *sql.Tx, route string, shop 
 // own meanwhile ends its wait as expired.
 func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, error) {
 	const route = holdfast.RouteReplenish
-	sts := make([]keyState, len(w.lines))
-	for i, l := range w.lines {
-		st, err := c.keyState(ctx, tx, route, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
+	sts := make([]keyState, len(w.Lines))
+	for i, l := range w.Lines {
+		st, err := c.keyState(ctx, tx, route, holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID})
 		if err != nil {
 			return false, err
 		}
@@ -689,20 +533,20 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 			// Nothing can ever serve it (held units may come back,
 			// claimed ones never do): it ends, and stops holding up the
 			// key.
-			_, ok, err := c.endWait(ctx, tx, route, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+			_, ok, err := c.endWait(ctx, tx, route, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
 			return ok, err
 		}
 		sts[i] = st
 	}
-	for i, l := range w.lines {
+	for i, l := range w.Lines {
 		if st := sts[i]; st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return false, nil
 		}
 	}
 	// Make room: units still in a buffer (keys of the cart without
 	// waiters) go back to unallocated, as many as the line needs.
-	for _, l := range w.lines {
-		k := holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	for _, l := range w.Lines {
+		k := holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID}
 		st, err := c.keyState(ctx, tx, route, k)
 		if err != nil {
 			return false, err
@@ -730,31 +574,31 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 	}
 	// The wait ends first, guarded by its state: a release that cancelled
 	// it meanwhile wins, and then nothing is held (issue 24 item 5).
-	if _, ok, err := c.endWait(ctx, tx, route, w.shop, w.checkout, "held", ""); err != nil || !ok {
+	if _, ok, err := c.endWait(ctx, tx, route, w.Shop, w.Checkout, "held", ""); err != nil || !ok {
 		return false, err
 	}
-	raw, err := json.Marshal(w.lines)
+	raw, err := json.Marshal(w.Lines)
 	if err != nil {
 		return false, err
 	}
 	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		w.shop, w.checkout[:], string(raw), w.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), w.shop, w.checkout[:])
+		w.Shop, w.Checkout[:], string(raw), w.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), w.Shop, w.Checkout[:])
 	switch {
 	case isDup(err) || (err == nil && rowsAffected(res) == 0):
 		// The checkout has a hold of its own: nothing held for the wait.
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_reend"), w.shop, w.checkout[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_reend"), w.Shop, w.Checkout[:]); err != nil {
 			return false, err
 		}
-		return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
+		return true, c.InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistExpired, &w.Checkout, w.Lines, nil)
 	case err != nil:
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.shop, w.checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.Shop, w.Checkout[:]); err != nil {
 		return false, err
 	}
-	h, err := c.readHold(ctx, tx, route, "hold_get", w.shop, w.checkout)
+	h, err := c.readHold(ctx, tx, route, "hold_get", w.Shop, w.Checkout)
 	if err != nil {
 		return false, err
 	}
-	return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistHeld, &w.checkout, w.lines, &h.ExpiresAt)
+	return true, c.InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistHeld, &w.Checkout, w.Lines, &h.ExpiresAt)
 }

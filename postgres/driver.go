@@ -239,3 +239,48 @@ func (d *engineDriver) PurgeAttempt(ctx context.Context, tx pgx.Tx, limit int) (
 func (d *engineDriver) ReplenishAttempt(ctx context.Context, tx pgx.Tx, after holdfast.Key, limit int) (int, holdfast.Key, int, error) {
 	return d.c().replenishAttempt(ctx, tx, after, limit)
 }
+
+func (d *engineDriver) AnyWaiting(ctx context.Context) (bool, error) { return d.c().anyWaiting(ctx) }
+
+func (d *engineDriver) WaitServeLock(ctx context.Context, tx pgx.Tx) error {
+	return d.c().waitServeLock(ctx, tx)
+}
+
+func (d *engineDriver) ExpireWaits(ctx context.Context, tx pgx.Tx) (int, error) {
+	return d.c().expireWaits(ctx, tx)
+}
+
+func (d *engineDriver) WaitWindow(ctx context.Context, tx pgx.Tx, from holdfast.Key, limit int) ([]holdfast.Key, error) {
+	return d.c().waitWindow(ctx, tx, from, limit)
+}
+
+func (d *engineDriver) WaitHeads(ctx context.Context, tx pgx.Tx, keys []holdfast.Key) ([]driver.Waiter, error) {
+	return d.c().waitHeads(ctx, tx, keys)
+}
+
+// LockWaitKey: an advisory lock, there for every key.
+func (d *engineDriver) LockWaitKey(ctx context.Context, tx pgx.Tx, k holdfast.Key) (bool, error) {
+	_, err := tx.Exec(ctx, d.c().q(ctx, holdfast.RouteReplenish, "lock_key"), keyHash(k))
+	return err == nil, err
+}
+
+func (d *engineDriver) EndUnservableWaits(ctx context.Context, tx pgx.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) (int, error) {
+	return d.c().endUnservable(ctx, tx, keys, locked)
+}
+
+func (d *engineDriver) GrantWait(ctx context.Context, tx pgx.Tx, w driver.Waiter) (*holdfast.Hold, bool, error) {
+	return d.c().grantWait(ctx, tx, w)
+}
+
+// RefillWaitKeys: refill.sql skips the keys that still have waiters.
+func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx pgx.Tx, keys []holdfast.Key, _ map[holdfast.Key]bool) error {
+	_, err := d.c().refill(ctx, tx, holdfast.RouteReplenish, keys)
+	return err
+}
+
+// WaitsGranted: the sweeper wakes for the nearest expiry (maintenance.go).
+func (d *engineDriver) WaitsGranted(holds []*holdfast.Hold) {
+	for _, h := range holds {
+		d.c().noteHold(h)
+	}
+}

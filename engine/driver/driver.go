@@ -45,6 +45,7 @@ type Driver[TTx comparable] interface {
 	Checker
 	Lifecycle[TTx]
 	Waits[TTx]
+	Waitlist[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
 }
