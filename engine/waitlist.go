@@ -191,4 +191,3 @@ func (c *Client[TTx]) servePass(ctx context.Context, tx TTx, from holdfast.Key) 
 	}
 	return n, more, granted, next, nil
 }
-

@@ -29,7 +29,9 @@ func testWaitlistPrimitives[TTx comparable](t *testing.T, h Harness[TTx]) {
 		t.Fatalf("AnyWaiting with nobody waiting: %v, %v", waiting, err)
 	}
 	a, b := uuid.New(), uuid.New()
-	line := func(q int) []holdfast.Line { return []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: q}} }
+	line := func(q int) []holdfast.Line {
+		return []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: q}}
+	}
 	if _, err := in.Engine.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: a, Lines: line(3)}); err != nil {
 		t.Fatal(err)
 	}
