@@ -23,7 +23,7 @@ import (
 func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	var zero TTx
 	h, err := c.reserve(ctx, zero, true, p)
-	h, err = c.d.WaitIfShort(ctx, p, h, err)
+	h, err = c.waitIfShort(ctx, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
 }
 

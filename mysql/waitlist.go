@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -36,119 +35,65 @@ import (
 
 type waiterRow = hfdriver.Waiter
 
-// waitIfShort is Reserve's waitlist step: when p asks to wait and err is a
-// short answer, enqueue the checkout (or answer its existing wait).
-func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	var ise *holdfast.InsufficientStockError
-	if p.Wait <= 0 || !errors.As(err, &ise) {
-		return h, err
-	}
-	req, verr := engine.ValidateReserve(c.cfg, p)
-	if verr != nil {
-		return nil, verr
-	}
+// waitKeys locks the cart's keys' lock rows in key order and reads what
+// each key has (hfdriver.Enqueuer.WaitKeys).
+func (c *Client) waitKeys(ctx context.Context, tx *sql.Tx, req *reservation) ([]hfdriver.KeyWait, error) {
 	const route = holdfast.RouteReserve
-	start := time.Now()
-	var out *holdfast.Hold
-	var answer error
-	runErr := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		out, answer = nil, nil
-		// Granted meanwhile, or another attempt of the checkout holds or
-		// waits (existing answers the wait too).
-		prev, err := c.existing(ctx, tx, req)
-		if !errors.Is(err, holdfast.ErrNotFound) {
-			out = prev
-			return err
+	for _, l := range req.Lines {
+		if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
+			return nil, err
 		}
-		for _, l := range req.Lines {
-			if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), req.Shop, string(req.LinesRaw))
-		if err != nil {
-			return err
-		}
-		type keyWait struct {
-			available, held int
-			waited          bool
-		}
-		var kw []keyWait
-		for rows.Next() {
-			var k keyWait
-			if err := rows.Scan(&k.available, &k.held, &k.waited); err != nil {
-				rows.Close()
-				return err
-			}
-			kw = append(kw, k)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if len(kw) != len(req.Lines) {
-			return errors.New("holdfast/mysql: sellable returned a row count unlike the cart's")
-		}
-		var short []holdfast.Line
-		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
-			// Units can come back only where holds are outstanding (or
-			// waiters ahead will release theirs), and a cart asking more
-			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
-				answer = ise
-				return errRollback
-			}
-			short = append(short, req.Lines[i])
-		}
-		shortRaw, err := json.Marshal(ise.Lines)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.Shop, req.Checkout[:], string(req.LinesRaw), string(shortRaw),
-			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now())
-		if isDup(err) {
-			return errRetry // enqueued meanwhile: answer it
-		}
-		if err != nil {
-			return err
-		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		for _, l := range short {
-			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_line_create"), req.Shop, l.ItemID, l.LocationID, seq, req.Checkout[:], l.Quantity); err != nil {
-				return err
-			}
-		}
-		for _, l := range short {
-			// The key's buffer goes back to unallocated: from now on its
-			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true); err != nil {
-				return err
-			}
-		}
-		// The feed says the checkout waits: its keys sell nothing to new
-		// buyers from now on (key.sold_out derives from it).
-		if err := c.InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
-			return err
-		}
-		werr := c.waiterAnswer(ctx, tx, route, req.Shop, req.Checkout, req.Lines)
-		if !errors.Is(werr, holdfast.ErrWaitlisted) {
-			return werr // a failed read: roll the wait back
-		}
-		answer = werr
-		return nil
-	})
-	if runErr == nil && out == nil && errors.Is(answer, holdfast.ErrWaitlisted) {
-		c.kickWaitlist()
 	}
-	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(route, engine.Outcome(err, out), time.Since(start))
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), req.Shop, string(req.LinesRaw))
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	var kw []hfdriver.KeyWait
+	for rows.Next() {
+		var k hfdriver.KeyWait
+		if err := rows.Scan(&k.Available, &k.Held, &k.Waited); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		kw = append(kw, k)
+	}
+	return kw, rows.Close()
+}
+
+// enqueue puts the checkout on the waitlist (hfdriver.Enqueuer.Enqueue).
+func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, req *reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	const route = holdfast.RouteReserve
+	shortRaw, err := json.Marshal(shortfalls)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.Shop, req.Checkout[:], string(req.LinesRaw), string(shortRaw),
+		req.TTL.Microseconds(), wait.Microseconds(), c.now())
+	if isDup(err) {
+		return errRetry // enqueued meanwhile: answer it
+	}
+	if err != nil {
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	for _, l := range short {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_line_create"), req.Shop, l.ItemID, l.LocationID, seq, req.Checkout[:], l.Quantity); err != nil {
+			return err
+		}
+	}
+	for _, l := range short {
+		// The key's buffer goes back to unallocated: from now on its units
+		// go to its waiters first.
+		if err := c.shrink(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true); err != nil {
+			return err
+		}
+	}
+	// The feed says the checkout waits: its keys sell nothing to new
+	// buyers from now on (key.sold_out derives from it).
+	return c.InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil)
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,

@@ -139,8 +139,16 @@ func (d *engineDriver) MarkNotStocked(ctx context.Context, tx pgx.Tx, own bool, 
 	return d.c().markNotStocked(ctx, tx, shop, err)
 }
 
-func (d *engineDriver) WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	return d.c().waitIfShort(ctx, p, h, err)
+func (d *engineDriver) ReserveExisting(ctx context.Context, tx pgx.Tx, r *driver.Reservation) (*holdfast.Hold, error) {
+	return d.c().existing(ctx, tx, r)
+}
+
+func (d *engineDriver) WaitKeys(ctx context.Context, tx pgx.Tx, r *driver.Reservation) ([]driver.KeyWait, error) {
+	return d.c().waitKeys(ctx, tx, r)
+}
+
+func (d *engineDriver) Enqueue(ctx context.Context, tx pgx.Tx, r *driver.Reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	return d.c().enqueue(ctx, tx, r, short, shortfalls, wait)
 }
 
 func (d *engineDriver) ListHolds(ctx context.Context, tx pgx.Tx, q holdfast.HoldQuery, cur *holdfast.HoldCursor) ([]holdfast.Hold, error) {

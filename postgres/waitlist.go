@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,108 +43,55 @@ import (
 // waiterRow is a waiters row as the server reads it.
 type waiterRow = driver.Waiter
 
-// waitIfShort is Reserve's waitlist step: when p asks to wait and err is a
-// short answer, enqueue the checkout (or answer its existing wait).
-func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	var ise *holdfast.InsufficientStockError
-	if p.Wait <= 0 || !errors.As(err, &ise) {
-		return h, err
+// waitKeys locks the cart's keys in key order and reads what each has
+// (driver.Enqueuer.WaitKeys).
+func (c *Client) waitKeys(ctx context.Context, tx pgx.Tx, req *reservation) ([]driver.KeyWait, error) {
+	for _, l := range req.Lines {
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+			return nil, err
+		}
 	}
-	req, verr := engine.ValidateReserve(c.cfg, p)
-	if verr != nil {
-		return nil, verr
-	}
-	start := time.Now()
-	var out *holdfast.Hold
-	var answer error
-	runErr := c.run(ctx, c.pool, holdfast.RouteReserve, true, true, func(tx pgx.Tx, _ int) error {
-		out, answer = nil, nil
-		// Granted meanwhile, or another attempt of the checkout holds or
-		// waits (existing answers the wait too).
-		prev, err := c.existing(ctx, tx, req)
-		if !errors.Is(err, holdfast.ErrNotFound) {
-			out = prev
-			return err
-		}
-		for _, l := range req.Lines {
-			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
-				return err
-			}
-		}
-		items, locs, _ := columns(req.Lines)
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.Shop, items, locs)
-		if err != nil {
-			return err
-		}
-		type keyWait struct {
-			available, held int
-			waited          bool
-		}
-		kw, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (keyWait, error) {
-			var k keyWait
-			err := r.Scan(&k.available, &k.held, &k.waited)
-			return k, err
-		})
-		if err != nil {
-			return err
-		}
-		var short []holdfast.Line
-		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
-			// Units can come back only where holds are outstanding (or
-			// waiters ahead will release theirs), and a cart asking more
-			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
-				answer = ise
-				return errRollback
-			}
-			short = append(short, req.Lines[i])
-		}
-		shortRaw, err := json.Marshal(ise.Lines)
-		if err != nil {
-			return err
-		}
-		var seq int64
-		err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
-			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now()).Scan(&seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errRetry // enqueued meanwhile: answer it
-		}
-		if err != nil {
-			return err
-		}
-		si, sl, sq := columns(short)
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.Shop, req.Checkout, seq, si, sl, sq); err != nil {
-			return err
-		}
-		for _, l := range short {
-			// The key's buffer goes back to unallocated: from now on its
-			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
-				return err
-			}
-		}
-		// The feed says the checkout waits: its keys sell nothing to new
-		// buyers from now on (key.sold_out derives from it).
-		if err := InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
-			return err
-		}
-		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
-		if !errors.Is(werr, holdfast.ErrWaitlisted) {
-			return werr // a failed read: roll the wait back
-		}
-		answer = werr
-		return nil
-	})
-	if runErr == nil && out == nil && answer != nil && errors.Is(answer, holdfast.ErrWaitlisted) {
-		c.kickWaitlist()
-	}
-	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, out), time.Since(start))
+	items, locs, _ := columns(req.Lines)
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.Shop, items, locs)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.KeyWait, error) {
+		var k driver.KeyWait
+		err := r.Scan(&k.Available, &k.Held, &k.Waited)
+		return k, err
+	})
+}
+
+// enqueue puts the checkout on the waitlist (driver.Enqueuer.Enqueue).
+func (c *Client) enqueue(ctx context.Context, tx pgx.Tx, req *reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	shortRaw, err := json.Marshal(shortfalls)
+	if err != nil {
+		return err
+	}
+	var seq int64
+	err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
+		req.TTL.Microseconds(), wait.Microseconds(), c.now()).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errRetry // enqueued meanwhile: answer it
+	}
+	if err != nil {
+		return err
+	}
+	si, sl, sq := columns(short)
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.Shop, req.Checkout, seq, si, sl, sq); err != nil {
+		return err
+	}
+	for _, l := range short {
+		// The key's buffer goes back to unallocated: from now on its units
+		// go to its waiters first.
+		if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
+			return err
+		}
+	}
+	// The feed says the checkout waits: its keys sell nothing to new
+	// buyers from now on (key.sold_out derives from it).
+	return InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil)
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,

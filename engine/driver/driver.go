@@ -46,6 +46,7 @@ type Driver[TTx comparable] interface {
 	Lifecycle[TTx]
 	Waits[TTx]
 	Waitlist[TTx]
+	Enqueuer[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
 }
@@ -75,8 +76,9 @@ type Lifecycle[TTx comparable] interface {
 	ReadHold(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
 }
 
-// Waits is what the lifecycle asks of the waitlist, which is still each
-// driver's own: a checkout without a hold may be waiting.
+// Waits is what the lifecycle asks of a checkout's wait: a checkout
+// without a hold may be waiting. (The waitlist server's primitives are
+// Waitlist, its enqueue Enqueuer.)
 type Waits[TTx comparable] interface {
 	// CancelWait cancels a waiting checkout's wait in tx: answer is
 	// holdfast.ErrWaitCancelled (or how it ended), err ErrNotFound when

@@ -94,7 +94,4 @@ type Reserver[TTx comparable] interface {
 	// MarkNotStocked marks the lines of an *InsufficientStockError that no
 	// key stocks; other errors pass. It reads in tx when not own.
 	MarkNotStocked(ctx context.Context, tx TTx, own bool, shop int64, err error) error
-	// WaitIfShort puts a short reservation that asked to wait on the
-	// waitlist (the waitlist is still each driver's own).
-	WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error)
 }

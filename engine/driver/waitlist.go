@@ -9,6 +9,34 @@ import (
 	"github.com/holdfast/holdfast"
 )
 
+// KeyWait is what one key of a cart that asks to wait has, read under the
+// key's lock.
+type KeyWait struct {
+	Available int  // the key's available stock
+	Held      int  // its units in holds
+	Waited    bool // it has waiters
+}
+
+// Enqueuer is the waitlist's enqueue: a short reservation that asked to
+// wait (engine/waitenqueue.go decides whether its cart can), in one
+// transaction of the driver's own.
+type Enqueuer[TTx comparable] interface {
+	// ReserveExisting answers a reservation whose checkout already has a
+	// hold or outcome (its replay with ErrRollback, ErrIdempotencyConflict
+	// for other lines, how it ended) or a wait (the wait's answer);
+	// holdfast.ErrNotFound when the checkout has neither.
+	ReserveExisting(ctx context.Context, tx TTx, r *Reservation) (*holdfast.Hold, error)
+	// WaitKeys takes the locks of r's lines' keys in key order and reads,
+	// per line, what its key has.
+	WaitKeys(ctx context.Context, tx TTx, r *Reservation) ([]KeyWait, error)
+	// Enqueue puts r's checkout on the waitlist for up to wait with its
+	// short lines (short; shortfalls as the reservation answered them)
+	// queued on their keys, empties those keys' buffers (their units go to
+	// the waiters first) and records event waitlist.waiting. ErrRetry when
+	// the checkout was enqueued meanwhile.
+	Enqueue(ctx context.Context, tx TTx, r *Reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error
+}
+
 // Waiter is one waiting checkout at the front of a key's queue, as the
 // waitlist server reads it.
 type Waiter struct {

@@ -97,3 +97,71 @@ func testWaitlistPrimitives[TTx comparable](t *testing.T, h Harness[TTx]) {
 		t.Fatalf("AnyWaiting after the grant: %v, %v; want nobody", waiting, err)
 	}
 }
+
+// testEnqueue: a checkout without a hold or wait is ErrNotFound to
+// ReserveExisting; WaitKeys reads what the cart's key has (available,
+// held, no waiters yet); Enqueue puts it on the waitlist, after which the
+// checkout waits (ReserveExisting answers its wait) and enqueueing it
+// again is ErrRetry.
+func testEnqueue[TTx comparable](t *testing.T, h Harness[TTx]) {
+	ctx := context.Background()
+	in := h.New(t)
+	d := in.Driver
+	var zero TTx
+	k := holdfast.Key{ShopID: 1, ItemID: 22, LocationID: 1}
+	setStock(t, in, k, 3)
+	if _, err := in.Engine.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(),
+		Lines: []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := reservation(uuid.New(), k, 2)
+	short := []holdfast.Shortfall{{ItemID: k.ItemID, LocationID: k.LocationID, Requested: 2}}
+	enqueue := func() error {
+		return d.Attempt(ctx, zero, true, holdfast.RouteReserve, func(tx TTx) error {
+			return d.Enqueue(ctx, tx, r, r.Lines, short, time.Minute)
+		})
+	}
+	err := d.Attempt(ctx, zero, true, holdfast.RouteReserve, func(tx TTx) error {
+		if _, err := d.ReserveExisting(ctx, tx, r); !errors.Is(err, holdfast.ErrNotFound) {
+			t.Errorf("ReserveExisting of a new checkout: %v, want ErrNotFound", err)
+		}
+		kw, err := d.WaitKeys(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		if len(kw) != 1 || kw[0].Available != 3 || kw[0].Held != 3 || kw[0].Waited {
+			t.Errorf("WaitKeys: %+v, want 3 available, 3 held, no waiters", kw)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enqueue(); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	var we *holdfast.WaitlistedError
+	if _, err := in.Engine.Hold(ctx, 1, r.Checkout); !errors.As(err, &we) {
+		t.Fatalf("the enqueued checkout: %v, want *WaitlistedError", err)
+	}
+	if err := enqueue(); !errors.Is(err, driver.ErrRetry) {
+		t.Fatalf("Enqueue of a waiting checkout: %v, want ErrRetry", err)
+	}
+	err = d.Attempt(ctx, zero, true, holdfast.RouteReserve, func(tx TTx) error {
+		_, err := d.ReserveExisting(ctx, tx, r)
+		if !errors.As(err, &we) {
+			t.Errorf("ReserveExisting of a waiting checkout: %v, want *WaitlistedError", err)
+		}
+		kw, err := d.WaitKeys(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		if len(kw) != 1 || !kw[0].Waited {
+			t.Errorf("WaitKeys of a key with a waiter: %+v, want Waited", kw)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
