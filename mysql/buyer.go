@@ -110,11 +110,10 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 		item   int64
 		limit  int
 		window int64
-		qty    int
 	}
 	var lims []limit
-	for i, item := range items {
-		l := limit{item: item, qty: qtys[i]}
+	for _, item := range items {
+		l := limit{item: item}
 		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shop, item).Scan(&l.limit, &l.window)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
@@ -138,17 +137,16 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 			return nil, err
 		}
 	}
+	counts := make([]hfdriver.BuyerCount, 0, len(lims))
 	for _, l := range lims {
-		var held int
+		n := hfdriver.BuyerCount{ItemID: l.item, Limit: l.limit}
 		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_count"),
-			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
+			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&n.Held); err != nil {
 			return nil, err
 		}
-		if over := engine.OverBuyerLimit(hfdriver.BuyerCount{ItemID: l.item, Limit: l.limit, Held: held}, l.qty); over != nil {
-			return over, nil
-		}
+		counts = append(counts, n)
 	}
-	return nil, nil
+	return engine.OverBuyerLimits(counts, items, qtys), nil
 }
 
 // putBuyerLimit sets an item's per-buyer limit (driver.Settings).

@@ -116,27 +116,21 @@ func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var item int64
-		var limit, held int
-		if err := rows.Scan(&item, &limit, &held); err != nil {
-			return err
-		}
-		if iso != "read committed" {
-			return holdfast.NewArgumentError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
-		}
-		q := 0
-		for i, it := range items {
-			if it == item {
-				q = qtys[i]
-			}
-		}
-		if over := engine.OverBuyerLimit(driver.BuyerCount{ItemID: item, Limit: limit, Held: held}, q); over != nil {
-			return over
-		}
+	counts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.BuyerCount, error) {
+		var n driver.BuyerCount
+		err := r.Scan(&n.ItemID, &n.Limit, &n.Held)
+		return n, err
+	})
+	if err != nil {
+		return err
 	}
-	return rows.Err()
+	if len(counts) > 0 && iso != "read committed" {
+		return holdfast.NewArgumentError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
+	}
+	if over := engine.OverBuyerLimits(counts, items, qtys); over != nil {
+		return over
+	}
+	return nil
 }
 
 // putBuyerLimit sets an item's per-buyer limit (driver.Settings).
