@@ -99,3 +99,23 @@ func OverBuyerLimit(n driver.BuyerCount, requested int) *holdfast.BuyerLimitErro
 	}
 	return nil
 }
+
+// OverBuyerLimits is the verdict of a buyer limit check on a cart: the
+// first of counts (one per limited item, in item order, as a driver's
+// attempt counted them under the buyer's locks) that the cart's
+// quantities (items, qtys: holdfast.BuyerItemQuantities of its lines)
+// would take past its limit, else nil.
+func OverBuyerLimits(counts []driver.BuyerCount, items []int64, qtys []int) *holdfast.BuyerLimitError {
+	for _, n := range counts {
+		q := 0
+		for i, it := range items {
+			if it == n.ItemID {
+				q = qtys[i]
+			}
+		}
+		if over := OverBuyerLimit(n, q); over != nil {
+			return over
+		}
+	}
+	return nil
+}

@@ -23,7 +23,7 @@ import (
 func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	var zero TTx
 	h, err := c.reserve(ctx, zero, true, p)
-	h, err = c.d.WaitIfShort(ctx, p, h, err)
+	h, err = c.waitIfShort(ctx, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
 }
 
@@ -88,7 +88,7 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 		return nil, err
 	}
 	if holdfast.HasAllocation(req.Lines) {
-		return c.d.ReserveAllocated(ctx, tx, own, req, p.Lines, start)
+		return c.reserveAllocated(ctx, tx, own, req, p.Lines, start)
 	}
 	if own && c.recentlySoldOut(req) {
 		if short, err := c.d.SoldOut(ctx, req); err == nil && len(short) > 0 {
@@ -110,7 +110,7 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 			// contention that decides whether to combine.
 			n := c.inflight.Add(1)
 			defer c.inflight.Add(-1)
-			h, err, combined, doubt = c.d.ReserveCombined(ctx, k, req, n)
+			h, err, combined, doubt = c.reserveCombined(ctx, k, req, n)
 		}
 	}
 	if !combined {

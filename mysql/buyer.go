@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -66,19 +65,21 @@ func (c *Client) checkBuyer(ctx context.Context, tx *sql.Tx, own bool, req *rese
 }
 
 // sameBuyer refuses a retry of a checkout whose hold was made for another
-// buyer (or for one when the retry names none, or none when it names one):
-// the same checkout id and lines under another buyer id is another request,
-// ErrIdempotencyConflict, not a replay of someone else's hold (issue 24
-// item 6). Only a replay pays its round trip.
+// buyer (engine.SameBuyer). Only a replay pays its round trip.
 func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) error {
-	var hash []byte
-	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.Shop, req.Checkout[:]).Scan(&hash); err != nil {
+	hash, err := c.buyerOf(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
+	if err != nil {
 		return err
 	}
-	if !bytes.Equal(hash, req.BuyerHash) {
-		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
-	}
-	return nil
+	return engine.SameBuyer(hash, req.BuyerHash)
+}
+
+// buyerOf reads the buyer hash of a checkout's hold
+// (hfdriver.Buyers.BuyerOf).
+func (c *Client) buyerOf(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
+	var hash []byte
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), shop, checkout[:]).Scan(&hash)
+	return hash, err
 }
 
 // checkBuyerLate enforces the buyer limits on a late claim, which takes a
@@ -86,8 +87,8 @@ func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) er
 // buyer past a limit (the hold's units went back to the buyer's allowance
 // when it expired).
 func (c *Client) checkBuyerLate(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
-	var hash []byte
-	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteClaim, "buyer_of"), shop, checkout[:]).Scan(&hash); err != nil || hash == nil {
+	hash, err := c.buyerOf(ctx, tx, holdfast.RouteClaim, shop, checkout)
+	if err != nil || hash == nil {
 		return err
 	}
 	over, err := c.enforceBuyer(ctx, tx, own, holdfast.RouteClaim, shop, checkout, lines, hash)
@@ -109,11 +110,10 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 		item   int64
 		limit  int
 		window int64
-		qty    int
 	}
 	var lims []limit
-	for i, item := range items {
-		l := limit{item: item, qty: qtys[i]}
+	for _, item := range items {
+		l := limit{item: item}
 		err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_limit_get"), shop, item).Scan(&l.limit, &l.window)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
@@ -137,17 +137,16 @@ func (c *Client) enforceBuyer(ctx context.Context, tx *sql.Tx, own bool, route s
 			return nil, err
 		}
 	}
+	counts := make([]hfdriver.BuyerCount, 0, len(lims))
 	for _, l := range lims {
-		var held int
+		n := hfdriver.BuyerCount{ItemID: l.item, Limit: l.limit}
 		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_count"),
-			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&held); err != nil {
+			shop, hash, checkout[:], l.item, l.window, c.now(), l.window).Scan(&n.Held); err != nil {
 			return nil, err
 		}
-		if over := engine.OverBuyerLimit(hfdriver.BuyerCount{ItemID: l.item, Limit: l.limit, Held: held}, l.qty); over != nil {
-			return over, nil
-		}
+		counts = append(counts, n)
 	}
-	return nil, nil
+	return engine.OverBuyerLimits(counts, items, qtys), nil
 }
 
 // putBuyerLimit sets an item's per-buyer limit (driver.Settings).

@@ -46,7 +46,6 @@ type Client struct {
 	texts sync.Map // textKey -> tagged statement text
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
 
-	combiner       combiner     // contended one-line reservations on batch keys
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
 
 	workersMu  sync.Mutex

@@ -6,64 +6,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
-// CombineBatchMax bounds the reservations one combined transaction serves.
-const CombineBatchMax = 256
+// CombineBatchMax bounds the reservations one combined transaction serves
+// (engine.CombineBatchMax).
+const CombineBatchMax = engine.CombineBatchMax
 
 // CombineRunnersMax bounds the combined transactions in flight at once from
-// one client: while one commits, the next gathers and executes. They lock
-// counter rows in key order, so they never deadlock each other.
-const CombineRunnersMax = 2
-
-// combineTimeout bounds one combined transaction, retries included.
-const combineTimeout = 30 * time.Second
-
-// combiner turns the contended one-line reservations on batch keys from
-// this process into one transaction per batch: the counter row is locked
-// and committed once for up to CombineBatchMax reservations. Every request
-// is still granted or refused on its own (all-or-nothing, idempotent on its
-// checkout), and each caller gets its own answer. An uncontended request
-// takes the plain counter path, so keys are combined while contention shows
-// and stop being combined as soon as it cools.
-type combiner struct {
-	mu      sync.Mutex
-	running int
-	pending []*batchReq
-}
-
-type batchReq struct {
-	key   holdfast.Key
-	req   *reservation
-	done  chan batchResult // buffered: the batch never blocks on a caller
-	state atomic.Int32     // reqQueued, then reqTaken (by a batch) or reqAbandoned (by its caller)
-}
-
-// A batchReq's states: a caller that leaves while its request is queued
-// abandons it (nothing happened); once a batch has taken it, the batch may
-// commit its hold.
-const (
-	reqQueued int32 = iota
-	reqTaken
-	reqAbandoned
-)
-
-type batchResult struct {
-	h   *holdfast.Hold
-	err error
-	// plain asks the caller to resolve the request on the plain path:
-	// short of units, a checkout that already has a hold or outcome, or a
-	// duplicate within the batch.
-	plain bool
-}
+// one client (engine.CombineRunnersMax).
+const CombineRunnersMax = engine.CombineRunnersMax
 
 // batchKey reports whether k is a batch key as this client last saw its
 // strategy, or by the client's default for a key it has not seen. A stale
@@ -77,132 +33,48 @@ func (c *Client) batchKey(k holdfast.Key) bool {
 	return strategyOf(c.cfg.Strategy).combines
 }
 
-// reserveCombined serves req through the combiner when another combinable
-// reservation is in flight in this process (the caller counts itself in
-// inflight, the engine's count, while it is). ok false: take the plain path.
-func (c *Client) reserveCombined(ctx context.Context, k holdfast.Key, req *reservation, inflight int64) (h *holdfast.Hold, err error, ok bool) {
-	cb := &c.combiner
-	cb.mu.Lock()
-	if inflight <= 1 && cb.running == 0 {
-		cb.mu.Unlock()
-		return nil, nil, false
-	}
-	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
-	cb.pending = append(cb.pending, r)
-	if cb.running < CombineRunnersMax {
-		cb.running++
-		go c.runBatches()
-	}
-	cb.mu.Unlock()
-	select {
-	case res := <-r.done:
-		if res.plain {
-			return nil, nil, false
-		}
-		return res.h, res.err, true
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
-			// No batch took it, and none will: nothing happened.
-			return nil, c.mapErr(holdfast.RouteReserve, ctx.Err(), true, true), true
-		}
-		select {
-		case res := <-r.done:
-			if !res.plain {
-				return res.h, res.err, true
-			}
-			// Sent to the plain path, which the caller has left: the
-			// batch may have found its hold in place (committed by an
-			// earlier attempt whose COMMIT answer was lost), so this is
-			// not "nothing happened" either.
-		default:
-		}
-		// Its batch is running and may commit the hold: a retry with the
-		// same checkout id finds it (or finds nothing, and reserves).
-		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, ctx.Err()), true
-	}
-}
-
-func (c *Client) runBatches() {
-	cb := &c.combiner
-	for {
-		cb.mu.Lock()
-		if len(cb.pending) == 0 {
-			cb.running--
-			cb.mu.Unlock()
-			return
-		}
-		// Requests whose callers left are dropped here, before their
-		// batch starts.
-		batch := make([]*batchReq, 0, min(len(cb.pending), CombineBatchMax))
-		n := 0
-		for _, r := range cb.pending {
-			if len(batch) == CombineBatchMax {
-				break
-			}
-			n++
-			if r.state.CompareAndSwap(reqQueued, reqTaken) {
-				batch = append(batch, r)
-			}
-		}
-		cb.pending = cb.pending[n:]
-		cb.mu.Unlock()
-		if len(batch) > 0 {
-			c.execBatch(batch)
-		}
-	}
-}
-
 type checkoutKey struct {
 	shop int64
 	id   string // hex, upper case as HEX() returns it
 }
 
-// execBatch runs one transaction for batch — lock the keys' counter rows in
-// key order, grant in arrival order, create the holds and their lines, take
-// the units — and answers each request.
-func (c *Client) execBatch(batch []*batchReq) {
-	ctx, cancel := context.WithTimeout(context.Background(), combineTimeout)
-	defer cancel()
-	seen := make(map[checkoutKey]bool, len(batch))
-	uniq := make([]*batchReq, 0, len(batch))
-	for _, r := range batch {
-		ck := checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}
-		if seen[ck] {
-			r.done <- batchResult{plain: true}
-			continue
-		}
-		seen[ck] = true
-		uniq = append(uniq, r)
-	}
+func checkoutOf(r *reservation) checkoutKey {
+	return checkoutKey{r.Shop, strings.ToUpper(hex.EncodeToString(r.Checkout[:]))}
+}
+
+// combinedAttempt is one combined transaction of the client's own for reqs
+// (hfdriver.Reserver.CombinedAttempt); the engine schedules the batches
+// (engine/combine.go).
+func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*holdfast.Hold, error) {
 	var created map[checkoutKey]*holdfast.Hold
-	err := c.run(ctx, nil, holdfast.RouteReserve, true, func(tx *sql.Tx, _ int) error {
+	err := c.once(ctx, nil, holdfast.RouteReserve, func(tx *sql.Tx) error {
 		var err error
-		created, err = c.batchOnce(ctx, tx, uniq)
+		created, err = c.batchOnce(ctx, tx, reqs)
 		return err
 	})
-	for _, r := range uniq {
-		ck := checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}
-		switch h, ok := created[ck]; {
-		case err != nil:
-			r.done <- batchResult{err: err}
-		case ok:
-			r.done <- batchResult{h: h}
-		default:
-			r.done <- batchResult{plain: true}
-		}
+	if err != nil {
+		return nil, err
 	}
+	out := make([]*holdfast.Hold, len(reqs))
+	for i, r := range reqs {
+		out[i] = created[checkoutOf(r)]
+	}
+	return out, nil
 }
 
 // errBatchDuplicate: a checkout of the batch got a hold from elsewhere
 // between the check and the insert; the whole batch goes the plain way.
 var errBatchDuplicate = errors.New("holdfast/mysql: batch checkout created concurrently")
 
-func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (out map[checkoutKey]*holdfast.Hold, err error) {
+func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation) (out map[checkoutKey]*holdfast.Hold, err error) {
 	const route = holdfast.RouteReserve
+	keyOf := func(r *reservation) holdfast.Key {
+		return holdfast.Key{ShopID: r.Shop, ItemID: r.Lines[0].ItemID, LocationID: r.Lines[0].LocationID}
+	}
 	keys := make([]holdfast.Key, 0, 4)
 	for _, r := range reqs {
-		if !slices.Contains(keys, r.key) {
-			keys = append(keys, r.key)
+		if k := keyOf(r); !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 	}
 	slices.SortFunc(keys, func(a, b holdfast.Key) int {
@@ -229,7 +101,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	}
 	all := make([][2]any, len(reqs))
 	for i, r := range reqs {
-		all[i] = [2]any{r.req.Shop, hex.EncodeToString(r.req.Checkout[:])}
+		all[i] = [2]any{r.Shop, hex.EncodeToString(r.Checkout[:])}
 	}
 	raw, _ := json.Marshal(all)
 	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), string(raw), string(raw))
@@ -252,15 +124,15 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 	var grantedIDs [][2]any
 	taken := map[holdfast.Key]int{}
 	for _, r := range reqs {
-		ck := checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}
-		q := r.req.Lines[0].Quantity
-		if exists[ck] || units[r.key] < q {
+		ck, k := checkoutOf(r), keyOf(r)
+		q := r.Lines[0].Quantity
+		if exists[ck] || units[k] < q {
 			continue
 		}
-		units[r.key] -= q
-		taken[r.key] += q
-		granted = append(granted, [4]any{r.req.Shop, ck.id, string(r.req.LinesRaw), r.req.TTL.Microseconds()})
-		grantedIDs = append(grantedIDs, [2]any{r.req.Shop, ck.id})
+		units[k] -= q
+		taken[k] += q
+		granted = append(granted, [4]any{r.Shop, ck.id, string(r.LinesRaw), r.TTL.Microseconds()})
+		grantedIDs = append(grantedIDs, [2]any{r.Shop, ck.id})
 	}
 	if len(granted) == 0 {
 		return nil, nil
@@ -300,9 +172,9 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		return nil, err
 	}
 	defer rows.Close()
-	byID := make(map[checkoutKey]*batchReq, len(reqs))
+	byID := make(map[checkoutKey]*reservation, len(reqs))
 	for _, r := range reqs {
-		byID[checkoutKey{r.req.Shop, strings.ToUpper(hex.EncodeToString(r.req.Checkout[:]))}] = r
+		byID[checkoutOf(r)] = r
 	}
 	out = make(map[checkoutKey]*holdfast.Hold, len(granted))
 	for rows.Next() {
@@ -315,7 +187,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*batchReq) (o
 		if r == nil {
 			continue
 		}
-		h.CheckoutID, h.ShopID, h.Lines = r.req.Checkout, r.req.Shop, r.req.Lines
+		h.CheckoutID, h.ShopID, h.Lines = r.Checkout, r.Shop, r.Lines
 		out[ck] = h
 	}
 	return out, rows.Err()

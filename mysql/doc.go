@@ -141,8 +141,9 @@
 // # Allocation across locations
 //
 // A line with LocationID 0 is allocated from its candidates (or the shop's
-// default order, table location_orders) by reserveAllocated
-// (allocate.go), on the plain path only: on the slowest level every
+// default order, table location_orders) by the engine's reserveAllocated
+// (engine/allocate.go) over this driver's allocation phases (allocate.go),
+// on the plain path only: on the slowest level every
 // candidate key's lock row in key order first; then, on the slower levels,
 // every candidate's counter row in key order (alloc_lock.sql, a
 // STRAIGHT_JOIN from the sorted keys); then one sellable read (lock-free on

@@ -96,16 +96,31 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx *sql.Tx, fresh
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *hfdriver.Reservation, inflight int64) (*holdfast.Hold, error, bool, bool) {
-	h, err, ok := d.c().reserveCombined(ctx, k, r, inflight)
-	return h, err, ok, false
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*hfdriver.Reservation) ([]*holdfast.Hold, error) {
+	return d.c().combinedAttempt(ctx, reqs)
 }
 
-func (d *engineDriver) ReserveAllocated(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
-	if own {
-		tx = nil
-	}
-	return d.c().reserveAllocated(ctx, tx, r, input, start)
+// CombineLockBusy: a combined batch here waits as any transaction does.
+func (d *engineDriver) CombineLockBusy(error) bool { return false }
+
+// HoldFirst: a reservation's in-flight mark comes first here, its hold
+// last.
+func (d *engineDriver) HoldFirst() bool { return false }
+
+func (d *engineDriver) AllocateBegin(ctx context.Context, tx *sql.Tx, r *hfdriver.Reservation, order bool) ([]int64, error) {
+	return d.c().allocateBegin(ctx, tx, r, order)
+}
+
+func (d *engineDriver) AllocateRead(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, keys []holdfast.Line, mode hfdriver.TakeMode) (*hfdriver.AllocRead, error) {
+	return d.c().allocateRead(ctx, tx, own, r, keys, mode)
+}
+
+func (d *engineDriver) AllocateTake(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, read *hfdriver.AllocRead, resolved []holdfast.Line) (*holdfast.Hold, []holdfast.Shortfall, error) {
+	return d.c().allocateTake(ctx, tx, own, r, read, resolved)
+}
+
+func (d *engineDriver) BuyerOf(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
+	return d.c().buyerOf(ctx, tx, route, shop, checkout)
 }
 
 // Reserved: nothing to track (the replenisher here scans levels).
@@ -118,8 +133,16 @@ func (d *engineDriver) MarkNotStocked(ctx context.Context, tx *sql.Tx, own bool,
 	return d.c().markNotStocked(ctx, tx, shop, err)
 }
 
-func (d *engineDriver) WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	return d.c().waitIfShort(ctx, p, h, err)
+func (d *engineDriver) ReserveExisting(ctx context.Context, tx *sql.Tx, r *hfdriver.Reservation) (*holdfast.Hold, error) {
+	return d.c().existing(ctx, tx, r)
+}
+
+func (d *engineDriver) WaitKeys(ctx context.Context, tx *sql.Tx, r *hfdriver.Reservation) ([]hfdriver.KeyWait, error) {
+	return d.c().waitKeys(ctx, tx, r)
+}
+
+func (d *engineDriver) Enqueue(ctx context.Context, tx *sql.Tx, r *hfdriver.Reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	return d.c().enqueue(ctx, tx, r, short, shortfalls, wait)
 }
 
 func (d *engineDriver) ListHolds(ctx context.Context, tx *sql.Tx, q holdfast.HoldQuery, cur *holdfast.HoldCursor) ([]holdfast.Hold, error) {
@@ -212,3 +235,44 @@ func (d *engineDriver) PurgeAttempt(ctx context.Context, tx *sql.Tx, limit int) 
 func (d *engineDriver) ReplenishAttempt(ctx context.Context, tx *sql.Tx, after holdfast.Key, limit int) (int, holdfast.Key, int, error) {
 	return d.c().replenishAttempt(ctx, tx, after, limit)
 }
+
+func (d *engineDriver) AnyWaiting(ctx context.Context) (bool, error) { return d.c().anyWaiting(ctx) }
+
+func (d *engineDriver) WaitServeLock(ctx context.Context, tx *sql.Tx) error {
+	_, err := d.c().exists(ctx, tx, holdfast.RouteReplenish, "waitlist_serve_lock")
+	return err
+}
+
+func (d *engineDriver) ExpireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
+	return d.c().expireWaits(ctx, tx)
+}
+
+func (d *engineDriver) WaitWindow(ctx context.Context, tx *sql.Tx, from holdfast.Key, limit int) ([]holdfast.Key, error) {
+	return d.c().waitWindow(ctx, tx, from, limit)
+}
+
+func (d *engineDriver) WaitHeads(ctx context.Context, tx *sql.Tx, keys []holdfast.Key) ([]hfdriver.Waiter, error) {
+	return d.c().waitHeads(ctx, tx, keys)
+}
+
+// LockWaitKey: the key's lock row (false: the key has none).
+func (d *engineDriver) LockWaitKey(ctx context.Context, tx *sql.Tx, k holdfast.Key) (bool, error) {
+	return d.c().lockKey(ctx, tx, holdfast.RouteReplenish, k)
+}
+
+func (d *engineDriver) EndUnservableWaits(ctx context.Context, tx *sql.Tx, keys []holdfast.Key, _ map[holdfast.Key]bool) (int, error) {
+	return d.c().endUnservable(ctx, tx, keys)
+}
+
+// GrantWait: the hold is not read back here.
+func (d *engineDriver) GrantWait(ctx context.Context, tx *sql.Tx, w hfdriver.Waiter) (*holdfast.Hold, bool, error) {
+	done, err := d.c().grantWait(ctx, tx, w)
+	return nil, done, err
+}
+
+func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx *sql.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) error {
+	return d.c().refillWaitKeys(ctx, tx, keys, locked)
+}
+
+// WaitsGranted: nothing to track (the sweeper here scans on its tick).
+func (d *engineDriver) WaitsGranted([]*holdfast.Hold) {}

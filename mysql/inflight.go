@@ -68,11 +68,11 @@ func isLockBusy(err error) bool {
 
 // markInFlightBatch writes and deletes the in-flight marks of a combined
 // batch's checkouts (distinct), in checkout order, as its first write.
-func (c *Client) markInFlightBatch(ctx context.Context, tx *sql.Tx, reqs []*batchReq) error {
+func (c *Client) markInFlightBatch(ctx context.Context, tx *sql.Tx, reqs []*reservation) error {
 	const route = holdfast.RouteReserve
 	ids := make([][2]any, len(reqs))
 	for i, r := range reqs {
-		ids[i] = [2]any{r.req.Shop, hex.EncodeToString(r.req.Checkout[:])}
+		ids[i] = [2]any{r.Shop, hex.EncodeToString(r.Checkout[:])}
 	}
 	slices.SortFunc(ids, func(a, b [2]any) int {
 		return cmp.Or(cmp.Compare(a[0].(int64), b[0].(int64)), strings.Compare(a[1].(string), b[1].(string)))

@@ -1,13 +1,11 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,127 +33,67 @@ import (
 // that cannot be served yet blocks every cart behind it sharing one of its
 // keys.
 
-type waiterRow struct {
-	shop     int64
-	checkout uuid.UUID
-	seq      int64
-	lines    []holdfast.Line
-	ttl      time.Duration
-}
+type waiterRow = hfdriver.Waiter
 
-// waitIfShort is Reserve's waitlist step: when p asks to wait and err is a
-// short answer, enqueue the checkout (or answer its existing wait).
-func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	var ise *holdfast.InsufficientStockError
-	if p.Wait <= 0 || !errors.As(err, &ise) {
-		return h, err
-	}
-	req, verr := engine.ValidateReserve(c.cfg, p)
-	if verr != nil {
-		return nil, verr
-	}
+// waitKeys locks the cart's keys' lock rows in key order and reads what
+// each key has (hfdriver.Enqueuer.WaitKeys).
+func (c *Client) waitKeys(ctx context.Context, tx *sql.Tx, req *reservation) ([]hfdriver.KeyWait, error) {
 	const route = holdfast.RouteReserve
-	start := time.Now()
-	var out *holdfast.Hold
-	var answer error
-	runErr := c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		out, answer = nil, nil
-		// Granted meanwhile, or another attempt of the checkout holds or
-		// waits (existing answers the wait too).
-		prev, err := c.existing(ctx, tx, req)
-		if !errors.Is(err, holdfast.ErrNotFound) {
-			out = prev
-			return err
+	for _, l := range req.Lines {
+		if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
+			return nil, err
 		}
-		for _, l := range req.Lines {
-			if _, err := c.lockKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), req.Shop, string(req.LinesRaw))
-		if err != nil {
-			return err
-		}
-		type keyWait struct {
-			available, held int
-			waited          bool
-		}
-		var kw []keyWait
-		for rows.Next() {
-			var k keyWait
-			if err := rows.Scan(&k.available, &k.held, &k.waited); err != nil {
-				rows.Close()
-				return err
-			}
-			kw = append(kw, k)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if len(kw) != len(req.Lines) {
-			return errors.New("holdfast/mysql: sellable returned a row count unlike the cart's")
-		}
-		var short []holdfast.Line
-		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
-			// Units can come back only where holds are outstanding (or
-			// waiters ahead will release theirs), and a cart asking more
-			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
-				answer = ise
-				return errRollback
-			}
-			short = append(short, req.Lines[i])
-		}
-		shortRaw, err := json.Marshal(ise.Lines)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.Shop, req.Checkout[:], string(req.LinesRaw), string(shortRaw),
-			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now())
-		if isDup(err) {
-			return errRetry // enqueued meanwhile: answer it
-		}
-		if err != nil {
-			return err
-		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		for _, l := range short {
-			if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_line_create"), req.Shop, l.ItemID, l.LocationID, seq, req.Checkout[:], l.Quantity); err != nil {
-				return err
-			}
-		}
-		for _, l := range short {
-			// The key's buffer goes back to unallocated: from now on its
-			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true); err != nil {
-				return err
-			}
-		}
-		// The feed says the checkout waits: its keys sell nothing to new
-		// buyers from now on (key.sold_out derives from it).
-		if err := c.InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
-			return err
-		}
-		werr := c.waiterAnswer(ctx, tx, route, req.Shop, req.Checkout, req.Lines)
-		if !errors.Is(werr, holdfast.ErrWaitlisted) {
-			return werr // a failed read: roll the wait back
-		}
-		answer = werr
-		return nil
-	})
-	if runErr == nil && out == nil && errors.Is(answer, holdfast.ErrWaitlisted) {
-		c.kickWaitlist()
 	}
-	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(route, engine.Outcome(err, out), time.Since(start))
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "sellable"), req.Shop, string(req.LinesRaw))
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	var kw []hfdriver.KeyWait
+	for rows.Next() {
+		var k hfdriver.KeyWait
+		if err := rows.Scan(&k.Available, &k.Held, &k.Waited); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		kw = append(kw, k)
+	}
+	return kw, rows.Close()
+}
+
+// enqueue puts the checkout on the waitlist (hfdriver.Enqueuer.Enqueue).
+func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, req *reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	const route = holdfast.RouteReserve
+	shortRaw, err := json.Marshal(shortfalls)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.Shop, req.Checkout[:], string(req.LinesRaw), string(shortRaw),
+		req.TTL.Microseconds(), wait.Microseconds(), c.now())
+	if isDup(err) {
+		return errRetry // enqueued meanwhile: answer it
+	}
+	if err != nil {
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	for _, l := range short {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_line_create"), req.Shop, l.ItemID, l.LocationID, seq, req.Checkout[:], l.Quantity); err != nil {
+			return err
+		}
+	}
+	for _, l := range short {
+		// The key's buffer goes back to unallocated: from now on its units
+		// go to its waiters first.
+		if err := c.shrink(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true); err != nil {
+			return err
+		}
+	}
+	// The feed says the checkout waits: its keys sell nothing to new
+	// buyers from now on (key.sold_out derives from it).
+	return c.InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil)
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,
@@ -290,178 +228,29 @@ func (c *Client) kickWaitlist() {
 	}
 }
 
+// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
 func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	_, more, err := c.serveWaitlist(ctx)
-	return more, err
+	return engine.WaitlistStep(c.engineClient, ctx)
 }
 
-// waitCursor is where a client's next pass of the waitlist server starts
-// its window of keys with waiters (round robin).
-type waitCursor struct {
-	mu sync.Mutex
-	k  holdfast.Key
-}
-
-// waitCursors holds each Client's waitCursor (kept out of Client's struct).
-var waitCursors sync.Map // *Client -> *waitCursor
-
-func (c *Client) waitCursor() *waitCursor {
-	v, _ := waitCursors.LoadOrStore(c, &waitCursor{})
-	return v.(*waitCursor)
-}
-
-// ServeWaitlist runs one pass of the waitlist server in one transaction,
-// as on PostgreSQL: it ends waits that ran out (at most WaitlistScanMax;
-// event waitlist.expired), then serves the queues of the next
-// WaitlistKeysMax keys with waiters (round robin over every shop's keys),
-// each key's queue on its own, head of line, so waiters that cannot be
-// served hold up only the waiters behind them on their keys. Waits on
-// those keys asking more of a key than its available stock end at once
-// (ErrWaitUnservable; event waitlist.unservable); the front waiters are
-// granted, each cart whole or not at all, as ordinary holds with their TTL
-// (event waitlist.held), at most WaitlistGrantsMax. It returns how many
-// waits it ended. When nobody waits it costs one statement. One pass runs
-// at a time across clients. Ended waits are purged with hold outcomes
-// (PurgeOnce) after Config.OutcomeRetention.
-func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
-	n, _, err := c.serveWaitlist(ctx)
-	return n, err
-}
-
-// serveWaitlist is ServeWaitlist; more reports that a pass should follow
-// at once (a full window, batch or grant bound, or front waiters whose keys
-// this pass had not locked).
-func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error) {
-	const route = holdfast.RouteReplenish
+// anyWaiting reads whether anybody waits (hfdriver.Waitlist.AnyWaiting).
+func (c *Client) anyWaiting(ctx context.Context) (bool, error) {
 	var waiting bool
-	if err := c.db.QueryRowContext(ctx, c.q(ctx, route, "waitlist_any")).Scan(&waiting); err != nil {
-		return 0, false, c.mapErr(route, err, true, true)
-	}
-	if !waiting {
-		return 0, false, nil
-	}
-	cur := c.waitCursor()
-	cur.mu.Lock()
-	from := cur.k
-	cur.mu.Unlock()
-	var next holdfast.Key
-	err = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		n, more, next = 0, false, holdfast.Key{}
-		if _, err := c.exists(ctx, tx, route, "waitlist_serve_lock"); err != nil {
-			return err
-		}
-		expired, err := c.expireWaits(ctx, tx)
-		if err != nil {
-			return err
-		}
-		n += expired
-		more = expired >= holdfast.WaitlistScanMax
-		window, err := c.waitWindow(ctx, tx, from, holdfast.WaitlistKeysMax)
-		if err != nil {
-			return err
-		}
-		if len(window) == holdfast.WaitlistKeysMax {
-			next, more = window[len(window)-1], true
-		} else if from != (holdfast.Key{}) {
-			// Round the corner: the keys before the cursor.
-			rest, err := c.waitWindow(ctx, tx, holdfast.Key{}, holdfast.WaitlistKeysMax-len(window))
-			if err != nil {
-				return err
-			}
-			for _, k := range rest {
-				if compareKeys(k, from) <= 0 {
-					window = append(window, k)
-				}
-			}
-		}
-		if len(window) == 0 {
-			return nil
-		}
-		// The keys' lock rows first, in key order — the window's and
-		// those of its front waiters' carts — then the queues again: an
-		// enqueue on a locked key that committed meanwhile is in them, and
-		// none with an earlier seq can still be in flight.
-		heads, err := c.waitHeads(ctx, tx, window)
-		if err != nil {
-			return err
-		}
-		keys := slices.Clone(window)
-		for _, w := range heads {
-			for _, l := range w.lines {
-				keys = append(keys, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
-			}
-		}
-		slices.SortFunc(keys, compareKeys)
-		keys = slices.Compact(keys)
-		// tried: the keys whose lock rows this pass took, or found none
-		// of (a key without a row has nothing to protect: a cart asking
-		// for it ends as unservable); locked: those it took.
-		locked := make(map[holdfast.Key]bool, len(keys))
-		tried := make(map[holdfast.Key]bool, len(keys))
-		for _, k := range keys {
-			ok, err := c.lockKey(ctx, tx, route, k)
-			if err != nil {
-				return err
-			}
-			locked[k], tried[k] = ok, true
-		}
-		ended, err := c.endUnservable(ctx, tx, window)
-		if err != nil {
-			return err
-		}
-		n += ended
-		// Grant the front waiters; a grant may bring the next waiter of a
-		// key to the front, so again until a round grants nothing.
-		for progress := true; progress && n < holdfast.WaitlistGrantsMax; {
-			progress = false
-			if heads, err = c.waitHeads(ctx, tx, window); err != nil {
-				return err
-			}
-			for _, w := range heads {
-				if n >= holdfast.WaitlistGrantsMax {
-					more = true
-					break
-				}
-				if slices.ContainsFunc(w.lines, func(l holdfast.Line) bool {
-					return !tried[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
-				}) {
-					// A key of its cart this pass did not lock: the next
-					// pass locks it first.
-					more, next = true, from
-					continue
-				}
-				done, err := c.grantWait(ctx, tx, w)
-				if err != nil {
-					return err
-				}
-				if done {
-					n++
-					progress = true
-				}
-			}
-		}
-		// Keys whose queue emptied get their buffers back; the others
-		// get nothing (key_state.sql reads the mark).
-		for _, k := range keys {
-			if locked[k] {
-				if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	cur.mu.Lock()
-	cur.k = next
-	cur.mu.Unlock()
-	return n, more || n >= holdfast.WaitlistGrantsMax, nil
+	err := c.db.QueryRowContext(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_any")).Scan(&waiting)
+	return waiting, err
 }
 
-func compareKeys(a, b holdfast.Key) int {
-	return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
+// refillWaitKeys gives the locked keys their buffers back; keys that still
+// have waiters get nothing (key_state.sql reads the mark).
+func (c *Client) refillWaitKeys(ctx context.Context, tx *sql.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) error {
+	for _, k := range keys {
+		if locked[k] {
+			if _, err := c.refillKey(ctx, tx, true, holdfast.RouteReplenish, k, false, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // keysJSON is keys as JSON [[shop, item, location], …].
@@ -507,12 +296,12 @@ func (c *Client) waitHeads(ctx context.Context, tx *sql.Tx, keys []holdfast.Key)
 		var w waiterRow
 		var id, raw []byte
 		var ttl int64
-		if err := rows.Scan(&w.shop, &id, &w.seq, &raw, &ttl); err != nil {
+		if err := rows.Scan(&w.Shop, &id, &w.Seq, &raw, &ttl); err != nil {
 			return nil, err
 		}
-		copy(w.checkout[:], id)
-		w.ttl = time.Duration(ttl) * time.Microsecond
-		if err := json.Unmarshal(raw, &w.lines); err != nil {
+		copy(w.Checkout[:], id)
+		w.TTL = time.Duration(ttl) * time.Microsecond
+		if err := json.Unmarshal(raw, &w.Lines); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
@@ -530,18 +319,18 @@ func (c *Client) endUnservable(ctx context.Context, tx *sql.Tx, keys []holdfast.
 		return 0, err
 	}
 	type waiter struct {
-		shop     int64
-		checkout uuid.UUID
+		Shop     int64
+		Checkout uuid.UUID
 	}
 	var ws []waiter
 	for rows.Next() {
 		var w waiter
 		var id []byte
-		if err := rows.Scan(&w.shop, &id); err != nil {
+		if err := rows.Scan(&w.Shop, &id); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		copy(w.checkout[:], id)
+		copy(w.Checkout[:], id)
 		ws = append(ws, w)
 	}
 	if err := rows.Close(); err != nil {
@@ -549,7 +338,7 @@ func (c *Client) endUnservable(ctx context.Context, tx *sql.Tx, keys []holdfast.
 	}
 	n := 0
 	for _, w := range ws {
-		_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+		_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
 		if err != nil {
 			return 0, err
 		}
@@ -679,9 +468,9 @@ func (c *Client) cancelWait(ctx context.Context, tx *sql.Tx, route string, shop 
 // own meanwhile ends its wait as expired.
 func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, error) {
 	const route = holdfast.RouteReplenish
-	sts := make([]keyState, len(w.lines))
-	for i, l := range w.lines {
-		st, err := c.keyState(ctx, tx, route, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
+	sts := make([]keyState, len(w.Lines))
+	for i, l := range w.Lines {
+		st, err := c.keyState(ctx, tx, route, holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID})
 		if err != nil {
 			return false, err
 		}
@@ -689,20 +478,20 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 			// Nothing can ever serve it (held units may come back,
 			// claimed ones never do): it ends, and stops holding up the
 			// key.
-			_, ok, err := c.endWait(ctx, tx, route, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+			_, ok, err := c.endWait(ctx, tx, route, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
 			return ok, err
 		}
 		sts[i] = st
 	}
-	for i, l := range w.lines {
+	for i, l := range w.Lines {
 		if st := sts[i]; st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return false, nil
 		}
 	}
 	// Make room: units still in a buffer (keys of the cart without
 	// waiters) go back to unallocated, as many as the line needs.
-	for _, l := range w.lines {
-		k := holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	for _, l := range w.Lines {
+		k := holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID}
 		st, err := c.keyState(ctx, tx, route, k)
 		if err != nil {
 			return false, err
@@ -730,31 +519,31 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 	}
 	// The wait ends first, guarded by its state: a release that cancelled
 	// it meanwhile wins, and then nothing is held (issue 24 item 5).
-	if _, ok, err := c.endWait(ctx, tx, route, w.shop, w.checkout, "held", ""); err != nil || !ok {
+	if _, ok, err := c.endWait(ctx, tx, route, w.Shop, w.Checkout, "held", ""); err != nil || !ok {
 		return false, err
 	}
-	raw, err := json.Marshal(w.lines)
+	raw, err := json.Marshal(w.Lines)
 	if err != nil {
 		return false, err
 	}
 	res, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_create"),
-		w.shop, w.checkout[:], string(raw), w.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), w.shop, w.checkout[:])
+		w.Shop, w.Checkout[:], string(raw), w.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), w.Shop, w.Checkout[:])
 	switch {
 	case isDup(err) || (err == nil && rowsAffected(res) == 0):
 		// The checkout has a hold of its own: nothing held for the wait.
-		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_reend"), w.shop, w.checkout[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_reend"), w.Shop, w.Checkout[:]); err != nil {
 			return false, err
 		}
-		return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
+		return true, c.InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistExpired, &w.Checkout, w.Lines, nil)
 	case err != nil:
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.shop, w.checkout[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.Shop, w.Checkout[:]); err != nil {
 		return false, err
 	}
-	h, err := c.readHold(ctx, tx, route, "hold_get", w.shop, w.checkout)
+	h, err := c.readHold(ctx, tx, route, "hold_get", w.Shop, w.Checkout)
 	if err != nil {
 		return false, err
 	}
-	return true, c.InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistHeld, &w.checkout, w.lines, &h.ExpiresAt)
+	return true, c.InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistHeld, &w.Checkout, w.Lines, &h.ExpiresAt)
 }

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -29,19 +28,20 @@ func (c *Client) buyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh []byte
 }
 
 // sameBuyer refuses a retry of a checkout whose hold was made for another
-// buyer (or for one when the retry names none, or none when it names one):
-// the same checkout id and lines under another buyer id is another request,
-// ErrIdempotencyConflict, not a replay of someone else's hold (issue 24
-// item 6). Only a replay pays its round trip.
+// buyer (engine.SameBuyer). Only a replay pays its round trip.
 func (c *Client) sameBuyer(ctx context.Context, tx pgx.Tx, req *reservation) error {
-	var hash []byte
-	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "buyer_of"), req.Shop, req.Checkout).Scan(&hash); err != nil {
+	hash, err := c.buyerOf(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
+	if err != nil {
 		return err
 	}
-	if !bytes.Equal(hash, req.BuyerHash) {
-		return fmt.Errorf("%w: the checkout's hold was made for another buyer id", holdfast.ErrIdempotencyConflict)
-	}
-	return nil
+	return engine.SameBuyer(hash, req.BuyerHash)
+}
+
+// buyerOf reads the buyer hash of a checkout's hold (driver.Buyers.BuyerOf).
+func (c *Client) buyerOf(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
+	var hash []byte
+	err := tx.QueryRow(ctx, c.q(ctx, route, "buyer_of"), shop, checkout).Scan(&hash)
+	return hash, err
 }
 
 // buyerLockKey is the advisory lock of one buyer's reservations of one item,
@@ -73,8 +73,8 @@ func (c *Client) checkBuyer(ctx context.Context, tx pgx.Tx, req *reservation) er
 // buyer past a limit (the hold's units were given back to the buyer's
 // allowance when it expired). tx holds the hold's row (the lock order).
 func (c *Client) checkBuyerLate(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID, lines []holdfast.Line) error {
-	var hash []byte
-	if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteClaim, "buyer_of"), shop, checkout).Scan(&hash); err != nil || hash == nil {
+	hash, err := c.buyerOf(ctx, tx, holdfast.RouteClaim, shop, checkout)
+	if err != nil || hash == nil {
 		return err
 	}
 	return c.enforceBuyer(ctx, tx, holdfast.RouteClaim, shop, checkout, lines, hash, false)
@@ -116,27 +116,21 @@ func (c *Client) enforceBuyer(ctx context.Context, tx pgx.Tx, route string, shop
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var item int64
-		var limit, held int
-		if err := rows.Scan(&item, &limit, &held); err != nil {
-			return err
-		}
-		if iso != "read committed" {
-			return holdfast.NewArgumentError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
-		}
-		q := 0
-		for i, it := range items {
-			if it == item {
-				q = qtys[i]
-			}
-		}
-		if over := engine.OverBuyerLimit(driver.BuyerCount{ItemID: item, Limit: limit, Held: held}, q); over != nil {
-			return over
-		}
+	counts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.BuyerCount, error) {
+		var n driver.BuyerCount
+		err := r.Scan(&n.ItemID, &n.Limit, &n.Held)
+		return n, err
+	})
+	if err != nil {
+		return err
 	}
-	return rows.Err()
+	if len(counts) > 0 && iso != "read committed" {
+		return holdfast.NewArgumentError("tx", "a reservation with a buyer id on a limited item needs a READ COMMITTED transaction (this one is %s)", iso)
+	}
+	if over := engine.OverBuyerLimits(counts, items, qtys); over != nil {
+		return over
+	}
+	return nil
 }
 
 // putBuyerLimit sets an item's per-buyer limit (driver.Settings).

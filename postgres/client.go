@@ -42,9 +42,8 @@ type Client struct {
 	// combineLockWait is the lock_timeout of a combined batch.
 	combineLockWait string
 
-	keys     sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
-	combiner combiner // contended reservations on batch keys
-	texts    sync.Map // textKey -> tagged statement text
+	keys  sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
+	texts sync.Map // textKey -> tagged statement text
 
 	// Maintenance: its own small pool (see WithMaintenancePool), the
 	// workers, the keys this process reserved on since the replenisher's

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -48,15 +49,13 @@ func (r *combineRig) lockWaiters() int {
 }
 
 func (r *combineRig) pending() int {
-	r.c.combiner.mu.Lock()
-	defer r.c.combiner.mu.Unlock()
-	return len(r.c.combiner.pending)
+	n, _ := engine.CombinerLoad(r.c.engineClient)
+	return n
 }
 
 func (r *combineRig) running() int {
-	r.c.combiner.mu.Lock()
-	defer r.c.combiner.mu.Unlock()
-	return r.c.combiner.running
+	_, n := engine.CombinerLoad(r.c.engineClient)
+	return n
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

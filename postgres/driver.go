@@ -97,16 +97,32 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh 
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-func (d *engineDriver) ReserveCombined(ctx context.Context, k holdfast.Key, r *driver.Reservation, inflight int64) (*holdfast.Hold, error, bool, bool) {
-	return d.c().reserveCombined(ctx, k, r, inflight)
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*driver.Reservation) ([]*holdfast.Hold, error) {
+	return d.c().combinedAttempt(ctx, reqs)
 }
 
-func (d *engineDriver) ReserveAllocated(ctx context.Context, tx pgx.Tx, own bool, r *driver.Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
-	var b beginner = tx
-	if own {
-		b = d.pool
-	}
-	return d.c().reserveAllocated(ctx, b, own, r, input, start)
+// CombineLockBusy: the batch's lock_timeout (Config.CombineLockWait) ran out.
+func (d *engineDriver) CombineLockBusy(err error) bool {
+	return SQLState(err) == sqlstateLockNotAvailable
+}
+
+// HoldFirst: a reservation's hold row is its first lock here.
+func (d *engineDriver) HoldFirst() bool { return true }
+
+func (d *engineDriver) AllocateBegin(ctx context.Context, tx pgx.Tx, r *driver.Reservation, order bool) ([]int64, error) {
+	return d.c().allocateBegin(ctx, tx, r, order)
+}
+
+func (d *engineDriver) AllocateRead(ctx context.Context, tx pgx.Tx, _ bool, r *driver.Reservation, keys []holdfast.Line, mode driver.TakeMode) (*driver.AllocRead, error) {
+	return d.c().allocateRead(ctx, tx, r, keys, mode)
+}
+
+func (d *engineDriver) AllocateTake(ctx context.Context, tx pgx.Tx, _ bool, r *driver.Reservation, read *driver.AllocRead, resolved []holdfast.Line) (*holdfast.Hold, []holdfast.Shortfall, error) {
+	return d.c().allocateTake(ctx, tx, r, read, resolved)
+}
+
+func (d *engineDriver) BuyerOf(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
+	return d.c().buyerOf(ctx, tx, route, shop, checkout)
 }
 
 // Reserved: the replenisher's pass works on the keys this process
@@ -123,8 +139,16 @@ func (d *engineDriver) MarkNotStocked(ctx context.Context, tx pgx.Tx, own bool, 
 	return d.c().markNotStocked(ctx, tx, shop, err)
 }
 
-func (d *engineDriver) WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	return d.c().waitIfShort(ctx, p, h, err)
+func (d *engineDriver) ReserveExisting(ctx context.Context, tx pgx.Tx, r *driver.Reservation) (*holdfast.Hold, error) {
+	return d.c().existing(ctx, tx, r)
+}
+
+func (d *engineDriver) WaitKeys(ctx context.Context, tx pgx.Tx, r *driver.Reservation) ([]driver.KeyWait, error) {
+	return d.c().waitKeys(ctx, tx, r)
+}
+
+func (d *engineDriver) Enqueue(ctx context.Context, tx pgx.Tx, r *driver.Reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	return d.c().enqueue(ctx, tx, r, short, shortfalls, wait)
 }
 
 func (d *engineDriver) ListHolds(ctx context.Context, tx pgx.Tx, q holdfast.HoldQuery, cur *holdfast.HoldCursor) ([]holdfast.Hold, error) {
@@ -222,4 +246,49 @@ func (d *engineDriver) PurgeAttempt(ctx context.Context, tx pgx.Tx, limit int) (
 
 func (d *engineDriver) ReplenishAttempt(ctx context.Context, tx pgx.Tx, after holdfast.Key, limit int) (int, holdfast.Key, int, error) {
 	return d.c().replenishAttempt(ctx, tx, after, limit)
+}
+
+func (d *engineDriver) AnyWaiting(ctx context.Context) (bool, error) { return d.c().anyWaiting(ctx) }
+
+func (d *engineDriver) WaitServeLock(ctx context.Context, tx pgx.Tx) error {
+	return d.c().waitServeLock(ctx, tx)
+}
+
+func (d *engineDriver) ExpireWaits(ctx context.Context, tx pgx.Tx) (int, error) {
+	return d.c().expireWaits(ctx, tx)
+}
+
+func (d *engineDriver) WaitWindow(ctx context.Context, tx pgx.Tx, from holdfast.Key, limit int) ([]holdfast.Key, error) {
+	return d.c().waitWindow(ctx, tx, from, limit)
+}
+
+func (d *engineDriver) WaitHeads(ctx context.Context, tx pgx.Tx, keys []holdfast.Key) ([]driver.Waiter, error) {
+	return d.c().waitHeads(ctx, tx, keys)
+}
+
+// LockWaitKey: an advisory lock, there for every key.
+func (d *engineDriver) LockWaitKey(ctx context.Context, tx pgx.Tx, k holdfast.Key) (bool, error) {
+	_, err := tx.Exec(ctx, d.c().q(ctx, holdfast.RouteReplenish, "lock_key"), keyHash(k))
+	return err == nil, err
+}
+
+func (d *engineDriver) EndUnservableWaits(ctx context.Context, tx pgx.Tx, keys []holdfast.Key, locked map[holdfast.Key]bool) (int, error) {
+	return d.c().endUnservable(ctx, tx, keys, locked)
+}
+
+func (d *engineDriver) GrantWait(ctx context.Context, tx pgx.Tx, w driver.Waiter) (*holdfast.Hold, bool, error) {
+	return d.c().grantWait(ctx, tx, w)
+}
+
+// RefillWaitKeys: refill.sql skips the keys that still have waiters.
+func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx pgx.Tx, keys []holdfast.Key, _ map[holdfast.Key]bool) error {
+	_, err := d.c().refill(ctx, tx, holdfast.RouteReplenish, keys)
+	return err
+}
+
+// WaitsGranted: the sweeper wakes for the nearest expiry (maintenance.go).
+func (d *engineDriver) WaitsGranted(holds []*holdfast.Hold) {
+	for _, h := range holds {
+		d.c().noteHold(h)
+	}
 }

@@ -4,210 +4,153 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/jackc/pgx/v5"
 )
 
-// reserveAllocated is Reserve for a cart with allocated lines (LocationID
-// 0), on the plain path only (never the combiner or the sold-out hint,
-// whose keys are fixed). One attempt, in one transaction:
+// The allocation phases (driver.Allocator; the engine decides between
+// them, engine/allocate.go), in this engine's lock order:
 //
-//  1. the hold row first (hold_insert.sql, its lines a placeholder): a
-//     retry of the same checkout waits there, as for any reservation;
-//  2. on the slowest level only, every candidate key's advisory lock in key
-//     order, and a refill of each;
-//  3. one sellable snapshot of every candidate key (and fixed key); on the
-//     slower levels after locking every counter row of them, in key and
-//     slot order (alloc_lock.sql): with those rows locked no reservation is
-//     in flight on them, so the snapshot is what this attempt can take. The
-//     fast path takes no such locks: its lock-free snapshot can only
-//     over-count (units in flight to others), never under-count, so it
-//     never passes over a candidate that could supply the line; a choice it
-//     over-counted comes up short at the take and goes the slow way;
-//  4. the choice (ResolveAllocation: per line, the first candidate in
-//     priority order that can supply it, or a split), then the take of the
-//     resolved cart in key order, like any cart's;
-//  5. the hold's resolved lines (alloc_hold_lines.sql, hold_lines_create.sql),
-//     on the fast path in the take's round trip.
-//
-// Locks are taken in the one global order whatever the candidates'
-// priority order, so carts allocating the same items in opposite orders
-// cannot deadlock. A shortage found by the take on a chosen key (units in
-// flight on a pool key) re-runs the attempt one level slower, then as a
-// retry: it never reaches the caller as a shortfall of a location that
-// allocation picked.
-func (c *Client) reserveAllocated(ctx context.Context, b beginner, own bool, req *reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error) {
-	var h *holdfast.Hold
-	var keys []holdfast.Line
-	var beforeSlow func() error
-	if own {
-		beforeSlow = func() error { return c.refillInline(ctx, req.Shop, keys) }
+//  1. allocateBegin: the shop's location order, when a line needs it;
+//  2. allocateRead: the hold row first (hold_insert.sql, its lines a
+//     placeholder): a retry of the same checkout waits there, as for any
+//     reservation; on the slowest level only, a named buyer's locks, then
+//     every candidate key's advisory lock in key order and a refill of
+//     each; then one sellable snapshot of every candidate key (and fixed
+//     key), on the slower levels after locking every counter row of them,
+//     in key and slot order (alloc_lock.sql): with those rows locked no
+//     reservation is in flight on them, so the snapshot is what this
+//     attempt can take;
+//  3. allocateTake: the take of the resolved cart in key order, like any
+//     cart's, and the hold's resolved lines (alloc_hold_lines.sql,
+//     hold_lines_create.sql), on the fast path in the take's round trip.
+
+// allocateBegin reads the shop's location order when order is set.
+func (c *Client) allocateBegin(ctx context.Context, tx pgx.Tx, req *reservation, order bool) ([]int64, error) {
+	if !order {
+		return nil, nil
 	}
-	err := c.runSlow(ctx, b, holdfast.RouteReserve, own, true, beforeSlow, func(tx pgx.Tx, level int) error {
-		mode := takeFast
-		switch {
-		case level == 1 && own:
-			mode = takeRetry
-		case level > 0:
-			mode = takeLocked
-		}
-		if req.Buyer != "" {
-			// A named buyer's locks come after the hold row and before any
-			// buffer: only this level takes its hold row on its own first.
-			mode = takeLocked
-		}
-		var err error
-		h, keys, err = c.allocateOnce(ctx, tx, req, input, mode)
-		return err
-	})
-	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, h), time.Since(start))
-	if err != nil {
-		return nil, err
-	}
-	if own && !h.Replayed {
-		c.noteReserved(req.Shop, h.Lines)
-		c.noteHold(h)
-	}
-	return h, nil
+	return c.locationOrder(ctx, tx, holdfast.RouteReserve, req.Shop)
 }
 
-// allocateOnce is one attempt of reserveAllocated. It also returns the
-// candidate keys, for the refill between the fast and the slow attempt.
-func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, input []holdfast.Line, mode takeMode) (*holdfast.Hold, []holdfast.Line, error) {
+// allocateRead places the hold row and reads the keys' sellable units
+// (driver.Allocator.AllocateRead).
+func (c *Client) allocateRead(ctx context.Context, tx pgx.Tx, req *reservation, keys []holdfast.Line, mode takeMode) (*driver.AllocRead, error) {
 	const route = holdfast.RouteReserve
-	var order []int64
-	if holdfast.NeedsLocationOrder(req.Lines) {
-		var err error
-		if order, err = c.locationOrder(ctx, tx, route, req.Shop); err != nil {
-			return nil, nil, err
-		}
+	if req.Buyer != "" {
+		// A named buyer's locks come after the hold row and before any
+		// buffer: only this mode takes its hold row on its own first.
+		mode = takeLocked
 	}
-	lines, err := holdfast.ExpandAllocation(req.Lines, input, order)
-	if err != nil {
-		return nil, nil, err
-	}
-	keys := holdfast.AllocationKeys(lines)
 	items, locs, _ := columns(keys)
 	h := &holdfast.Hold{CheckoutID: req.Checkout, ShopID: req.Shop, Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
 	insert := []any{req.Checkout, req.Shop, "[]", req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now()}
+	read := &driver.AllocRead{Mode: mode, Hold: h}
 
-	var sellable []int
 	if mode == takeLocked {
 		err := tx.QueryRow(ctx, c.q(ctx, route, "hold_insert"), insert...).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 		if errors.Is(err, pgx.ErrNoRows) {
-			h, err := c.existingAllocated(ctx, tx, req)
-			return h, keys, err
+			return nil, driver.ErrHoldExists
 		}
 		if err != nil {
-			return nil, keys, err
+			return nil, err
 		}
 		if req.Buyer != "" {
 			// After the hold row, before any key lock (the lock order).
 			if err := c.checkBuyer(ctx, tx, req); err != nil {
-				return nil, keys, err
+				return nil, err
 			}
 		}
 		// Key locks before buffers, all of them, in key order; each key
 		// refilled under its lock.
 		for _, k := range keys {
 			if _, err := tx.Exec(ctx, c.q(ctx, route, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: k.ItemID, LocationID: k.LocationID})); err != nil {
-				return nil, keys, err
+				return nil, err
 			}
 		}
 		for _, k := range keys {
 			if err := c.refillKey(ctx, tx, route, holdfast.Key{ShopID: req.Shop, ItemID: k.ItemID, LocationID: k.LocationID}); err != nil {
-				return nil, keys, err
+				return nil, err
 			}
 		}
 		if _, err := tx.Exec(ctx, c.q(ctx, route, "alloc_lock"), req.Shop, items, locs); err != nil {
-			return nil, keys, err
+			return nil, err
 		}
-		if sellable, err = c.sellable(ctx, tx, route, req.Shop, keys); err != nil {
-			return nil, keys, err
-		}
-	} else {
-		// One round trip: hold row, counter locks (not on the fast
-		// path), snapshot.
-		batch := &pgx.Batch{}
-		batch.Queue(c.q(ctx, route, "hold_insert"), insert...)
-		if mode != takeFast {
-			batch.Queue(c.q(ctx, route, "alloc_lock"), req.Shop, items, locs)
-		}
-		batch.Queue(c.q(ctx, route, "sellable"), req.Shop, items, locs)
-		br := tx.SendBatch(ctx, batch)
-		err := br.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
-		existing := errors.Is(err, pgx.ErrNoRows)
-		if err != nil && !existing {
-			br.Close()
-			return nil, keys, err
-		}
-		if mode != takeFast {
-			if _, err := br.Exec(); err != nil {
-				br.Close()
-				return nil, keys, err
-			}
-		}
-		rows, err := br.Query()
+		read.Sellable, err = c.sellable(ctx, tx, route, req.Shop, keys)
 		if err != nil {
-			br.Close()
-			return nil, keys, err
+			return nil, err
 		}
-		for rows.Next() {
-			var avail, held int
-			var waited bool
-			if err := rows.Scan(&avail, &held, &waited); err != nil {
-				rows.Close()
-				br.Close()
-				return nil, keys, err
-			}
-			if waited {
-				// The key's units go to its waiters first (waitlist.go):
-				// nothing is sellable to this cart there.
-				avail = 0
-			}
-			sellable = append(sellable, max(0, avail-held))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			br.Close()
-			return nil, keys, err
-		}
-		if err := br.Close(); err != nil {
-			return nil, keys, err
-		}
-		if existing {
-			h, err := c.existingAllocated(ctx, tx, req)
-			return h, keys, err
+		return read, nil
+	}
+	// One round trip: hold row, counter locks (not on the fast path),
+	// snapshot.
+	batch := &pgx.Batch{}
+	batch.Queue(c.q(ctx, route, "hold_insert"), insert...)
+	if mode != takeFast {
+		batch.Queue(c.q(ctx, route, "alloc_lock"), req.Shop, items, locs)
+	}
+	batch.Queue(c.q(ctx, route, "sellable"), req.Shop, items, locs)
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	err := br.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+	existing := errors.Is(err, pgx.ErrNoRows)
+	if err != nil && !existing {
+		return nil, err
+	}
+	if mode != takeFast {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
 		}
 	}
-
-	resolved, short := holdfast.ResolveAllocation(lines, keys, sellable)
-	if len(short) > 0 {
-		return nil, keys, &holdfast.InsufficientStockError{Lines: short}
-	}
-	if mode == takeFast {
-		h, err := c.allocateFast(ctx, tx, req, h, resolved)
-		return h, keys, err
-	}
-	short, err = c.take(ctx, tx, route, req.Shop, resolved, mode)
+	rows, err := br.Query()
 	if err != nil {
-		return nil, keys, err
+		return nil, err
 	}
-	if len(short) > 0 {
-		if !holdfast.AllocatedShort(req.Lines, short) {
-			return nil, keys, &holdfast.InsufficientStockError{Lines: short}
+	for rows.Next() {
+		var avail, held int
+		var waited bool
+		if err := rows.Scan(&avail, &held, &waited); err != nil {
+			rows.Close()
+			return nil, err
 		}
-		if mode != takeLocked {
-			return nil, keys, errSlowPath
+		if waited {
+			// The key's units go to its waiters first (waitlist.go):
+			// nothing is sellable to this cart there.
+			avail = 0
 		}
-		return nil, keys, errRetry
+		read.Sellable = append(read.Sellable, max(0, avail-held))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	if existing {
+		return nil, driver.ErrHoldExists
+	}
+	return read, nil
+}
+
+// allocateTake takes the resolved lines and writes the hold's lines
+// (driver.Allocator.AllocateTake).
+func (c *Client) allocateTake(ctx context.Context, tx pgx.Tx, req *reservation, read *driver.AllocRead, resolved []holdfast.Line) (*holdfast.Hold, []holdfast.Shortfall, error) {
+	const route = holdfast.RouteReserve
+	h := read.Hold
+	if read.Mode == takeFast {
+		h, err := c.allocateFast(ctx, tx, req, h, resolved)
+		return h, nil, err
+	}
+	short, err := c.take(ctx, tx, route, req.Shop, resolved, read.Mode)
+	if err != nil || len(short) > 0 {
+		return nil, short, err
 	}
 	raw, err := json.Marshal(resolved)
 	if err != nil {
-		return nil, keys, err
+		return nil, nil, err
 	}
 	ritems, rlocs, rqtys := columns(resolved)
 	batch := &pgx.Batch{}
@@ -215,10 +158,10 @@ func (c *Client) allocateOnce(ctx context.Context, tx pgx.Tx, req *reservation, 
 	batch.Queue(c.q(ctx, route, "alloc_hold_events"), req.Checkout, req.Shop)
 	batch.Queue(c.q(ctx, route, "hold_lines_create"), req.Checkout, req.Shop, ritems, rlocs, rqtys, h.ExpiresAt, h.CreatedAt)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return nil, keys, err
+		return nil, nil, err
 	}
 	h.Lines = resolved
-	return h, keys, nil
+	return h, nil, nil
 }
 
 // allocateFast takes the resolved lines and writes the hold's lines in one
@@ -263,43 +206,6 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	h.Lines = resolved
 	return h, nil
-}
-
-// existingAllocated answers an allocated Reserve whose checkout already has
-// a hold or outcome: a replay when the hold satisfies the request
-// (AllocationSatisfied), else ErrIdempotencyConflict.
-func (c *Client) existingAllocated(ctx context.Context, tx pgx.Tx, req *reservation) (*holdfast.Hold, error) {
-	h, err := c.getHold(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
-	if errors.Is(err, holdfast.ErrNotFound) {
-		// A checkout that waits (or waited) for other lines: allocated
-		// lines never wait, so they are other lines (waitlist.go).
-		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, nil)
-		if errors.Is(err, holdfast.ErrNotFound) {
-			return nil, errRetry // purged between the insert and this read
-		}
-		if isWaitAnswer(err) {
-			return nil, holdfast.ErrIdempotencyConflict
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case h.Status == holdfast.StatusClaimed:
-		return nil, holdfast.ErrHoldClaimed
-	case h.Status == holdfast.StatusReleased:
-		return nil, holdfast.ErrHoldReleased
-	case h.Status == holdfast.StatusExpired && !h.Claimable:
-		return nil, holdfast.ErrHoldExpired
-	}
-	if !holdfast.AllocationSatisfied(h.Lines, req.Lines) {
-		return nil, holdfast.ErrIdempotencyConflict
-	}
-	if err := c.sameBuyer(ctx, tx, req); err != nil {
-		return nil, err
-	}
-	h.Replayed = true
-	return h, errRollback
 }
 
 // putLocationOrder sets or clears a shop's default location order

@@ -1,12 +1,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,116 +41,57 @@ import (
 // never enqueued.
 
 // waiterRow is a waiters row as the server reads it.
-type waiterRow struct {
-	shop     int64
-	checkout uuid.UUID
-	seq      int64
-	lines    []holdfast.Line
-	ttl      time.Duration
-}
+type waiterRow = driver.Waiter
 
-// waitIfShort is Reserve's waitlist step: when p asks to wait and err is a
-// short answer, enqueue the checkout (or answer its existing wait).
-func (c *Client) waitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error) {
-	var ise *holdfast.InsufficientStockError
-	if p.Wait <= 0 || !errors.As(err, &ise) {
-		return h, err
+// waitKeys locks the cart's keys in key order and reads what each has
+// (driver.Enqueuer.WaitKeys).
+func (c *Client) waitKeys(ctx context.Context, tx pgx.Tx, req *reservation) ([]driver.KeyWait, error) {
+	for _, l := range req.Lines {
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
+			return nil, err
+		}
 	}
-	req, verr := engine.ValidateReserve(c.cfg, p)
-	if verr != nil {
-		return nil, verr
-	}
-	start := time.Now()
-	var out *holdfast.Hold
-	var answer error
-	runErr := c.run(ctx, c.pool, holdfast.RouteReserve, true, true, func(tx pgx.Tx, _ int) error {
-		out, answer = nil, nil
-		// Granted meanwhile, or another attempt of the checkout holds or
-		// waits (existing answers the wait too).
-		prev, err := c.existing(ctx, tx, req)
-		if !errors.Is(err, holdfast.ErrNotFound) {
-			out = prev
-			return err
-		}
-		for _, l := range req.Lines {
-			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "lock_key"), keyHash(holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID})); err != nil {
-				return err
-			}
-		}
-		items, locs, _ := columns(req.Lines)
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.Shop, items, locs)
-		if err != nil {
-			return err
-		}
-		type keyWait struct {
-			available, held int
-			waited          bool
-		}
-		kw, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (keyWait, error) {
-			var k keyWait
-			err := r.Scan(&k.available, &k.held, &k.waited)
-			return k, err
-		})
-		if err != nil {
-			return err
-		}
-		var short []holdfast.Line
-		for _, s := range ise.Lines {
-			i := slices.IndexFunc(req.Lines, func(l holdfast.Line) bool { return l.ItemID == s.ItemID && l.LocationID == s.LocationID })
-			// Units can come back only where holds are outstanding (or
-			// waiters ahead will release theirs), and a cart asking more
-			// than the stock would block the queue for nothing.
-			if i < 0 || (kw[i].held == 0 && !kw[i].waited) || req.Lines[i].Quantity > kw[i].available {
-				answer = ise
-				return errRollback
-			}
-			short = append(short, req.Lines[i])
-		}
-		shortRaw, err := json.Marshal(ise.Lines)
-		if err != nil {
-			return err
-		}
-		var seq int64
-		err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
-			req.TTL.Microseconds(), p.Wait.Microseconds(), c.now()).Scan(&seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errRetry // enqueued meanwhile: answer it
-		}
-		if err != nil {
-			return err
-		}
-		si, sl, sq := columns(short)
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.Shop, req.Checkout, seq, si, sl, sq); err != nil {
-			return err
-		}
-		for _, l := range short {
-			// The key's buffer goes back to unallocated: from now on its
-			// units go to its waiters first.
-			if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
-				return err
-			}
-		}
-		// The feed says the checkout waits: its keys sell nothing to new
-		// buyers from now on (key.sold_out derives from it).
-		if err := InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil); err != nil {
-			return err
-		}
-		werr := c.waiterAnswer(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
-		if !errors.Is(werr, holdfast.ErrWaitlisted) {
-			return werr // a failed read: roll the wait back
-		}
-		answer = werr
-		return nil
-	})
-	if runErr == nil && out == nil && answer != nil && errors.Is(answer, holdfast.ErrWaitlisted) {
-		c.kickWaitlist()
-	}
-	err = cmp.Or(runErr, answer)
-	c.cfg.Observer.Op(holdfast.RouteReserve, engine.Outcome(err, out), time.Since(start))
+	items, locs, _ := columns(req.Lines)
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_keys"), req.Shop, items, locs)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.KeyWait, error) {
+		var k driver.KeyWait
+		err := r.Scan(&k.Available, &k.Held, &k.Waited)
+		return k, err
+	})
+}
+
+// enqueue puts the checkout on the waitlist (driver.Enqueuer.Enqueue).
+func (c *Client) enqueue(ctx context.Context, tx pgx.Tx, req *reservation, short []holdfast.Line, shortfalls []holdfast.Shortfall, wait time.Duration) error {
+	shortRaw, err := json.Marshal(shortfalls)
+	if err != nil {
+		return err
+	}
+	var seq int64
+	err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
+		req.TTL.Microseconds(), wait.Microseconds(), c.now()).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errRetry // enqueued meanwhile: answer it
+	}
+	if err != nil {
+		return err
+	}
+	si, sl, sq := columns(short)
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_lines_create"), req.Shop, req.Checkout, seq, si, sl, sq); err != nil {
+		return err
+	}
+	for _, l := range short {
+		// The key's buffer goes back to unallocated: from now on its units
+		// go to its waiters first.
+		if err := c.shrink(ctx, tx, holdfast.RouteReserve, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, true, 0); err != nil {
+			return err
+		}
+	}
+	// The feed says the checkout waits: its keys sell nothing to new
+	// buyers from now on (key.sold_out derives from it).
+	return InsertEventTx(ctx, tx, req.Shop, holdfast.EventWaitlistWaiting, &req.Checkout, req.Lines, nil)
 }
 
 // waiterAnswer reads the checkout's wait: *WaitlistedError while it waits,
@@ -269,170 +208,23 @@ func (c *Client) kickWaitlist() {
 	}
 }
 
+// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
 func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	_, more, err := c.serveWaitlist(ctx)
-	return more, err
+	return engine.WaitlistStep(c.engineClient, ctx)
 }
 
-// waitCursor is where a client's next pass of the waitlist server starts
-// its window of keys with waiters (round robin).
-type waitCursor struct {
-	mu sync.Mutex
-	k  holdfast.Key
-}
-
-// waitCursors holds each Client's waitCursor (kept out of Client's struct).
-var waitCursors sync.Map // *Client -> *waitCursor
-
-func (c *Client) waitCursor() *waitCursor {
-	v, _ := waitCursors.LoadOrStore(c, &waitCursor{})
-	return v.(*waitCursor)
-}
-
-// ServeWaitlist runs one pass of the waitlist server in one transaction.
-// It ends waits that ran out (at most WaitlistScanMax; event
-// waitlist.expired), then serves the queues of the next WaitlistKeysMax
-// keys with waiters (round robin over every shop's keys): each key's queue
-// on its own, head of line, so waiters that cannot be served hold up only
-// the waiters behind them on their keys — never another key or shop.
-// Waits on those keys whose cart asks more of a key than its available
-// stock end at once (ErrWaitUnservable; event waitlist.unservable); the
-// front waiters are granted, each cart whole or not at all, as ordinary
-// holds with their TTL (event waitlist.held), at most WaitlistGrantsMax.
-// It returns how many waits it ended. When nobody waits it costs one
-// statement. Replicas may run it at once: one pass runs at a time. Ended
-// waits are purged with hold outcomes (PurgeOnce) after
-// Config.OutcomeRetention.
-func (c *Client) ServeWaitlist(ctx context.Context) (int, error) {
-	n, _, err := c.serveWaitlist(ctx)
-	return n, err
-}
-
-// serveWaitlist is ServeWaitlist; more reports that a pass should follow
-// at once (a full window, batch or grant bound, or front waiters whose keys
-// this pass had not locked).
-func (c *Client) serveWaitlist(ctx context.Context) (n int, more bool, err error) {
+// anyWaiting reads whether anybody waits, on the maintenance connections
+// (driver.Waitlist.AnyWaiting).
+func (c *Client) anyWaiting(ctx context.Context) (bool, error) {
 	var waiting bool
-	if err := c.maintenance().QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_any")).Scan(&waiting); err != nil {
-		return 0, false, c.mapErr(holdfast.RouteReplenish, err, true, true)
-	}
-	if !waiting {
-		return 0, false, nil
-	}
-	cur := c.waitCursor()
-	cur.mu.Lock()
-	from := cur.k
-	cur.mu.Unlock()
-	var next holdfast.Key
-	var granted []*holdfast.Hold
-	err = c.run(ctx, c.maintenance(), holdfast.RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
-		n, more, granted, next = 0, false, nil, holdfast.Key{}
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_serve_lock")); err != nil {
-			return err
-		}
-		expired, err := c.expireWaits(ctx, tx)
-		if err != nil {
-			return err
-		}
-		n += expired
-		more = expired >= holdfast.WaitlistScanMax
-		window, err := c.waitWindow(ctx, tx, from, holdfast.WaitlistKeysMax)
-		if err != nil {
-			return err
-		}
-		if len(window) == holdfast.WaitlistKeysMax {
-			next, more = window[len(window)-1], true
-		} else if from != (holdfast.Key{}) {
-			// Round the corner: the keys before the cursor.
-			rest, err := c.waitWindow(ctx, tx, holdfast.Key{}, holdfast.WaitlistKeysMax-len(window))
-			if err != nil {
-				return err
-			}
-			for _, k := range rest {
-				if compareKeys(k, from) <= 0 {
-					window = append(window, k)
-				}
-			}
-		}
-		if len(window) == 0 {
-			return nil
-		}
-		// The keys' locks first, in key order — the window's and those of
-		// its front waiters' carts — then the queues again: an enqueue on
-		// a locked key that committed meanwhile is in them, and none with
-		// an earlier seq can still be in flight (it would hold the lock).
-		heads, err := c.waitHeads(ctx, tx, window)
-		if err != nil {
-			return err
-		}
-		keys := slices.Clone(window)
-		for _, w := range heads {
-			for _, l := range w.lines {
-				keys = append(keys, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
-			}
-		}
-		slices.SortFunc(keys, compareKeys)
-		keys = slices.Compact(keys)
-		locked := make(map[holdfast.Key]bool, len(keys))
-		for _, k := range keys {
-			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "lock_key"), keyHash(k)); err != nil {
-				return err
-			}
-			locked[k] = true
-		}
-		ended, err := c.endUnservable(ctx, tx, window, locked)
-		if err != nil {
-			return err
-		}
-		n += ended
-		// Grant the front waiters; a grant may bring the next waiter of a
-		// key to the front, so again until a round grants nothing.
-		for progress := true; progress && n < holdfast.WaitlistGrantsMax; {
-			progress = false
-			if heads, err = c.waitHeads(ctx, tx, window); err != nil {
-				return err
-			}
-			for _, w := range heads {
-				if n >= holdfast.WaitlistGrantsMax {
-					more = true
-					break
-				}
-				if !slices.ContainsFunc(w.lines, func(l holdfast.Line) bool {
-					return !locked[holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}]
-				}) {
-					h, done, err := c.grantWait(ctx, tx, w)
-					if err != nil {
-						return err
-					}
-					if h != nil {
-						granted = append(granted, h)
-					}
-					if done {
-						n++
-						progress = true
-					}
-					continue
-				}
-				// A key of its cart this pass did not lock: the next
-				// pass locks it first.
-				more, next = true, from
-			}
-		}
-		// Keys whose queue emptied get their buffers back; the others
-		// get nothing (refill.sql).
-		_, err = c.refill(ctx, tx, holdfast.RouteReplenish, keys)
-		return err
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	cur.mu.Lock()
-	cur.k = next
-	cur.mu.Unlock()
-	for _, h := range granted {
-		c.noteHold(h)
-	}
-	return n, more || n >= holdfast.WaitlistGrantsMax, nil
+	err := c.maintenance().QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_any")).Scan(&waiting)
+	return waiting, err
+}
+
+// waitServeLock takes the one waitlist server lock (driver.Waitlist).
+func (c *Client) waitServeLock(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_serve_lock"))
+	return err
 }
 
 // waitWindow is the next limit keys with waiters after from, in key order.
@@ -463,11 +255,11 @@ func (c *Client) waitHeads(ctx context.Context, tx pgx.Tx, keys []holdfast.Key) 
 		var w waiterRow
 		var raw []byte
 		var ttl int64
-		if err := r.Scan(&w.shop, &w.checkout, &w.seq, &raw, &ttl); err != nil {
+		if err := r.Scan(&w.Shop, &w.Checkout, &w.Seq, &raw, &ttl); err != nil {
 			return w, err
 		}
-		w.ttl = time.Duration(ttl) * time.Microsecond
-		return w, json.Unmarshal(raw, &w.lines)
+		w.TTL = time.Duration(ttl) * time.Microsecond
+		return w, json.Unmarshal(raw, &w.Lines)
 	})
 }
 
@@ -484,12 +276,12 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 		return 0, err
 	}
 	type waiter struct {
-		shop     int64
-		checkout uuid.UUID
+		Shop     int64
+		Checkout uuid.UUID
 	}
 	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (waiter, error) {
 		var w waiter
-		err := r.Scan(&w.shop, &w.checkout)
+		err := r.Scan(&w.Shop, &w.Checkout)
 		return w, err
 	})
 	if err != nil {
@@ -498,7 +290,7 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 	n := 0
 	var others []holdfast.Key
 	for _, w := range ws {
-		lines, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+		lines, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
 		if err != nil {
 			return 0, err
 		}
@@ -507,7 +299,7 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 		}
 		n++
 		for _, l := range lines {
-			if k := (holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}); !locked[k] {
+			if k := (holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID}); !locked[k] {
 				others = append(others, k)
 			}
 		}
@@ -691,9 +483,9 @@ func (c *Client) expireWaits(ctx context.Context, tx pgx.Tx) (int, error) {
 // that got a hold of its own meanwhile ends its wait as expired (done, no
 // hold).
 func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *holdfast.Hold, done bool, err error) {
-	sts := make([]keyState, len(w.lines))
-	for i, l := range w.lines {
-		st, err := c.keyState(ctx, tx, holdfast.RouteReplenish, holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID})
+	sts := make([]keyState, len(w.Lines))
+	for i, l := range w.Lines {
+		st, err := c.keyState(ctx, tx, holdfast.RouteReplenish, holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID})
 		if err != nil {
 			return nil, false, err
 		}
@@ -701,20 +493,20 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 			// Nothing can ever serve it (held units may come back,
 			// claimed ones never do): it ends, and stops holding up the
 			// key.
-			_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "unservable", holdfast.EventWaitlistUnservable)
+			_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
 			return nil, ok, err
 		}
 		sts[i] = st
 	}
-	for i, l := range w.lines {
+	for i, l := range w.Lines {
 		if st := sts[i]; st.available-st.safety-st.held < l.Quantity { // never the safety stock
 			return nil, false, nil
 		}
 	}
 	// Make room: units still in a buffer (keys of the cart without
 	// waiters) go back to unallocated, as much as the line needs.
-	for _, l := range w.lines {
-		k := holdfast.Key{ShopID: w.shop, ItemID: l.ItemID, LocationID: l.LocationID}
+	for _, l := range w.Lines {
+		k := holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID}
 		if err := c.shrink(ctx, tx, holdfast.RouteReplenish, k, false, -l.Quantity); err != nil {
 			return nil, false, err
 		}
@@ -728,30 +520,30 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 	}
 	// The wait ends first, guarded by its state: a release that cancelled
 	// it meanwhile wins, and then nothing is held (issue 24 item 5).
-	if _, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.shop, w.checkout, "held", ""); err != nil || !ok {
+	if _, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.Shop, w.Checkout, "held", ""); err != nil || !ok {
 		return nil, false, err
 	}
-	raw, err := json.Marshal(w.lines)
+	raw, err := json.Marshal(w.Lines)
 	if err != nil {
 		return nil, false, err
 	}
-	h = &holdfast.Hold{CheckoutID: w.checkout, ShopID: w.shop, Status: holdfast.StatusHeld, Claimable: true, Lines: w.lines, Revision: 1}
+	h = &holdfast.Hold{CheckoutID: w.Checkout, ShopID: w.Shop, Status: holdfast.StatusHeld, Claimable: true, Lines: w.Lines, Revision: 1}
 	err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_insert"),
-		w.checkout, w.shop, string(raw), w.ttl.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+		w.Checkout, w.Shop, string(raw), w.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The checkout has a hold of its own: nothing held for the wait.
-		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_reend"), w.shop, w.checkout); err != nil {
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "waitlist_reend"), w.Shop, w.Checkout); err != nil {
 			return nil, false, err
 		}
-		return nil, true, InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistExpired, &w.checkout, w.lines, nil)
+		return nil, true, InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistExpired, &w.Checkout, w.Lines, nil)
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	items, locs, qtys := columns(w.lines)
-	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_lines_create"), w.checkout, w.shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
+	items, locs, qtys := columns(w.Lines)
+	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_lines_create"), w.Checkout, w.Shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
 		return nil, false, err
 	}
-	return h, true, InsertEventTx(ctx, tx, w.shop, holdfast.EventWaitlistHeld, &w.checkout, w.lines, &h.ExpiresAt)
+	return h, true, InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistHeld, &w.Checkout, w.Lines, &h.ExpiresAt)
 }

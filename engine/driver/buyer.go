@@ -1,6 +1,10 @@
 package driver
 
-import "context"
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
 
 // Buyers is the attempt behind the buyer-id secret the engine keeps
 // (engine/buyer.go). The buyer limits themselves are checked inside the
@@ -12,6 +16,9 @@ type Buyers[TTx comparable] interface {
 	// another engine stored one concurrently and tx cannot see it (the
 	// engine asks again).
 	BuyerSecretAttempt(ctx context.Context, tx TTx, fresh []byte) ([]byte, error)
+	// BuyerOf reads the buyer hash a checkout's hold was made for (nil:
+	// none); the checkout must have a hold (a replay being answered).
+	BuyerOf(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) ([]byte, error)
 }
 
 // BuyerCount is what one buyer has of one limited item, as a limit check

@@ -36,6 +36,7 @@ type Driver[TTx comparable] interface {
 	Attempt(ctx context.Context, tx TTx, own bool, route string, fn func(tx TTx) error) error
 
 	Reserver[TTx]
+	Allocator[TTx]
 	Lister[TTx]
 	Stocker[TTx]
 	Eventer[TTx]
@@ -44,6 +45,8 @@ type Driver[TTx comparable] interface {
 	Checker
 	Lifecycle[TTx]
 	Waits[TTx]
+	Waitlist[TTx]
+	Enqueuer[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
 }
@@ -73,8 +76,9 @@ type Lifecycle[TTx comparable] interface {
 	ReadHold(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
 }
 
-// Waits is what the lifecycle asks of the waitlist, which is still each
-// driver's own: a checkout without a hold may be waiting.
+// Waits is what the lifecycle asks of a checkout's wait: a checkout
+// without a hold may be waiting. (The waitlist server's primitives are
+// Waitlist, its enqueue Enqueuer.)
 type Waits[TTx comparable] interface {
 	// CancelWait cancels a waiting checkout's wait in tx: answer is
 	// holdfast.ErrWaitCancelled (or how it ended), err ErrNotFound when

@@ -73,21 +73,25 @@ type Reserver[TTx comparable] interface {
 	// Combines reports whether k is a batch key as the driver last saw its
 	// strategy (its default for keys it has not seen).
 	Combines(k holdfast.Key) bool
-	// ReserveCombined serves r through the driver's combiner when inflight
-	// (this client's combinable reservations in flight, r included) shows
-	// contention; ok false: take the plain path, doubt set when a batch's
-	// commit may have created the hold already.
-	ReserveCombined(ctx context.Context, k holdfast.Key, r *Reservation, inflight int64) (h *holdfast.Hold, err error, ok, doubt bool)
-	// ReserveAllocated serves a cart with allocated lines (input: the
-	// lines as given), observing it itself.
-	ReserveAllocated(ctx context.Context, tx TTx, own bool, r *Reservation, input []holdfast.Line, start time.Time) (*holdfast.Hold, error)
+	// CombinedAttempt runs one combined transaction of the driver's own
+	// for reqs — distinct checkouts, each one line on a batch key — in its
+	// lock order: the keys' counter rows locked in key order (PostgreSQL:
+	// on the short lock wait Config.CombineLockWait), each key's requests
+	// granted in the order given while its units last (a checkout that
+	// already has a hold or outcome is not granted), the granted holds
+	// created with their lines and their units taken, then COMMIT. It
+	// answers each request's new hold by its index in reqs (nil: not
+	// granted; the engine sends it to the plain path). A failed COMMIT is
+	// a *CommitError; the driver never retries.
+	CombinedAttempt(ctx context.Context, reqs []*Reservation) ([]*holdfast.Hold, error)
+	// CombineLockBusy reports a combined attempt that gave up on its short
+	// lock wait: the engine does not run it again, its requests take the
+	// plain path.
+	CombineLockBusy(err error) bool
 	// Reserved tells the driver the engine's own transaction committed a
 	// new hold h (its maintenance may track the keys and expiries).
 	Reserved(h *holdfast.Hold, r *Reservation)
 	// MarkNotStocked marks the lines of an *InsufficientStockError that no
 	// key stocks; other errors pass. It reads in tx when not own.
 	MarkNotStocked(ctx context.Context, tx TTx, own bool, shop int64, err error) error
-	// WaitIfShort puts a short reservation that asked to wait on the
-	// waitlist (the waitlist is still each driver's own).
-	WaitIfShort(ctx context.Context, p holdfast.ReserveParams, h *holdfast.Hold, err error) (*holdfast.Hold, error)
 }

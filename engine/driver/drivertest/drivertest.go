@@ -55,6 +55,11 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("ReplenishAttempt", func(t *testing.T) { t.Parallel(); testReplenishAttempt(t, h) })
 	t.Run("BuyerSecretAttempt", func(t *testing.T) { t.Parallel(); testBuyerSecretAttempt(t, h) })
 	t.Run("ChangeStockCAS", func(t *testing.T) { t.Parallel(); testChangeStockCAS(t, h) }) // stockcas.go
+	t.Run("AllocatePhases", func(t *testing.T) { t.Parallel(); testAllocatePhases(t, h) })
+	t.Run("BuyerOf", func(t *testing.T) { t.Parallel(); testBuyerOf(t, h) })
+	t.Run("CombinedAttempt", func(t *testing.T) { t.Parallel(); testCombinedAttempt(t, h) })
+	t.Run("WaitlistPrimitives", func(t *testing.T) { t.Parallel(); testWaitlistPrimitives(t, h) })
+	t.Run("Enqueue", func(t *testing.T) { t.Parallel(); testEnqueue(t, h) })
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}

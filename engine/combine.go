@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
+)
+
+// CombineBatchMax bounds the reservations one combined transaction serves.
+const CombineBatchMax = 256
+
+// CombineRunnersMax bounds the combined transactions in flight at once
+// from one client: while one commits, the next executes, on other keys (a
+// key is in one running batch at a time, see runBatches). Drivers lock
+// counter rows in key order, so they never deadlock each other.
+const CombineRunnersMax = 2
+
+// combiner turns the contended reservations on batch keys from this
+// client into one transaction per batch (driver.Reserver.CombinedAttempt)
+// — one commit for up to CombineBatchMax reservations over any keys. Every
+// request is still granted or refused on its own (all-or-nothing,
+// idempotent on its checkout), and each caller gets its own answer. An
+// uncontended request takes the plain path, so keys are combined while
+// contention shows and stop being combined as soon as it cools.
+type combiner struct {
+	mu      sync.Mutex
+	running int // batch runners, at most CombineRunnersMax
+	pending []*batchReq
+	// busy holds the keys of the batches running now. A key is in one
+	// running batch at a time: its requests that arrive meanwhile wait in
+	// pending for the runner that has it, and join that runner's next
+	// batch, rather than start a second batch that would only wait on the
+	// same counter rows (see runBatches).
+	busy map[holdfast.Key]bool
+}
+
+// checkoutKey identifies a checkout: ids are scoped per shop.
+type checkoutKey struct {
+	shop     int64
+	checkout uuid.UUID
+}
+
+type batchReq struct {
+	key   holdfast.Key
+	req   *driver.Reservation
+	done  chan batchResult // buffered: the batch never blocks on a caller
+	state atomic.Int32     // reqQueued, then reqTaken (by a batch) or reqAbandoned (by its caller)
+}
+
+// A request's state: it is either taken by a batch or abandoned by its
+// caller, never both, so a caller that leaves before its batch starts is
+// truthfully told nothing happened, and one that leaves after is told the
+// outcome is unknown.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+type batchResult struct {
+	h *holdfast.Hold
+	// plain asks the caller to resolve the request on the plain path: short
+	// of units, a checkout that already has a hold or outcome, a duplicate
+	// within the batch, or a batch that failed (one request's failure is
+	// then its own, on the plain path, never the others').
+	plain bool
+	// doubt: a COMMIT of this batch went unacknowledged, so the request's
+	// hold may exist although the batch does not report it. The plain path
+	// is then a retry that finds it; a caller that cannot run it any more
+	// must answer ErrOutcomeUnknown.
+	doubt bool
+}
+
+// CombinerLoad reports c's combiner's queued requests and running batch
+// runners (for tests and diagnostics). A function, not a method: the
+// drivers' clients embed Client and must not offer it.
+func CombinerLoad[TTx comparable](c *Client[TTx]) (pending, running int) {
+	c.combiner.mu.Lock()
+	defer c.combiner.mu.Unlock()
+	return len(c.combiner.pending), c.combiner.running
+}
+
+// reserveCombined serves req through the combiner when another combinable
+// reservation is in flight in this client (the caller counts itself in
+// inflight for as long as it is). ok is false when the caller should take
+// the plain path; doubt is then set when a batch may have created the hold
+// already (see batchResult.doubt).
+func (c *Client[TTx]) reserveCombined(ctx context.Context, k holdfast.Key, req *driver.Reservation, inflight int64) (h *holdfast.Hold, err error, ok, doubt bool) {
+	cb := &c.combiner
+	cb.mu.Lock()
+	if inflight <= 1 && cb.running == 0 {
+		cb.mu.Unlock()
+		return nil, nil, false, false
+	}
+	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
+	cb.pending = append(cb.pending, r)
+	// A busy key's runner takes the request when its batch ends.
+	if cb.running < CombineRunnersMax && !cb.busy[k] {
+		cb.running++
+		go c.runBatches()
+	}
+	cb.mu.Unlock()
+	answer := func(res batchResult) (*holdfast.Hold, error, bool, bool) {
+		switch {
+		case !res.plain:
+			return res.h, nil, true, false
+		case res.doubt && ctx.Err() != nil:
+			return nil, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, ctx.Err()), true, true
+		}
+		return nil, nil, false, res.doubt
+	}
+	select {
+	case res := <-r.done:
+		return answer(res)
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			// No batch took it, and none will: nothing happened.
+			return nil, c.core.MapErr(holdfast.RouteReserve, ctx.Err(), true, true), true, false
+		}
+		select {
+		case res := <-r.done:
+			return answer(res)
+		default:
+		}
+		// Its batch is running and may commit the hold: a retry with the
+		// same checkout id finds it (or finds nothing, and reserves).
+		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, ctx.Err()), true, false
+	}
+}
+
+// runBatches serves the pending requests, a batch at a time, until none are
+// left. While a batch runs, the next one gathers.
+//
+// A runner leaves out of its batch the requests of keys another runner's
+// batch has (combiner.busy): two batches on one key would lock the same
+// counter rows, so the second would only wait, holding a connection, with
+// fewer requests than it could have had, and past CombineLockWait send them
+// all to the plain path. Left in pending, they join the busy key's runner's
+// next batch. Measured on PostgreSQL's hot key at 64 clients: 1.20–2.38×
+// the holds/s with one batch per key at a time (docs/PERFORMANCE.md,
+// "Where the hot key's time goes").
+func (c *Client[TTx]) runBatches() {
+	cb := &c.combiner
+	var mine []holdfast.Key // the keys this runner's last batch made busy
+	for {
+		cb.mu.Lock()
+		for _, k := range mine {
+			delete(cb.busy, k)
+		}
+		mine = mine[:0]
+		if len(cb.pending) == 0 {
+			cb.running--
+			cb.mu.Unlock()
+			return
+		}
+		// Requests whose callers left are dropped here, before their
+		// batch starts.
+		batch := make([]*batchReq, 0, min(len(cb.pending), CombineBatchMax))
+		var later []*batchReq // requests of keys busy in another runner's batch
+		n := 0
+		for _, r := range cb.pending {
+			if len(batch) == CombineBatchMax {
+				break
+			}
+			n++
+			if cb.busy[r.key] {
+				if r.state.Load() == reqQueued {
+					later = append(later, r)
+				}
+				continue
+			}
+			if r.state.CompareAndSwap(reqQueued, reqTaken) {
+				batch = append(batch, r)
+			}
+		}
+		cb.pending = append(later, cb.pending[n:]...)
+		if len(batch) == 0 && len(later) > 0 {
+			// Every request left waits for a busy key: its runner
+			// takes them when its batch ends.
+			cb.running--
+			cb.mu.Unlock()
+			return
+		}
+		if cb.busy == nil {
+			cb.busy = make(map[holdfast.Key]bool)
+		}
+		for _, r := range batch {
+			if !cb.busy[r.key] {
+				cb.busy[r.key] = true
+				mine = append(mine, r.key)
+			}
+		}
+		cb.mu.Unlock()
+		if len(batch) > 0 {
+			c.execBatch(batch)
+		}
+	}
+}
+
+// execBatch runs batch's combined attempts under the retry policy and
+// answers each request: with its hold, or by sending it to the plain path.
+func (c *Client[TTx]) execBatch(batch []*batchReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*c.cfg.StatementTimeout)
+	defer cancel()
+
+	// A checkout twice in one batch: the first is served here, the rest on
+	// the plain path, where they find its hold.
+	seen := make(map[checkoutKey]bool, len(batch))
+	uniq := make([]*batchReq, 0, len(batch))
+	reqs := make([]*driver.Reservation, 0, len(batch))
+	for _, r := range batch {
+		ck := checkoutKey{r.req.Shop, r.req.Checkout}
+		if seen[ck] {
+			r.done <- batchResult{plain: true}
+			continue
+		}
+		seen[ck] = true
+		uniq = append(uniq, r)
+		reqs = append(reqs, r.req)
+	}
+
+	var created []*holdfast.Hold
+	var err error
+	rt := c.core.NewRetrier(holdfast.RouteReserve)
+	for {
+		created, err = c.d.CombinedAttempt(ctx, reqs)
+		if c.d.CommitUnacknowledged(err) {
+			rt.Doubt = true
+		}
+		if err == nil {
+			break
+		}
+		// A counter row held past the batch's short lock wait (a caller's
+		// ReserveTx doing work before its commit) is not waited for here:
+		// the requests go to the plain path, where only those of that
+		// key wait, each under its caller's own deadline. Re-running is
+		// safe even when a COMMIT's answer was lost: the holds it created
+		// are skipped, and their requests find them on the plain path.
+		canRetry := !c.d.CombineLockBusy(err) && (c.d.Retryable(err) || c.d.ConnectionLost(err))
+		if again, _ := rt.Again(ctx, err, canRetry); !again {
+			break
+		}
+	}
+	if err != nil {
+		c.cfg.Logger.Debug("combined batch failed; its requests take the plain path", "requests", len(uniq), "err", err)
+	}
+	for i, r := range uniq {
+		// A failed batch fails no one: every request is answered on its
+		// own on the plain path, where a request that caused the failure
+		// fails alone.
+		if err == nil && i < len(created) && created[i] != nil {
+			h := created[i]
+			h.ShopID, h.CheckoutID, h.Lines = r.req.Shop, r.req.Checkout, r.req.Lines
+			r.done <- batchResult{h: h}
+		} else {
+			r.done <- batchResult{plain: true, doubt: rt.Doubt}
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package drivertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
+)
+
+// testCombinedAttempt: one combined transaction grants a batch key's
+// requests in the order given while its units last, answers each granted
+// request's hold by its index (nil for the rest), leaves the granted units
+// held, and does not grant a checkout that already has a hold.
+func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
+	ctx := context.Background()
+	in := h.New(t)
+	k := holdfast.Key{ShopID: 1, ItemID: 11, LocationID: 1}
+	if _, err := in.Engine.SetStrategy(ctx, k, holdfast.StrategyBatch, 0); err != nil {
+		t.Fatal(err)
+	}
+	setStock(t, in, k, 5)
+	if !in.Driver.Combines(k) {
+		t.Fatalf("Combines(%v) after SetStrategy batch: false", k)
+	}
+	a, b, c := reservation(uuid.New(), k, 2), reservation(uuid.New(), k, 4), reservation(uuid.New(), k, 3)
+	var got []*holdfast.Hold
+	var err error
+	for range 3 { // a lost connection or deadlock is the engine's to retry
+		if got, err = in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a, b, c}); err == nil || !in.Driver.Retryable(err) {
+			break
+		}
+	}
+	if err != nil || len(got) != 3 {
+		t.Fatalf("CombinedAttempt: %v, %v; want 3 answers", got, err)
+	}
+	// 5 units: a (2) fits, b (4) does not, c (3) does.
+	if got[0] == nil || got[1] != nil || got[2] == nil {
+		t.Fatalf("CombinedAttempt granted %v; want a and c, not b", got)
+	}
+	if got[0].Status != holdfast.StatusHeld || got[0].ExpiresAt.IsZero() {
+		t.Fatalf("CombinedAttempt's hold of a: %+v, want held with an expiry", got[0])
+	}
+	if lv, err := in.Engine.Level(ctx, k); err != nil || lv.Held != 5 {
+		t.Fatalf("level after the batch: %+v, %v; want 5 held", lv, err)
+	}
+	setStock(t, in, k, 10)
+	again, err := in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a})
+	if err != nil || len(again) != 1 || again[0] != nil {
+		t.Fatalf("CombinedAttempt of a checkout with a hold: %v, %v; want it not granted", again, err)
+	}
+	if lv, err := in.Engine.Level(ctx, k); err != nil || lv.Held != 5 {
+		t.Fatalf("level after a batch of a held checkout: %+v, %v; want still 5 held", lv, err)
+	}
+}
