@@ -74,6 +74,10 @@ type Engine interface {
 	SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error
 	// LocationOrder reads a shop's default location order (empty: none).
 	LocationOrder(ctx context.Context, shopID int64) ([]int64, error)
+	// Availability reads what a buyer could reserve now of a list of
+	// items, per location in allocation order, from one lock-free read
+	// that writes nothing (availability.go).
+	Availability(ctx context.Context, q AvailabilityQuery) (*Availability, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

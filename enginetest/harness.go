@@ -131,7 +131,8 @@ var tests = []struct {
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
 	{"Cross", testCross}, // cross.go: features meeting
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
-	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
+	{"PoolExact", testPoolExact},       // pool.go: no second connection inside a transaction
+	{"Availability", testAvailability}, // availability.go
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -42,7 +42,8 @@ func (s *Server) routes() {
 	s.editRoutes()
 	s.buyerRoutes() // buyer.go: per-buyer limits, safety stock
 	s.allocationRoutes()
-	s.strategyRoutes() // strategy.go: a key's allocation strategy (admin)
+	s.strategyRoutes()     // strategy.go: a key's allocation strategy (admin)
+	s.availabilityRoutes() // availability.go: what a buyer could reserve now
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
