@@ -2,15 +2,17 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 
 	"github.com/holdfast/holdfast"
 	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
-// ReadAvailability is the availability read (availability.sql): one
-// statement on the pool, outside any transaction, so one consistent read
-// and no locks.
+// ReadAvailability is the availability read: one statement on the pool,
+// outside any transaction, so one consistent read and no locks —
+// availability.sql over the query's locations, availability_order.sql
+// over the shop's order.
 func (d *engineDriver) ReadAvailability(ctx context.Context, shop int64, items, locations []int64) ([]hfdriver.KeyAvailability, error) {
 	c := d.c()
 	if locations == nil {
@@ -24,7 +26,12 @@ func (d *engineDriver) ReadAvailability(ctx context.Context, shop int64, items, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "availability"), shop, string(itemsJSON), string(locsJSON), shop, string(locsJSON))
+	var rows *sql.Rows
+	if len(locations) > 0 {
+		rows, err = c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "availability"), shop, string(itemsJSON), string(locsJSON))
+	} else {
+		rows, err = c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "availability_order"), string(itemsJSON), shop)
+	}
 	if err != nil {
 		return nil, err
 	}

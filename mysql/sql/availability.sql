@@ -2,9 +2,9 @@
 -- one consistent read, no locks, no writes. Per key of items × locations,
 -- in that order: available less safety stock, held (as sellable.sql counts
 -- it), whether the key has waiters, whether it was ever stocked (as
--- not_stocked.sql says). Locations empty: the shop's default location
--- order, read here too (no order: no rows).
--- ? shop, ? items (JSON array), ? locations (JSON array), ? shop, ? locations.
+-- not_stocked.sql says). The locations named by the query; without them,
+-- availability_order.sql.
+-- ? shop, ? items (JSON array), ? locations (JSON array).
 SELECT i.item, s.location,
        COALESCE(l.available, 0) - COALESCE(l.safety, 0),
        COALESCE((SELECT SUM(r.quantity) FROM reserved_quantities r
@@ -19,19 +19,9 @@ FROM (SELECT ? AS shop) p
 CROSS JOIN JSON_TABLE(?, '$[*]' COLUMNS (
          m    FOR ORDINALITY,
          item BIGINT PATH '$')) i
-CROSS JOIN (
-    SELECT q.n, q.location
-    FROM JSON_TABLE(?, '$[*]' COLUMNS (
-             n        FOR ORDINALITY,
-             location BIGINT PATH '$')) q
-    UNION ALL
-    SELECT o.n, o.location
-    FROM location_orders lo
-    CROSS JOIN JSON_TABLE(lo.locations, '$[*]' COLUMNS (
-             n        FOR ORDINALITY,
-             location BIGINT PATH '$')) o
-    WHERE lo.shop_id = ? AND JSON_LENGTH(?) = 0
-) s
+CROSS JOIN JSON_TABLE(?, '$[*]' COLUMNS (
+         n        FOR ORDINALITY,
+         location BIGINT PATH '$')) s
 LEFT JOIN inventory_levels l
        ON l.shop_id = p.shop AND l.inventory_item_id = i.item AND l.location_id = s.location
 ORDER BY i.m, s.n
