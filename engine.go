@@ -77,6 +77,10 @@ type Engine interface {
 	// ImportStock sets many keys' stock of one shop in one transaction,
 	// all or nothing, idempotent on the import's ID (stockcas.go).
 	ImportStock(ctx context.Context, im StockImport) (*StockImportResult, error)
+	// Availability reads what a buyer could reserve now of a list of
+	// items, per location in allocation order, from one lock-free read
+	// that writes nothing (availability.go).
+	Availability(ctx context.Context, q AvailabilityQuery) (*Availability, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,44 @@ func checkCost(t *testing.T, r *hotbench.Result) {
 		if v <= 0 || v > 1e6 {
 			t.Errorf("%s %s c=%d: %s per hold %v; want > 0 and plausible", r.Scenario, r.Strategy, r.Clients, name, v)
 		}
+	}
+}
+
+// TestAvailabilityVsReserve measures availability reads against
+// reservations on one hot key in one run (issue #30 item 4's bench row:
+// reads/s ÷ holds/s, target ≥ 10×) and prints the table. It runs only
+// when HOLDFAST_BENCH_AVAIL is set, e.g.
+//
+//	HOLDFAST_BENCH_AVAIL=1 go test -count=1 -run TestAvailabilityVsReserve -v ./bench
+//
+// (HOLDFAST_BENCH_AVAIL_CLIENTS: clients, default 8). It fails on a run's
+// error or failed audit, not on speed.
+func TestAvailabilityVsReserve(t *testing.T) {
+	if os.Getenv("HOLDFAST_BENCH_AVAIL") == "" {
+		t.Skip("a bench: set HOLDFAST_BENCH_AVAIL=1 to run it")
+	}
+	clients := 8
+	if s := os.Getenv("HOLDFAST_BENCH_AVAIL_CLIENTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = n
+	}
+	target := NewHotTarget(pgtest.ServerURL())
+	defer target.Close()
+	rep, err := hotbench.Run(context.Background(), target, hotbench.Options{
+		Scenarios:  []string{hotbench.ScenarioHot, hotbench.ScenarioAvail},
+		Strategies: []string{"batch", "counter"},
+		Clients:    []int{clients},
+		Duration:   5 * time.Second,
+	})
+	if rep != nil {
+		var b strings.Builder
+		_ = rep.WriteTable(&b)
+		t.Log("\n" + b.String())
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

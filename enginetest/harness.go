@@ -134,6 +134,7 @@ var tests = []struct {
 	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
 	// stockcas.go: compare-and-set stock changes and imports
 	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
+	{"Availability", testAvailability}, // availability.go
 }
 
 // long reports whether the heavier forms of the tests run.

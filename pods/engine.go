@@ -228,6 +228,15 @@ func (r *Router) SetLocationOrder(ctx context.Context, shopID int64, locations [
 	return via0(r, ctx, shopID, true, func(e holdfast.Engine) error { return e.SetLocationOrder(ctx, shopID, locations) })
 }
 
+// Availability implements holdfast.Engine on the shop's pod (a read: an
+// unassigned shop is answered by a pod that holds nothing of it).
+func (r *Router) Availability(ctx context.Context, q holdfast.AvailabilityQuery) (*holdfast.Availability, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	return via(r, ctx, q.ShopID, false, func(e holdfast.Engine) (*holdfast.Availability, error) { return e.Availability(ctx, q) })
+}
+
 // LocationOrder implements holdfast.Engine on the shop's pod.
 func (r *Router) LocationOrder(ctx context.Context, shopID int64) ([]int64, error) {
 	return via(r, ctx, shopID, false, func(e holdfast.Engine) ([]int64, error) { return e.LocationOrder(ctx, shopID) })

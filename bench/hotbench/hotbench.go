@@ -39,10 +39,15 @@ import (
 const (
 	ScenarioHot   = "hot"
 	ScenarioHotTx = "hot-tx"
+	// ScenarioAvail reads the hot key's availability (Engine.Availability,
+	// issue #30 item 4) instead of reserving it, with AvailHolds holds on
+	// it: reads/s in the holds/s column, compared with hot's holds/s at
+	// the same clients and strategy (avail.go).
+	ScenarioAvail = "avail"
 )
 
 // Scenarios lists the scenarios this bench runs, in order.
-func Scenarios() []string { return []string{ScenarioHot, ScenarioHotTx} }
+func Scenarios() []string { return []string{ScenarioHot, ScenarioHotTx, ScenarioAvail} }
 
 // ClientsMax bounds Options.Clients: each client holds a connection.
 const ClientsMax = 256
@@ -298,6 +303,9 @@ func (r *runner) run(ctx context.Context, scenario, strategy string, clients int
 		return nil, err
 	}
 	eng.Start(ctx)
+	if scenario == ScenarioAvail {
+		return r.runAvail(ctx, eng, key, strategy, clients)
+	}
 	lines := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}
 	// granted counts acknowledged holds (a COMMIT that answered), unknown
 	// the reservations whose outcome is unknown (a failed COMMIT).
@@ -513,6 +521,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "         PROBLEM: %s\n", r.Problem)
 		}
 	}
+	rep.writeAvail(w)
 	for _, c := range slices.Sorted(maps.Keys(ceil)) {
 		fmt.Fprintf(w, "commit ceiling at %d clients: %.0f commits/s (one-row INSERT per transaction), p99 %.2f ms\n", c, ceil[c].HoldsPerSec, ceil[c].P99ms)
 	}

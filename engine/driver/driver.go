@@ -49,6 +49,7 @@ type Driver[TTx comparable] interface {
 	Enqueuer[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
+	Availabilities
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
+)
+
+// Availability answers what a buyer could reserve now of q's items, per
+// location in allocation order (q's locations, or the shop's default
+// location order), from one lock-free read that writes nothing (see
+// holdfast.Availability). A rejected query, and a query without locations
+// for a shop without a default order, is an *holdfast.ArgumentError and
+// reads nothing more.
+func (c *Client[TTx]) Availability(ctx context.Context, q holdfast.AvailabilityQuery) (*holdfast.Availability, error) {
+	start := time.Now()
+	if err := q.Validate(); err != nil {
+		c.observe(holdfast.RouteRead, start, err, nil)
+		return nil, err
+	}
+	locs := q.Locations
+	if locs == nil {
+		locs = []int64{}
+	}
+	var rows []driver.KeyAvailability
+	err := c.core.Run(ctx, holdfast.RouteRead, true, true, nil, func(int) error {
+		var err error
+		rows, err = c.d.ReadAvailability(ctx, q.ShopID, q.Items, locs)
+		return err
+	})
+	if err == nil && len(rows) == 0 {
+		err = holdfast.NewArgumentError("locations", "the shop has no default location order: name the locations, or set an order")
+	}
+	c.observe(holdfast.RouteRead, start, err, nil)
+	if err != nil {
+		return nil, err
+	}
+	return Available(q, rows)
+}
+
+// Available folds ReadAvailability's rows for q (validated) into the
+// answer: each key's sellable as Sellable says, and each item's totals
+// over its locations in order. Rows that do not match q's items ×
+// locations (a driver's bug) are an error, never a wrong answer.
+//
+// This is where a bundle (issue #30 item 1: the minimum over its
+// components, per location) and pre-orders (item 2: beyond sellable up to
+// a cap) will be folded in.
+func Available(q holdfast.AvailabilityQuery, rows []driver.KeyAvailability) (*holdfast.Availability, error) {
+	if len(rows)%len(q.Items) != 0 {
+		return nil, errAvailabilityRows(len(rows), q)
+	}
+	n := len(rows) / len(q.Items)
+	out := &holdfast.Availability{ShopID: q.ShopID, Locations: make([]int64, n), Items: make([]holdfast.ItemAvailability, len(q.Items))}
+	for j := range n {
+		out.Locations[j] = rows[j].LocationID
+	}
+	if len(q.Locations) > 0 && n != len(q.Locations) {
+		return nil, errAvailabilityRows(len(rows), q)
+	}
+	for i, item := range q.Items {
+		ia := holdfast.ItemAvailability{ItemID: item, NotStocked: true, Locations: make([]holdfast.LocationAvailability, n)}
+		for j := range n {
+			r := rows[i*n+j]
+			if r.ItemID != item || r.LocationID != out.Locations[j] {
+				return nil, errAvailabilityRows(len(rows), q)
+			}
+			s := Sellable(r)
+			ia.Locations[j] = holdfast.LocationAvailability{LocationID: r.LocationID, Sellable: s, Waiters: r.Waiters, NotStocked: !r.Stocked}
+			ia.Sellable += s
+			ia.Whole = max(ia.Whole, s)
+			ia.NotStocked = ia.NotStocked && !r.Stocked
+		}
+		out.Items[i] = ia
+	}
+	return out, nil
+}
+
+// Sellable is what a reservation line could take of a key now: its free
+// units (available less safety stock) less its holds, never below zero,
+// and nothing while it has waiters — the verdict of every reserve path's
+// sellable read (sellable.sql on both drivers).
+func Sellable(r driver.KeyAvailability) int {
+	if r.Waiters {
+		return 0
+	}
+	return max(0, r.Free-r.Held)
+}
+
+func errAvailabilityRows(got int, q holdfast.AvailabilityQuery) error {
+	return fmt.Errorf("holdfast: the availability read answered %d rows for %d items and %d locations", got, len(q.Items), len(q.Locations))
+}

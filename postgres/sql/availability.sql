@@ -1,0 +1,26 @@
+-- What a buyer could reserve now (Engine.Availability), in one statement:
+-- one snapshot, no locks, no writes. Per key of items × locations, in that
+-- order: available less safety stock, held (as sellable.sql counts it),
+-- whether the key has waiters, whether it was ever stocked (as
+-- not_stocked.sql says). Locations empty: the shop's default location
+-- order, read here too (no order: unnest(NULL), no rows). Kept plain — no
+-- CTE, no UNION — so planning it costs little: it is planned per call.
+-- $1 shop, $2 items, $3 locations.
+SELECT i.item, s.location,
+       (coalesce(l.available, 0) - coalesce(l.safety, 0))::int,
+       (SELECT coalesce(sum(r.held), 0)
+        FROM held_counts r
+        WHERE r.shop_id = $1::bigint AND r.inventory_item_id = i.item AND r.location_id = s.location)::int,
+       EXISTS (SELECT 1 FROM waiter_lines w
+               WHERE w.shop_id = $1::bigint AND w.inventory_item_id = i.item AND w.location_id = s.location),
+       coalesce(l.available > 0
+                OR EXISTS (SELECT 1 FROM inventory_ledger g
+                           WHERE g.shop_id = $1::bigint AND g.inventory_item_id = i.item
+                             AND g.location_id = s.location), false)
+FROM unnest($2::bigint[]) WITH ORDINALITY AS i(item, m)
+CROSS JOIN unnest(coalesce(nullif($3::bigint[], '{}'),
+                           (SELECT o.locations FROM location_orders o WHERE o.shop_id = $1::bigint)))
+           WITH ORDINALITY AS s(location, n)
+LEFT JOIN inventory_levels l
+       ON l.shop_id = $1::bigint AND l.inventory_item_id = i.item AND l.location_id = s.location
+ORDER BY i.m, s.n
