@@ -74,6 +74,11 @@ type Engine interface {
 	SetLocationOrder(ctx context.Context, shopID int64, locations []int64) error
 	// LocationOrder reads a shop's default location order (empty: none).
 	LocationOrder(ctx context.Context, shopID int64) ([]int64, error)
+	// CancelHolds ends a shop's held holds as an admin, by item, buyer or
+	// age, with a reason the audit log records (audit.go).
+	CancelHolds(ctx context.Context, p CancelParams) (*CancelResult, error)
+	// Audit lists a page of a shop's audit log, newest first (audit.go).
+	Audit(ctx context.Context, q AuditQuery) (*AuditPage, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -132,6 +132,7 @@ var tests = []struct {
 	{"Cross", testCross}, // cross.go: features meeting
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
 	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
+	{"AdminCancelAndAudit", testAdminCancelAndAudit}, // audit.go: issue #30 item 6
 }
 
 // long reports whether the heavier forms of the tests run.

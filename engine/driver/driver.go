@@ -46,6 +46,7 @@ type Driver[TTx comparable] interface {
 	Waits[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
+	Auditor[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the
