@@ -131,7 +131,7 @@ var tests = []struct {
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
 	{"Cross", testCross}, // cross.go: features meeting
 	{"StockChangeClaimReason", testStockChangeClaimReason}, {"EditCurrentRevisionContent", testEditCurrentRevisionContent}, {"ListingCursorScope", testListingCursorScope}, // truth.go
-	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
+	{"PoolExact", testPoolExact},                     // pool.go: no second connection inside a transaction
 	{"AdminCancelAndAudit", testAdminCancelAndAudit}, // audit.go: issue #30 item 6
 }
 

@@ -43,6 +43,7 @@ func (s *Server) routes() {
 	s.buyerRoutes() // buyer.go: per-buyer limits, safety stock
 	s.allocationRoutes()
 	s.strategyRoutes() // strategy.go: a key's allocation strategy (admin)
+	s.auditRoutes()    // audit.go: admin cancel and the audit log (admin)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
