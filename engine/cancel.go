@@ -54,7 +54,10 @@ func (c *Client[TTx]) CancelHolds(ctx context.Context, p holdfast.CancelParams) 
 		}
 		cutoff = now.Add(-p.OlderThan)
 	}
-	detail := cancelDetail{Reason: p.Reason, ItemID: p.ItemID, LocationID: p.LocationID, Buyer: p.BuyerID != "", OlderThan: p.OlderThan.String()}
+	detail := cancelDetail{Reason: p.Reason, ItemID: p.ItemID, LocationID: p.LocationID, Buyer: p.BuyerID != ""}
+	if p.OlderThan > 0 {
+		detail.OlderThan = p.OlderThan.String()
+	}
 	res := &holdfast.CancelResult{Cancelled: []holdfast.CancelledHold{}, Units: []holdfast.KeyUnits{}}
 	units := map[holdfast.Key]int{}
 	var order []holdfast.Key
