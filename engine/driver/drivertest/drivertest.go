@@ -54,6 +54,7 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("PurgeAttempt", func(t *testing.T) { t.Parallel(); testPurgeAttempt(t, h) })
 	t.Run("ReplenishAttempt", func(t *testing.T) { t.Parallel(); testReplenishAttempt(t, h) })
 	t.Run("BuyerSecretAttempt", func(t *testing.T) { t.Parallel(); testBuyerSecretAttempt(t, h) })
+	t.Run("AuditAttempts", func(t *testing.T) { t.Parallel(); testAuditAttempts(t, h) })
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
