@@ -28,6 +28,7 @@ var shardExceptions = map[string]string{
 	// (listing, sampling) goes through an index led by shop_id. A follow-up
 	// migration could make the key (shop_id, id); it rebuilds the index of a
 	// large table under an exclusive lock, so it is not done in passing.
+	"audit_log.audit_log_pkey":                                         "append-only audit log (migration 14); read through audit_log_shop (shop_id, id), purged by created_at across shops",
 	"inventory_ledger.inventory_ledger_pkey":                           "append-only audit log; read through inventory_ledger_key (shop_id, …, id)",
 	"holdfast_shadow_samples.holdfast_shadow_samples_pkey":             "bounded disagreement samples; read through holdfast_shadow_samples_shop (shop_id, id)",
 	"holdfast_shadow_mode_changes.holdfast_shadow_mode_changes_pkey":   "audit trail of mode changes, written by the operator, never on the request path",
