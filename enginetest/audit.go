@@ -32,6 +32,7 @@ func testAdminCancelAndAudit(t *testing.T, h *Harness) {
 		{"AuditStockChanges", testAuditStockChanges},
 		{"AuditRetention", testAuditRetention},
 		{"CancelRacesClaims", testCancelRacesClaims},
+		{"CancelServesWaiters", testCancelServesWaiters},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -461,4 +462,29 @@ func testCancelRacesClaims(t *testing.T, h *Harness) {
 		t.Errorf("%d hold.cancel entries for %d cancels", len(got), len(cancelled))
 	}
 	t.Logf("%d claimed, %d cancelled", len(claimed), len(cancelled))
+}
+
+// testCancelServesWaiters: units a cancel gives back go to the key's
+// waiting carts first, as after a release; a new buyer does not get them.
+func testCancelServesWaiters(t *testing.T, h *Harness) {
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(1, 1)
+	e.stock(k, 2)
+	held := e.mustReserve(1, []holdfast.Line{line(1, 2)}, time.Hour)
+	waiter := uuid.New()
+	e.mustWait(1, waiter, []holdfast.Line{line(1, 2)}, 10*time.Minute)
+	r := e.cancel(ctxb(), holdfast.CancelParams{ShopID: 1, ItemID: 1, Reason: "release to the queue"})
+	if !slices.Equal(checkouts(r), []uuid.UUID{held}) {
+		t.Fatalf("cancel: %+v", r)
+	}
+	if _, err := e.reserve(1, uuid.New(), []holdfast.Line{line(1, 1)}); err == nil {
+		t.Fatal("a new buyer took units a waiter was owed")
+	}
+	e.serve()
+	if got := e.waitState(1, waiter); got != "held" {
+		t.Fatalf("the waiter after the cancel and a serve: %s, want held", got)
+	}
+	if l := e.level(k); l.Held != 2 {
+		t.Fatalf("level %+v, want the waiter's 2 held", l)
+	}
 }
