@@ -23,6 +23,10 @@ import (
 // cancelled by an earlier call — is skipped, not an error, and the answer
 // lists only what this call ended. A rejected call is an
 // *holdfast.ArgumentError and changes nothing.
+//
+// It has no …Tx twin: each hold is ended in a transaction of its own (a
+// bulk cancel in one caller's transaction would hold every key's lock it
+// touches until the caller commits).
 func (c *Client[TTx]) CancelHolds(ctx context.Context, p holdfast.CancelParams) (*holdfast.CancelResult, error) {
 	p, err := p.Validate()
 	if err != nil {
