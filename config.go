@@ -97,6 +97,10 @@ type Config struct {
 	// the endpoint records the gap as a dead letter. Defaults to
 	// EventRetentionMaxDefault (7 days); never less than EventRetention.
 	EventRetentionMax time.Duration
+	// AuditRetention is how long an audit entry (Audit) is kept before the
+	// maintenance workers' purge deletes it, in batches of SweepBatch.
+	// Defaults to AuditRetentionDefault (90 days).
+	AuditRetention time.Duration
 	// SweepInterval and ReplenishInterval pace the maintenance workers
 	// started by Start. Default to 30 seconds and 5 seconds.
 	SweepInterval     time.Duration
@@ -173,6 +177,7 @@ func (c Config) Validate() error {
 		positive("OutcomeRetention", c.OutcomeRetention),
 		positive("EventRetention", c.EventRetention),
 		positive("EventRetentionMax", c.EventRetentionMax),
+		positive("AuditRetention", c.AuditRetention),
 		positive("SweepInterval", c.SweepInterval),
 		positive("ReplenishInterval", c.ReplenishInterval),
 		positive("LockTimeout", c.LockTimeout),
@@ -215,6 +220,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.OutcomeRetention, OutcomeRetentionDefault)
 	def(&c.EventRetention, EventRetentionDefault)
 	def(&c.EventRetentionMax, EventRetentionMaxDefault)
+	def(&c.AuditRetention, AuditRetentionDefault)
 	c.EventRetentionMax = max(c.EventRetentionMax, c.EventRetention)
 	def(&c.SweepInterval, 30*time.Second)
 	def(&c.ReplenishInterval, 5*time.Second)

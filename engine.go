@@ -81,6 +81,11 @@ type Engine interface {
 	// items, per location in allocation order, from one lock-free read
 	// that writes nothing (availability.go).
 	Availability(ctx context.Context, q AvailabilityQuery) (*Availability, error)
+	// CancelHolds ends a shop's held holds as an admin, by item, buyer or
+	// age, with a reason the audit log records (audit.go).
+	CancelHolds(ctx context.Context, p CancelParams) (*CancelResult, error)
+	// Audit lists a page of a shop's audit log, newest first (audit.go).
+	Audit(ctx context.Context, q AuditQuery) (*AuditPage, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -147,7 +147,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		charts: newCharts(cfg.ChartInterval), reads: make(chan struct{}, ReadsMax)}
-	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error"} {
+	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error", "audit"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", page, err)
@@ -165,6 +165,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/live", c.authedJSON(c.live))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/keys/{item}/{location}", c.authed(c.key))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/holds/{checkout}", c.authed(c.hold))
+	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/audit", c.authed(c.audit))
 	c.mux.HandleFunc("GET "+Prefix+"/doctor", c.authed(c.doctor))
 	c.mux.HandleFunc("GET "+Prefix+"/charts", c.authed(c.chartsFragment))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/charts", c.authed(c.chartsFragment))
@@ -691,5 +692,27 @@ func (c *Console) chartsFragment(w http.ResponseWriter, r *http.Request, _ int64
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(b.String()))
+	return nil
+}
+
+// audit is a shop's audit log, newest first, a page of PageSize, filtered
+// by action (audit.go in package holdfast).
+func (c *Console) audit(w http.ResponseWriter, r *http.Request, _ int64) error {
+	shop, err := pathID(r, "shop")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	for name := range q {
+		if name != "cursor" && name != "action" {
+			return badInput("unknown query parameter %q (allowed: cursor, action)", name)
+		}
+	}
+	page, err := c.cfg.Engine.Audit(r.Context(), holdfast.AuditQuery{ShopID: shop, Action: q.Get("action"), After: q.Get("cursor"), Limit: PageSize})
+	if err != nil {
+		return err
+	}
+	c.render(w, r, http.StatusOK, "audit", map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d: audit log", shop),
+		"Shop": shop, "Action": q.Get("action"), "Entries": page.Entries, "Next": page.Next})
 	return nil
 }

@@ -473,6 +473,9 @@ func TestConsoleBadInput(t *testing.T) {
 		{"/console/shops/1/keys/1/1?ledger=h1.AAAA", 400, "cursor"},
 		{"/console/shops/1/keys/1/1?sort=desc", 400, "unknown query parameter"},
 		{"/console/shops/1/holds/not-a-uuid", 400, "checkout must be a UUID"},
+		{"/console/shops/1/audit?cursor=garbage", 400, "cursor"},
+		{"/console/shops/1/audit?action=Bad!", 400, "action"},
+		{"/console/shops/1/audit?x=1", 400, "unknown query parameter"},
 		{"/console/shops/1/holds/" + uuid.NewString(), 404, "not found"},
 		{"/console/shops/2/holds/" + id.String(), 404, "not found"},
 		{"/console/open?shop=x", 400, "shop must be a positive integer"},
@@ -485,9 +488,11 @@ func TestConsoleBadInput(t *testing.T) {
 	}
 	// The pages that read work, and say what they read.
 	for path, says := range map[string]string{
-		"/console/shops/1":                      id.String(),
-		"/console/shops/1/keys/1/1":             "stocktake",
-		"/console/shops/1/holds/" + id.String(): "held",
+		"/console/shops/1":                        id.String(),
+		"/console/shops/1/keys/1/1":               "stocktake",
+		"/console/shops/1/holds/" + id.String():   "held",
+		"/console/shops/1/audit":                  "stock.set",
+		"/console/shops/1/audit?action=stock.set": "stocktake",
 	} {
 		if res, body := get(t, c, s.url+path); res.StatusCode != http.StatusOK || !strings.Contains(body, says) {
 			t.Errorf("%s: %d, want 200 with %q", path, res.StatusCode, says)

@@ -41,8 +41,9 @@ func (c *Client[TTx]) SweepOnce(ctx context.Context) (int, error) {
 // PurgeOnce deletes one batch (at most Config.SweepBatch of each kind) of
 // the records kept past their retention — hold outcomes, stock changes and
 // ended waits older than Config.OutcomeRetention, and what else the
-// database keeps — in one transaction, and returns the largest count of
-// one kind.
+// database keeps — in one transaction, then one batch of the audit entries
+// older than Config.AuditRetention in another, and returns the largest
+// count of one kind.
 func (c *Client[TTx]) PurgeOnce(ctx context.Context) (int, error) {
 	var n int
 	err := c.maintain(ctx, holdfast.RoutePurge, func(tx TTx) error {
@@ -53,7 +54,13 @@ func (c *Client[TTx]) PurgeOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	// The audit log's own horizon (Config.AuditRetention), in its own
+	// transaction.
+	a, err := c.PurgeAuditOnce(ctx)
+	if err != nil {
+		return n, err
+	}
+	return max(n, a), nil
 }
 
 // Replenish walks every key in batches (ReplenishBatch keys a transaction)

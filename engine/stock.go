@@ -55,7 +55,10 @@ func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch hold
 			// commits so that a retry answers the same.
 			return nil
 		}
-		return err
+		if err != nil || lvl.Replayed {
+			return err // a replay changed nothing: its first outcome was recorded
+		}
+		return c.audit(ctx, tx, ch.ShopID, stockAction(ch), stockDetail(ch, lvl))
 	})
 	if err == nil && changed != nil {
 		err = changed
@@ -89,7 +92,11 @@ func (c *Client[TTx]) SetStrategy(ctx context.Context, k holdfast.Key, s holdfas
 	err := c.run(ctx, zero, true, holdfast.RouteAdjust, true, func(tx TTx) error {
 		var err error
 		lvl, err = c.d.SetStrategyAttempt(ctx, tx, k, s, poolCap)
-		return err
+		if err != nil {
+			return err
+		}
+		return c.audit(ctx, tx, k.ShopID, holdfast.AuditStockStrategy, map[string]any{
+			"item_id": k.ItemID, "location_id": k.LocationID, "strategy": s, "pool_cap": poolCap})
 	})
 	c.d.StrategyChanged(k)
 	return lvl, err
@@ -119,7 +126,11 @@ func (c *Client[TTx]) SetSafetyStock(ctx context.Context, k holdfast.Key, safety
 	err := c.run(ctx, zero, true, holdfast.RouteAdjust, true, func(tx TTx) error {
 		var err error
 		lvl, err = c.d.SetSafetyAttempt(ctx, tx, k, safety)
-		return err
+		if err != nil {
+			return err
+		}
+		return c.audit(ctx, tx, k.ShopID, holdfast.AuditStockSafety, map[string]any{
+			"item_id": k.ItemID, "location_id": k.LocationID, "safety": safety, "available": lvl.Available})
 	})
 	if err != nil {
 		return nil, err
@@ -141,4 +152,30 @@ func (c *Client[TTx]) Level(ctx context.Context, k holdfast.Key) (*holdfast.Leve
 		return err
 	})
 	return lvl, err
+}
+
+// stockAction is a stock change's audit action.
+func stockAction(ch holdfast.StockChange) string {
+	if ch.Set != nil {
+		return holdfast.AuditStockSet
+	}
+	return holdfast.AuditStockAdjust
+}
+
+// stockDetail is a stock change's audit detail: the change as asked and
+// the available stock it left.
+func stockDetail(ch holdfast.StockChange, l *holdfast.Level) map[string]any {
+	d := map[string]any{"item_id": ch.ItemID, "location_id": ch.LocationID, "reason": ch.Reason, "available_after": l.Available}
+	if ch.Set != nil {
+		d["set"] = *ch.Set
+	} else {
+		d["delta"] = ch.Delta
+	}
+	if ch.Reference != "" {
+		d["reference"] = ch.Reference
+	}
+	if ch.ID != "" {
+		d["change_id"] = ch.ID
+	}
+	return d
 }

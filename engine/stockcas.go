@@ -92,6 +92,8 @@ func (c *Client[TTx]) importStock(ctx context.Context, tx TTx, own bool, im hold
 			}
 			if l.Replayed {
 				replayed++
+			} else if err := c.audit(ctx, tx, ch.ShopID, stockAction(ch), stockDetail(ch, l)); err != nil {
+				return err // each entry applied is a stock change the audit log records
 			}
 			l.Replayed = false
 			res.Levels[i] = *l

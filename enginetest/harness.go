@@ -134,7 +134,8 @@ var tests = []struct {
 	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
 	// stockcas.go: compare-and-set stock changes and imports
 	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
-	{"Availability", testAvailability}, // availability.go
+	{"Availability", testAvailability},               // availability.go
+	{"AdminCancelAndAudit", testAdminCancelAndAudit}, // audit.go: issue #30 item 6
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -29,6 +29,39 @@ func seedFor(t *testing.T) uint64 {
 	return seed
 }
 
+// cancelHistory runs an admin cancel of one key's held holds (at most 3)
+// and records each hold it answered as cancelled as a release of that
+// checkout within the call's window: each is one release, in a
+// transaction of its own, made while the call ran.
+func cancelHistory(e *env, hist *history.History, w int, r *rand.Rand, keys []holdfast.Key, mu *sync.Mutex, cos *[]*histCheckout, bad *errorSink) int {
+	i := r.IntN(len(keys))
+	now := e.Clock.Now()
+	call := hist.Now()
+	res, err := e.e.CancelHolds(ctxb(), holdfast.CancelParams{ShopID: 1, ItemID: keys[i].ItemID, LocationID: keys[i].LocationID, Reason: "history cancel", Limit: 3})
+	if err != nil {
+		bad.add("cancel: %v", err)
+	}
+	if res == nil {
+		return 0
+	}
+	mu.Lock()
+	byID := map[uuid.UUID]*histCheckout{}
+	for _, co := range *cos {
+		byID[co.id] = co
+	}
+	mu.Unlock()
+	for j, c := range res.Cancelled {
+		co, ok := byID[c.CheckoutID]
+		if !ok || co.key != i {
+			bad.add("cancel of key %d answered checkout %s, not one of its holds", i, c.CheckoutID)
+			continue
+		}
+		hist.Add(1000+100*w+j, history.Input{Op: history.OpRelease, Key: co.key, CO: co.num, Now: now.UnixMicro()}, call,
+			history.Output{Result: history.ResOK, Status: holdfast.StatusReleased})
+	}
+	return len(res.Cancelled)
+}
+
 // historyCheckTimeout bounds the linearizability check of one history.
 const historyCheckTimeout = 2 * time.Minute
 
@@ -136,6 +169,14 @@ func testHistory(t *testing.T, h *Harness) {
 						defer wg.Done()
 						r := rand.New(rand.NewPCG(seed, uint64(epoch*1000+w+2)))
 						for range opsPerEpoch {
+							if r.IntN(25) == 0 {
+								n := cancelHistory(e, hist, w, r, keys, &mu, &cos, &bad)
+								mu.Lock()
+								edits["cancel calls"]++
+								edits["cancelled"] += n
+								mu.Unlock()
+								continue
+							}
 							if r.IntN(8) == 0 {
 								if res := editHistory(e, hist, w, r, pick, keys, ttls); res != "" {
 									mu.Lock()
@@ -236,7 +277,7 @@ func testHistory(t *testing.T, h *Harness) {
 			case res == porcupine.Unknown:
 				t.Logf("seed %d: the linearizability check of %d operations timed out after %v (not a failure)", seed, hist.Len(), historyCheckTimeout)
 			default:
-				t.Logf("%d operations, linearizable; edits by answer: %v", hist.Len(), edits)
+				t.Logf("%d operations, linearizable; edits by answer (and admin cancels): %v", hist.Len(), edits)
 			}
 		})
 	}

@@ -257,7 +257,8 @@ func ListKeys(ctx context.Context, st Store, limit int) ([]APIKey, error) {
 // principal is who a request authenticated as.
 type principal struct {
 	keyID                 int64
-	shop                  int64 // 0 for admin
+	name                  string // the key's name, for the audit log
+	shop                  int64  // 0 for admin
 	admin                 bool
 	storefront, inventory bool
 }
@@ -485,7 +486,7 @@ func (a *authenticator) lookup(ctx context.Context, hash [32]byte, known bool) (
 	if err != nil {
 		return principal{}, err
 	}
-	p := principal{keyID: k.ID, shop: k.Shop, admin: k.Admin}
+	p := principal{keyID: k.ID, name: k.Name, shop: k.Shop, admin: k.Admin}
 	for _, s := range k.Scopes {
 		switch s {
 		case ScopeStorefront:

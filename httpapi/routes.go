@@ -45,6 +45,7 @@ func (s *Server) routes() {
 	s.strategyRoutes() // strategy.go: a key's allocation strategy (admin)
 	s.stockImportRoutes()
 	s.availabilityRoutes() // availability.go: what a buyer could reserve now
+	s.auditRoutes()        // audit.go: admin cancel and the audit log (admin)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

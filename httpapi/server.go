@@ -353,6 +353,7 @@ type reqInfo struct {
 	shop  int64
 	keyID int64
 	auth  string // why the key was refused (badKeyError.reason), if it was
+	rid   string // the request id answered in X-Request-Id
 }
 
 type infoKey struct{}
@@ -394,7 +395,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Request-Id", rid)
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	info := &reqInfo{route: "unmatched"}
+	info := &reqInfo{route: "unmatched", rid: rid}
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	s.inFlight.Inc()
 	defer func() {
@@ -719,6 +720,10 @@ func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
 		return err
 	}
 	info.keyID = p.keyID
+	// Who makes the changes of this request, and from where: the audit
+	// log's (audit.go).
+	c.ctx = holdfast.WithActor(c.ctx, holdfast.Actor{KeyID: p.keyID, KeyName: p.name, Via: "http",
+		Remote: r.RemoteAddr, RequestID: info.rid})
 	shop, apiErr := parseID("shop_id", r.PathValue("shop_id"))
 	if apiErr != nil {
 		return apiErr

@@ -58,7 +58,8 @@ type Store interface {
 type StoredKey struct {
 	ID     int64
 	Hash   []byte
-	Shop   int64 // 0 for admin
+	Name   string // the audit log's name of the key
+	Shop   int64  // 0 for admin
 	Admin  bool
 	Scopes []Scope
 	// Left is how long until it expires, by the database's clock; nil:

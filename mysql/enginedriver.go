@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,7 +121,11 @@ func (d *engineDriver) AllocateTake(ctx context.Context, tx *sql.Tx, own bool, r
 }
 
 func (d *engineDriver) BuyerOf(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
-	return d.c().buyerOf(ctx, tx, route, shop, checkout)
+	hash, err := d.c().buyerOf(ctx, tx, route, shop, checkout)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, holdfast.ErrNotFound
+	}
+	return hash, err
 }
 
 // Reserved: nothing to track (the replenisher here scans levels).

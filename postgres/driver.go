@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -122,7 +123,11 @@ func (d *engineDriver) AllocateTake(ctx context.Context, tx pgx.Tx, _ bool, r *d
 }
 
 func (d *engineDriver) BuyerOf(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
-	return d.c().buyerOf(ctx, tx, route, shop, checkout)
+	hash, err := d.c().buyerOf(ctx, tx, route, shop, checkout)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, holdfast.ErrNotFound
+	}
+	return hash, err
 }
 
 // Reserved: the replenisher's pass works on the keys this process

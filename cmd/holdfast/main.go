@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/holdfast/holdfast"
 )
 
 // commands are the constructors of the subcommands, registered by each
@@ -190,6 +192,10 @@ func noArgs(_ *cobra.Command, args []string) error {
 // failure, 2 on a usage error, or a command's own (doctor: 2 on critical
 // findings).
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The audit log names the command line as who made its changes
+	// (stock, strategy, keys, cancels); the server's requests name their
+	// key instead.
+	ctx = holdfast.WithActor(ctx, holdfast.Actor{Via: "cli"})
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

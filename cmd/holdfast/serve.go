@@ -46,6 +46,7 @@ func newServeCmd() *cobra.Command {
 	f.engine = engineFlag(fs)
 	fs.BoolVar(&f.doMigrate, "migrate", true, "apply pending migrations on start; false refuses to start when the schema is behind")
 	fs.DurationVar(&f.sweep, "sweep-interval", 30*time.Second, "expiry sweeper interval")
+	fs.DurationVar(&f.auditRetention, "audit-retention", holdfast.AuditRetentionDefault, "how long audit log entries are kept before the maintenance workers purge them (docs/OPERATIONS.md)")
 	fs.DurationVar(&f.replenish, "replenish-interval", 5*time.Second, "pool replenisher interval")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics on this address instead of the API's")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
@@ -80,6 +81,8 @@ type serveFlags struct {
 	hooks webhookFlags // --webhook-allow-networks, --webhook-key, --webhook-key-file
 
 	podsConfig string // --pods-config (pods.go)
+
+	auditRetention time.Duration // --audit-retention (Config.AuditRetention)
 }
 
 func runServe(ctx context.Context, f *serveFlags) error {
@@ -100,6 +103,8 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		return usageError("--request-timeout must be at least 100ms and --drain-timeout not negative")
 	case f.sweep < 100*time.Millisecond || f.replenish < 100*time.Millisecond:
 		return usageError("--sweep-interval and --replenish-interval must be at least 100ms")
+	case f.auditRetention < time.Hour:
+		return usageError("--audit-retention must be at least 1h")
 	}
 	if f.maxInFlight == 0 {
 		f.maxInFlight = f.maxConns - 4
@@ -202,7 +207,8 @@ func runServe(ctx context.Context, f *serveFlags) error {
 	hc, err := postgres.New(pool, holdfast.Config{
 		SweepInterval: f.sweep, ReplenishInterval: f.replenish,
 		QuantityMax: f.maxQuantity, LinesPerCartMax: f.maxLines,
-		Logger: log, Observer: engine,
+		AuditRetention: f.auditRetention,
+		Logger:         log, Observer: engine,
 	})
 	if err != nil {
 		return err

@@ -95,7 +95,8 @@ func runMySQLServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln
 	mc, err := db.client(f.maxConns, holdfast.Config{
 		SweepInterval: f.sweep, ReplenishInterval: f.replenish,
 		QuantityMax: f.maxQuantity, LinesPerCartMax: f.maxLines,
-		Logger: log, Observer: engine,
+		AuditRetention: f.auditRetention,
+		Logger:         log, Observer: engine,
 	})
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ type Buyers[TTx comparable] interface {
 	// engine asks again).
 	BuyerSecretAttempt(ctx context.Context, tx TTx, fresh []byte) ([]byte, error)
 	// BuyerOf reads the buyer hash a checkout's hold was made for (nil:
-	// none); the checkout must have a hold (a replay being answered).
+	// none); holdfast.ErrNotFound when the checkout has no hold.
 	BuyerOf(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) ([]byte, error)
 }
 

@@ -50,6 +50,7 @@ type Driver[TTx comparable] interface {
 	Maintainer[TTx]
 	Buyers[TTx]
 	Availabilities
+	Auditor[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the

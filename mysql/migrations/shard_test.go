@@ -30,6 +30,7 @@ var shardExceptions = map[string]string{
 	// the key (shop_id, id), at the price of rebuilding the clustered index
 	// of a large table, so it is not done in passing.
 	"inventory_ledger.PRIMARY":                        "append-only audit log; read through inventory_ledger_key (shop_id, …, id)",
+	"audit_log.PRIMARY":                               "append-only audit log (migration 14); read through audit_log_shop (shop_id, id), purged by created_at across shops",
 	"holdfast_events.PRIMARY":                         "the outbox's arrival order, sequenced per shop by a worker; the feed's key is holdfast_events_feed (shop_id, seq)",
 	"waiters.waiters_seq":                             "the waitlist's arrival order across shops (AUTO_INCREMENT needs a key led by seq), scanned by the waitlist worker, not the request path",
 	"webhook_endpoints.PRIMARY":                       "endpoint ids are global in the HTTP API (Holdfast-Webhook-Id); the delivery worker leases across shops",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/mysql"
@@ -28,6 +29,7 @@ var (
 	myKeyLive        = serviceStmt("keys", "key_live")
 	myKeyExpire      = serviceStmt("keys", "key_expire")
 	myKeyList        = serviceStmt("keys", "key_list")
+	myAuditInsert    = serviceStmt("keys", "audit_insert")
 	myAdminLive      = serviceStmt("console", "console_admin_live")
 	myConsoleShops   = serviceStmt("console", "console_shops")
 	myConsoleHead    = serviceStmt("console", "console_events_head")
@@ -81,7 +83,22 @@ func (s *ServiceStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) erro
 }
 
 func (s *ServiceStore) InsertKey(ctx context.Context, hash []byte, rec *httpapi.APIKey) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return myInsertKey(ctx, tx, hash, rec) })
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := myInsertKey(ctx, tx, hash, rec); err != nil {
+			return err
+		}
+		return myAudit(ctx, tx, httpapi.KeyAudit(ctx, holdfast.AuditKeyCreate, httpapi.KeyShop(rec), rec, 0, 0))
+	})
+}
+
+// myAudit writes an API key change's audit entry in its transaction.
+func myAudit(ctx context.Context, tx *sql.Tx, r holdfast.AuditRecord) error {
+	var key any
+	if r.Actor.KeyID != 0 {
+		key = r.Actor.KeyID
+	}
+	_, err := tx.ExecContext(ctx, myAuditInsert, r.ShopID, r.Action, key, r.Actor.Name(), r.Actor.Remote, r.Actor.RequestID, string(r.Detail))
+	return err
 }
 
 func myInsertKey(ctx context.Context, q execQuerier, hash []byte, rec *httpapi.APIKey) error {
@@ -117,7 +134,7 @@ func (s *ServiceStore) LookupKey(ctx context.Context, hash []byte) (httpapi.Stor
 	var k httpapi.StoredKey
 	var shop, leftUS sql.NullInt64
 	var scopes string
-	err := s.db.QueryRowContext(ctx, myKeyLookup, hash).Scan(&k.ID, &k.Hash, &shop, &k.Admin, &scopes, &leftUS, &k.Revoked, &k.Expired)
+	err := s.db.QueryRowContext(ctx, myKeyLookup, hash).Scan(&k.ID, &k.Hash, &k.Name, &shop, &k.Admin, &scopes, &leftUS, &k.Revoked, &k.Expired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return httpapi.StoredKey{}, false, nil
 	}
@@ -139,17 +156,19 @@ func (s *ServiceStore) TouchKey(ctx context.Context, id int64) error {
 }
 
 func (s *ServiceStore) RevokeKey(ctx context.Context, id int64, hash []byte) (int64, error) {
-	var got int64
+	var got, shop int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, myKeyFind, id, hash).Scan(&got)
+		err := tx.QueryRowContext(ctx, myKeyFind, id, hash).Scan(&got, &shop)
 		if errors.Is(err, sql.ErrNoRows) {
 			return httpapi.ErrKeyNotFound
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, myKeyRevoke, got)
-		return err
+		if _, err = tx.ExecContext(ctx, myKeyRevoke, got); err != nil {
+			return err
+		}
+		return myAudit(ctx, tx, httpapi.KeyAudit(ctx, holdfast.AuditKeyRevoke, shop, nil, got, 0))
 	})
 	return got, err
 }
@@ -174,8 +193,10 @@ func (s *ServiceStore) RotateKey(ctx context.Context, id int64, hash, newHash []
 		}
 		rec = r
 		us := grace.Microseconds()
-		_, err = tx.ExecContext(ctx, myKeyExpire, us, us, oldID)
-		return err
+		if _, err = tx.ExecContext(ctx, myKeyExpire, us, us, oldID); err != nil {
+			return err
+		}
+		return myAudit(ctx, tx, httpapi.KeyAudit(ctx, holdfast.AuditKeyRotate, httpapi.KeyShop(r), r, oldID, grace))
 	})
 	return rec, err
 }

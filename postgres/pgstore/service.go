@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/health"
 	"github.com/holdfast/holdfast/httpapi"
 	"github.com/holdfast/holdfast/postgres"
@@ -26,6 +27,7 @@ var (
 	sqlKeyList          = serviceStmt("keys", "key_list")
 	sqlKeyLive          = serviceStmt("keys", "key_live")
 	sqlKeyExpire        = serviceStmt("keys", "key_expire")
+	sqlAuditInsert      = serviceStmt("keys", "audit_insert")
 	sqlConsoleAdminLive = serviceStmt("console", "console_admin_live")
 	sqlConsoleShops     = serviceStmt("console", "console_shops")
 	sqlConsoleHead      = serviceStmt("console", "console_events_head")
@@ -67,7 +69,22 @@ func (s *ServiceStore) EventsHead(ctx context.Context, shop int64) (int64, error
 }
 
 func (s *ServiceStore) InsertKey(ctx context.Context, hash []byte, rec *httpapi.APIKey) error {
-	return pgInsertKey(ctx, s.pool, hash, rec)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := pgInsertKey(ctx, tx, hash, rec); err != nil {
+			return err
+		}
+		return pgAudit(ctx, tx, httpapi.KeyAudit(ctx, holdfast.AuditKeyCreate, httpapi.KeyShop(rec), rec, 0, 0))
+	})
+}
+
+// pgAudit writes an API key change's audit entry in its transaction.
+func pgAudit(ctx context.Context, tx pgx.Tx, r holdfast.AuditRecord) error {
+	var key *int64
+	if r.Actor.KeyID != 0 {
+		key = &r.Actor.KeyID
+	}
+	_, err := tx.Exec(ctx, sqlAuditInsert, r.ShopID, r.Action, key, r.Actor.Name(), r.Actor.Remote, r.Actor.RequestID, string(r.Detail))
+	return err
 }
 
 func pgInsertKey(ctx context.Context, q interface {
@@ -85,7 +102,7 @@ func (s *ServiceStore) LookupKey(ctx context.Context, hash []byte) (httpapi.Stor
 	var shop *int64
 	var scopes []string
 	var left *float64
-	err := s.pool.QueryRow(ctx, sqlKeyLookup, hash).Scan(&k.ID, &k.Hash, &shop, &k.Admin, &scopes, &left, &k.Revoked, &k.Expired)
+	err := s.pool.QueryRow(ctx, sqlKeyLookup, hash).Scan(&k.ID, &k.Hash, &k.Name, &shop, &k.Admin, &scopes, &left, &k.Revoked, &k.Expired)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return httpapi.StoredKey{}, false, nil
 	}
@@ -111,12 +128,21 @@ func (s *ServiceStore) TouchKey(ctx context.Context, id int64) error {
 }
 
 func (s *ServiceStore) RevokeKey(ctx context.Context, id int64, hash []byte) (int64, error) {
-	var got int64
-	err := s.pool.QueryRow(ctx, sqlKeyRevoke, id, hash).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, httpapi.ErrKeyNotFound
+	var got, shop int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, sqlKeyRevoke, id, hash).Scan(&got, &shop)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return httpapi.ErrKeyNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return pgAudit(ctx, tx, httpapi.KeyAudit(ctx, holdfast.AuditKeyRevoke, shop, nil, got, 0))
+	})
+	if err != nil {
+		return 0, err
 	}
-	return got, err
+	return got, nil
 }
 
 func (s *ServiceStore) RotateKey(ctx context.Context, id int64, hash, newHash []byte, grace time.Duration) (*httpapi.APIKey, error) {
@@ -144,7 +170,10 @@ func (s *ServiceStore) RotateKey(ctx context.Context, id int64, hash, newHash []
 		}
 		rec = r
 		var exp time.Time
-		return tx.QueryRow(ctx, sqlKeyExpire, oldID, grace.Seconds()).Scan(&exp)
+		if err := tx.QueryRow(ctx, sqlKeyExpire, oldID, grace.Seconds()).Scan(&exp); err != nil {
+			return err
+		}
+		return pgAudit(ctx, tx, httpapi.KeyAudit(ctx, holdfast.AuditKeyRotate, httpapi.KeyShop(r), r, oldID, grace))
 	})
 	return rec, err
 }

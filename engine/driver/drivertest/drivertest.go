@@ -61,6 +61,7 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("WaitlistPrimitives", func(t *testing.T) { t.Parallel(); testWaitlistPrimitives(t, h) })
 	t.Run("Enqueue", func(t *testing.T) { t.Parallel(); testEnqueue(t, h) })
 	t.Run("ReadAvailability", func(t *testing.T) { t.Parallel(); testReadAvailability(t, h) })
+	t.Run("AuditAttempts", func(t *testing.T) { t.Parallel(); testAuditAttempts(t, h) })
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}

@@ -2,7 +2,7 @@
 -- it is revoked or expired), and the seconds it has left by the database's
 -- clock (NULL: no expiry).
 -- $1 sha256 of the key
-SELECT id, key_hash, shop_id, admin, scopes,
+SELECT id, key_hash, name, shop_id, admin, scopes,
        extract(epoch FROM expires_at - clock_timestamp())::float8,
        revoked_at IS NOT NULL,
        expires_at IS NOT NULL AND expires_at <= clock_timestamp()

@@ -1,0 +1,11 @@
+-- Delete a batch of the audit entries past their retention, oldest first
+-- through audit_log_created.
+-- $1 now (NULL: the database's clock), $2 retention in microseconds,
+-- $3 batch size.
+DELETE FROM audit_log
+WHERE (shop_id, id) IN (
+    SELECT shop_id, id FROM audit_log
+    WHERE created_at < coalesce($1::timestamptz, clock_timestamp()) - make_interval(secs => $2::bigint / 1e6)
+    ORDER BY created_at
+    LIMIT $3::int
+)
