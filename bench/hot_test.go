@@ -72,6 +72,9 @@ func TestHotTargetRuns(t *testing.T) {
 func checkCost(t *testing.T, r *hotbench.Result) {
 	t.Helper()
 	for name, v := range map[string]float64{"server CPU µs": r.ServerCPUus, "Go CPU µs": r.GoCPUus, "log bytes": r.LogBytes} {
+		if name == "log bytes" && r.Scenario == hotbench.ScenarioAvail && v >= 0 && v <= 1e6 {
+			continue // availability reads write nothing of their own: 0 is plausible
+		}
 		if v <= 0 || v > 1e6 {
 			t.Errorf("%s %s c=%d: %s per hold %v; want > 0 and plausible", r.Scenario, r.Strategy, r.Clients, name, v)
 		}
