@@ -229,7 +229,9 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	// (mid-sale), a → b, then back and forth.
 	var (
 		reports []*pods.MoveReport
-		windows [][2]time.Time
+		windows [][2]time.Time // each move, from its call to its return
+		fences  [][2]time.Time // each move's fence, from its call
+		atBuyer []int64        // buyers through when each move began
 		moving  atomic.Bool
 	)
 	moveErr := make(chan error, 1)
@@ -246,6 +248,7 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 				return
 			}
 			moving.Store(true)
+			at := done.Load()
 			t0 := time.Now()
 			rep, err := pods.Move(ctx, pods.MoveParams{ShopID: shop, To: dst, Stores: stores, Router: r,
 				PurgeDelay: podsDemoPurgeDelay, Logger: slog.New(slog.DiscardHandler)})
@@ -258,6 +261,8 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 			sale.mu.Lock()
 			reports = append(reports, rep)
 			windows = append(windows, [2]time.Time{t0, t1})
+			fences = append(fences, [2]time.Time{t0, t0.Add(rep.Fence)})
+			atBuyer = append(atBuyer, at)
 			sale.mu.Unlock()
 			stderrf("moved shop %d from %s to %s: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d",
 				shop, rep.From, rep.To, rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(), rep.Copy.Milliseconds(),
@@ -374,6 +379,7 @@ feed:
 		fenceMax = max(fenceMax, rp.Fence)
 	}
 	before, during := bg.split(saleStart, windows)
+	waited, longest := sale.fenced(fences)
 
 	fmt.Fprintf(w, "\nsummary (sale %v)\n", saleTime.Round(time.Millisecond))
 	fmt.Fprintf(w, "  held           %6d  (reservations acknowledged)\n", sale.held.Load())
@@ -384,10 +390,11 @@ feed:
 	fmt.Fprintf(w, "  retried        %6d  (answers unavailable or outcome_unknown during the fence, retried with the same checkout id)\n", sale.retries.Load())
 	fmt.Fprintf(w, "  gave up        %6d\n", sale.gaveUp.Load())
 	for i, rp := range reports {
-		fmt.Fprintf(w, "  move %d         %s → %s: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d\n",
-			i+1, rp.From, rp.To, rp.Rows, rp.Fence.Milliseconds(), rp.FenceWait.Milliseconds(), rp.Copy.Milliseconds(),
+		fmt.Fprintf(w, "  move %d         %s → %s after %d of %d buyers: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d\n",
+			i+1, rp.From, rp.To, atBuyer[i], f.buyers, rp.Rows, rp.Fence.Milliseconds(), rp.FenceWait.Milliseconds(), rp.Copy.Milliseconds(),
 			rp.Verify.Milliseconds(), rp.Switch.Milliseconds(), rp.Purged)
 	}
+	fmt.Fprintf(w, "  fenced calls   %6d  (calls of the sale in flight during a fence: they waited, longest %d ms)\n", waited, longest.Milliseconds())
 	fmt.Fprintf(w, "  checked        %d acknowledged answers against pod %s's rows (%d unknown, not judged); claim ledger %d units\n",
 		res.Acked, final.Pod, res.Unknown, res.Claimed)
 	fmt.Fprintf(w, "  other shops    %d operations before the move, %d during, %d errors\n", len(before), len(during), bg.errors.Load())
@@ -516,7 +523,28 @@ type podsSale struct {
 	log  *acklog.Log
 
 	held, claimed, released, abandoned, soldOut, retries, gaveUp atomic.Int64
-	mu                                                           sync.Mutex
+
+	mu sync.Mutex
+	// calls are the sale's calls (each attempt), by start: those that
+	// overlap a fence waited on it.
+	calls []podsSample
+}
+
+// fenced answers how many of the sale's calls overlapped a fence (from
+// each window's start to its end) and the longest of them.
+func (d *podsSale) fenced(fences [][2]time.Time) (n int, longest time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.calls {
+		for _, f := range fences {
+			if c.at.Before(f[1]) && c.at.Add(c.d).After(f[0]) {
+				n++
+				longest = max(longest, c.d)
+				break
+			}
+		}
+	}
+	return n, longest
 }
 
 // retry runs op until its answer is definite: not unavailable (a fence
@@ -526,8 +554,13 @@ func (d *podsSale) retry(ctx context.Context, op func(context.Context) error) er
 	deadline := time.Now().Add(podsDemoRetryMax)
 	for {
 		c, cancel := context.WithTimeout(ctx, podsDemoOpTimeout)
+		t0 := time.Now()
 		err := op(c)
+		dur := time.Since(t0)
 		cancel()
+		d.mu.Lock()
+		d.calls = append(d.calls, podsSample{at: t0, d: dur})
+		d.mu.Unlock()
 		if !errors.Is(err, holdfast.ErrUnavailable) && !errors.Is(err, holdfast.ErrOutcomeUnknown) &&
 			!errors.Is(err, holdfast.ErrShopMoved) && !errors.Is(err, context.DeadlineExceeded) {
 			return err

@@ -52,6 +52,11 @@ func TestDemoPodsScenario(t *testing.T) {
 	if !regexp.MustCompile(`checked +[1-9]\d* acknowledged answers against pod b's rows`).MatchString(out) {
 		t.Errorf("no acknowledged answers checked against pod b:\n%s", out)
 	}
+	// The move was mid-sale: calls of the sale were in flight during the
+	// fence.
+	if fm := regexp.MustCompile(`fenced calls +(\d+) `).FindStringSubmatch(out); fm == nil || fm[1] == "0" {
+		t.Errorf("no call of the sale was in flight during the fence:\n%s", out)
+	}
 	t.Log(last)
 }
 
