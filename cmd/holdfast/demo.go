@@ -44,7 +44,14 @@ shadow → smallest-first to primary → the kill switch reverts one.
 three PostgreSQL nodes, strict synchronous replication; needs patroni and etcd installed,
 see scripts/setup) and kills the primary's postmaster --failovers times mid-sale; buyers
 retry unknown outcomes with the same checkout id, and every acknowledged hold, claim and
-release is checked in the database at the end.`,
+release is checked in the database at the end.
+
+--scenario pods starts three private PostgreSQL clusters (a pod on each, the control
+database beside pod a), places thirty shops over them, runs the flash sale on shop 1
+while workers trade on the other shops, and moves shop 1 to pod b mid-sale (pods.Move,
+--moves times, back and forth); every acknowledged answer is then checked against the
+rows of the pod the shop ended on (docs/PODS.md). Its defaults are smaller: --buyers
+1000, --units 400, --concurrency 16.`,
 		Args: noArgs,
 	}
 	f := &demoFlags{}
@@ -57,8 +64,9 @@ release is checked in the database at the end.`,
 	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "hold TTL (abandoned holds expire after it)")
 	fs.StringVar(&f.strategy, "strategy", string(holdfast.StrategyBatch), "allocation strategy of the item: "+strategyNames())
 	fs.BoolVar(&f.useHTTP, "http", false, "drive the sale through the HTTP API of an in-process server")
-	fs.StringVar(&f.scenario, "scenario", scenarioSale, "the demo: "+scenarioSale+", "+scenarioMigration+" or "+scenarioFailover)
+	fs.StringVar(&f.scenario, "scenario", scenarioSale, "the demo: "+scenarioSale+", "+scenarioMigration+", "+scenarioFailover+" or "+scenarioPods)
 	fs.IntVar(&f.failovers, "failovers", 1, "failover: how many times the primary is killed during the sale")
+	fs.IntVar(&f.moves, "moves", 1, "pods: how many times the shop on sale is moved during the sale (back and forth)")
 	f.engine = engineFlag(fs)
 	fs.Uint64Var(&f.seed, "seed", 1, "migration: picks the buyers' choices and the crash points")
 	fs.IntVar(&f.crashPercent, "crash-percent", 5, "migration: share of paying buyers' claims that crash between the ledger write and the Redis cleanup, in percent")
@@ -73,23 +81,42 @@ release is checked in the database at the end.`,
 			if cmd.Flags().Changed("failovers") {
 				return usageError("--failovers applies to --scenario %s only", scenarioFailover)
 			}
+			if cmd.Flags().Changed("moves") {
+				return usageError("--moves applies to --scenario %s only", scenarioPods)
+			}
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), f)
 		case scenarioFailover: // demo_failover.go
-			for _, n := range []string{"seed", "crash-percent", "http", "engine"} {
+			for _, n := range []string{"seed", "crash-percent", "http", "engine", "moves"} {
 				if cmd.Flags().Changed(n) {
 					return usageError("--%s does not apply to --scenario %s", n, scenarioFailover)
 				}
 			}
 			return runFailoverDemo(cmd.Context(), cmd.OutOrStdout(), f)
+		case scenarioPods: // demo_pods.go
+			for _, n := range []string{"seed", "crash-percent", "http", "engine", "failovers"} {
+				if cmd.Flags().Changed(n) {
+					return usageError("--%s does not apply to --scenario %s", n, scenarioPods)
+				}
+			}
+			for _, d := range []struct {
+				name string
+				v    *int
+				def  int
+			}{{"buyers", &f.buyers, podsDemoBuyers}, {"units", &f.units, podsDemoUnits}, {"concurrency", &f.concurrency, podsDemoConcurrency}} {
+				if !cmd.Flags().Changed(d.name) {
+					*d.v = d.def
+				}
+			}
+			return runPodsDemo(cmd.Context(), cmd.OutOrStdout(), f)
 		case scenarioMigration:
-			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http", "engine", "failovers"} {
+			for _, n := range []string{"buyers", "units", "concurrency", "pay", "fail", "ttl", "strategy", "http", "engine", "failovers", "moves"} {
 				if cmd.Flags().Changed(n) {
 					return usageError("--%s applies to --scenario %s only", n, scenarioSale)
 				}
 			}
 			return runMigrationDemo(cmd.Context(), cmd.OutOrStdout(), f)
 		}
-		return usageError("unknown --scenario %q (known: %s, %s or %s)", f.scenario, scenarioSale, scenarioMigration, scenarioFailover)
+		return usageError("unknown --scenario %q (known: %s, %s, %s or %s)", f.scenario, scenarioSale, scenarioMigration, scenarioFailover, scenarioPods)
 	}
 	return cmd
 }
@@ -105,6 +132,7 @@ type demoFlags struct {
 	seed                       uint64
 	crashPercent               int
 	failovers                  int
+	moves                      int
 	engine                     *string
 }
 
