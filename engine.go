@@ -77,6 +77,10 @@ type Engine interface {
 	// ImportStock sets many keys' stock of one shop in one transaction,
 	// all or nothing, idempotent on the import's ID (stockcas.go).
 	ImportStock(ctx context.Context, im StockImport) (*StockImportResult, error)
+	// MergeCheckouts moves the held lines of checkout from into checkout
+	// into of the same shop, atomically and idempotently; it answers into's
+	// hold (merge.go, engine/merge.go).
+	MergeCheckouts(ctx context.Context, shopID int64, from, into uuid.UUID) (*Hold, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -44,6 +44,7 @@ type Driver[TTx comparable] interface {
 	Checker
 	Lifecycle[TTx]
 	Waits[TTx]
+	Merger[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
 }
