@@ -134,6 +134,8 @@ var tests = []struct {
 	{"PoolExact", testPoolExact}, // pool.go: no second connection inside a transaction
 	// stockcas.go: compare-and-set stock changes and imports
 	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
+	// merge.go: merging a checkout into another
+	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeRaces", testMergeRaces},
 }
 
 // long reports whether the heavier forms of the tests run.
