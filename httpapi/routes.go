@@ -44,6 +44,7 @@ func (s *Server) routes() {
 	s.allocationRoutes()
 	s.strategyRoutes() // strategy.go: a key's allocation strategy (admin)
 	s.stockImportRoutes()
+	s.mergeRoutes() // merge.go
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
