@@ -13,7 +13,9 @@ const OpMerge = "merge"
 // MergeIntoError is MergeCheckouts' answer when the destination checkout
 // has a hold that can no longer take lines: it was claimed, released or
 // has expired (Err is ErrHoldClaimed, ErrHoldReleased or ErrHoldExpired,
-// and errors.Is sees it). Nothing changed: the source still holds its
+// and errors.Is sees it), or it has no hold because it waits for stock
+// (ErrCheckoutWaiting) or its wait ended without one (ErrWaitExpired,
+// ErrWaitCancelled, ErrWaitUnservable). Nothing changed: the source still holds its
 // lines. Callers reserve the source's lines into a new checkout, or keep
 // the source.
 type MergeIntoError struct {

@@ -3,12 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
 )
 
 // MergeCheckouts moves the held lines of checkout from into checkout into
@@ -67,6 +69,9 @@ func (c *Client[TTx]) merge(ctx context.Context, tx TTx, own bool, shop int64, f
 	err = c.run(ctx, tx, own, holdfast.OpMerge, true, func(tx TTx) error {
 		var err error
 		h, err = c.d.MergeAttempt(ctx, tx, own, shop, from, into)
+		if errors.Is(err, driver.ErrIntoWaits) {
+			return c.intoWaits(ctx, tx, shop, into)
+		}
 		return err
 	})
 	c.observe(holdfast.OpMerge, start, err, h)
@@ -74,6 +79,24 @@ func (c *Client[TTx]) merge(ctx context.Context, tx TTx, own bool, shop int64, f
 		return nil, err
 	}
 	return h, nil
+}
+
+// intoWaits answers a merge whose destination has no hold but the create
+// inserted none: a waiting destination is a *MergeIntoError wrapping
+// ErrCheckoutWaiting (or how its wait ended); one that got a hold meanwhile
+// is looked at again (driver.ErrRetry).
+func (c *Client[TTx]) intoWaits(ctx context.Context, tx TTx, shop int64, into uuid.UUID) error {
+	answer := c.d.WaiterAnswer(ctx, tx, holdfast.OpMerge, shop, into)
+	var waiting *holdfast.WaitlistedError
+	switch {
+	case answer == nil, errors.Is(answer, holdfast.ErrNotFound), errors.Is(answer, driver.ErrGranted):
+		return driver.ErrRetry
+	case errors.As(answer, &waiting):
+		return &holdfast.MergeIntoError{Into: into, Err: holdfast.ErrCheckoutWaiting}
+	case errors.Is(answer, holdfast.ErrWaitExpired), errors.Is(answer, holdfast.ErrWaitCancelled), errors.Is(answer, holdfast.ErrWaitUnservable):
+		return &holdfast.MergeIntoError{Into: into, Err: answer}
+	}
+	return answer
 }
 
 // ValidateMerge checks a merge's destination.

@@ -68,6 +68,8 @@ func mergeIntoAPIError(err error) *apiError {
 		state = "was released"
 	case errors.Is(me.Err, holdfast.ErrHoldExpired):
 		state = "expired"
+	case errors.Is(me.Err, holdfast.ErrCheckoutWaiting):
+		state = "is waiting for stock (wait_seconds)"
 	}
 	return &apiError{Status: http.StatusConflict, Code: CodeMergeIntoEnded, Field: "into", cause: err,
 		Message: fmt.Sprintf("the checkout %s %s and can take no lines; nothing was changed: the merged checkout still holds its lines", me.Into, state)}

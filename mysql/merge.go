@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 )
 
 func (d *engineDriver) MergeAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, from, into uuid.UUID) (*holdfast.Hold, error) {
@@ -65,7 +66,7 @@ func (c *Client) mergeOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64
 	if plan.Create {
 		res, err := tx.ExecContext(ctx, c.q(ctx, route, "merge_create"), into[:], string(raw), c.now(), shop, from[:], shop, into[:])
 		if isDup(err) || (err == nil && rowsAffected(res) == 0) {
-			return nil, errRetry // created (or waiting) meanwhile: look again
+			return nil, driver.ErrIntoWaits // waiting, or created meanwhile: the engine asks the waitlist
 		}
 		if err != nil {
 			return nil, err

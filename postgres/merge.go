@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 )
 
 func (d *engineDriver) MergeAttempt(ctx context.Context, tx pgx.Tx, _ bool, shop int64, from, into uuid.UUID) (*holdfast.Hold, error) {
@@ -64,7 +65,7 @@ func (c *Client) mergeOnce(ctx context.Context, tx pgx.Tx, shop int64, from, int
 		var got uuid.UUID
 		err := tx.QueryRow(ctx, c.q(ctx, route, "merge_create"), into, shop, raw, from, c.now()).Scan(&got)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, errRetry // created (or waiting) meanwhile: look again
+			return nil, driver.ErrIntoWaits // waiting, or created meanwhile: the engine asks the waitlist
 		}
 		if err != nil {
 			return nil, err

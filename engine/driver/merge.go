@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -24,3 +25,9 @@ type Merger[TTx comparable] interface {
 	// meanwhile by someone else.
 	MergeAttempt(ctx context.Context, tx TTx, own bool, shop int64, from, into uuid.UUID) (*holdfast.Hold, error)
 }
+
+// ErrIntoWaits is MergeAttempt's answer when into has no hold and the
+// create inserted none: into waits for stock (or waited), or got a hold
+// meanwhile. The engine asks the waitlist which (WaiterAnswer) in the same
+// transaction, and answers a *holdfast.MergeIntoError or retries.
+var ErrIntoWaits = errors.New("holdfast: merge destination has no hold to create")
