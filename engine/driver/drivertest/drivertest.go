@@ -55,6 +55,7 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("ReplenishAttempt", func(t *testing.T) { t.Parallel(); testReplenishAttempt(t, h) })
 	t.Run("BuyerSecretAttempt", func(t *testing.T) { t.Parallel(); testBuyerSecretAttempt(t, h) })
 	t.Run("ChangeStockCAS", func(t *testing.T) { t.Parallel(); testChangeStockCAS(t, h) }) // stockcas.go
+	t.Run("MergeAttempt", func(t *testing.T) { t.Parallel(); testMergeAttempt(t, h) })     // merge.go
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
