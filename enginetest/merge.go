@@ -103,6 +103,12 @@ func testMerge(t *testing.T, h *Harness) {
 		for _, ev := range e.events(1, after) {
 			if ev.CheckoutID != nil && (*ev.CheckoutID == guest || *ev.CheckoutID == customer) {
 				types = append(types, string(ev.Type)+" "+ev.CheckoutID.String())
+				if ev.Type == holdfast.EventHoldReleased && (ev.MergedInto == nil || *ev.MergedInto != customer) {
+					t.Fatalf("the source's hold.released event: %+v, want merged_into %s", ev, customer)
+				}
+				if ev.Type != holdfast.EventHoldReleased && ev.MergedInto != nil {
+					t.Fatalf("event %+v carries merged_into", ev)
+				}
 			}
 		}
 		wantTypes := []string{"hold.released " + guest.String(), "hold.edited " + customer.String()}
