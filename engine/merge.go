@@ -32,7 +32,7 @@ import (
 // from ends released with Hold.MergedInto = into: Hold, Claim, Release and
 // Extend of from answer as for any released hold (a repeated Release is a
 // replay; Claim and Extend are ErrHoldReleased). The events are
-// hold.released for from (its lines carry "merged_into") and hold.edited
+// hold.released for from (with Event.MergedInto) and hold.edited
 // (hold.created when it was absent) for into.
 //
 // A retry of the same merge answers into's hold with Replayed set. A
