@@ -135,7 +135,7 @@ var tests = []struct {
 	// stockcas.go: compare-and-set stock changes and imports
 	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
 	// merge.go: merging a checkout into another
-	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces},
+	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces}, {"MergeConcurrent", testMergeConcurrent},
 }
 
 // long reports whether the heavier forms of the tests run.

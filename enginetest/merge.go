@@ -339,3 +339,54 @@ func testMergeIntoWaiting(t *testing.T, h *Harness) {
 		t.Fatalf("the destination's wait after a refused merge: %s, want waiting", st)
 	}
 }
+
+// testMergeConcurrent: opposite merges (A into B, B into A) at once: one
+// wins, the other answers a *MergeIntoError wrapping ErrHoldReleased, and
+// they never deadlock for good; two guests merged at once into the same
+// absent checkout both land in it (one creates it, the other adds to it).
+func testMergeConcurrent(t *testing.T, h *Harness) {
+	t.Parallel()
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: 8})
+	k := key(1, 1)
+	e.stock(k, 1000)
+	for r := range 10 {
+		a, b := e.reserveTTL(1, one(1, 1), 0, ""), e.reserveTTL(1, one(1, 2), 0, "")
+		var wg sync.WaitGroup
+		var errAB, errBA error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, errAB = e.merge(1, a, b) }()
+		go func() { defer wg.Done(); _, errBA = e.merge(1, b, a) }()
+		wg.Wait()
+		won, lost, loser := b, errBA, a
+		if errAB != nil {
+			won, lost, loser = a, errAB, b
+		}
+		if (errAB == nil) == (errBA == nil) {
+			t.Fatalf("round %d: opposite merges answered %v and %v, want exactly one success", r, errAB, errBA)
+		}
+		mergeIntoErr(t, "the opposite merge that lost", lost, loser, holdfast.ErrHoldReleased)
+		if got := e.hold(1, won); got.Status != holdfast.StatusHeld || !slices.Equal(got.Lines, one(1, 3)) {
+			t.Fatalf("round %d: the winner's destination: %+v, want 3 held", r, got)
+		}
+		if _, err := e.e.Release(ctxb(), 1, won); err != nil {
+			t.Fatal(err)
+		}
+
+		g1, g2, into := e.reserveTTL(1, one(1, 1), 0, ""), e.reserveTTL(1, one(1, 2), 0, ""), uuid.New()
+		var err1, err2 error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, err1 = e.merge(1, g1, into) }()
+		go func() { defer wg.Done(); _, err2 = e.merge(1, g2, into) }()
+		wg.Wait()
+		if err1 != nil || err2 != nil {
+			t.Fatalf("round %d: two merges into one absent checkout: %v, %v", r, err1, err2)
+		}
+		if got := e.hold(1, into); !slices.Equal(got.Lines, one(1, 3)) {
+			t.Fatalf("round %d: the created destination: %+v, want 3 held", r, got)
+		}
+		if _, err := e.e.Release(ctxb(), 1, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.assertSellable(k, 1000)
+}
