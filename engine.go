@@ -86,6 +86,10 @@ type Engine interface {
 	CancelHolds(ctx context.Context, p CancelParams) (*CancelResult, error)
 	// Audit lists a page of a shop's audit log, newest first (audit.go).
 	Audit(ctx context.Context, q AuditQuery) (*AuditPage, error)
+	// MergeCheckouts moves the held lines of checkout from into checkout
+	// into of the same shop, atomically and idempotently; it answers into's
+	// hold (merge.go, engine/merge.go).
+	MergeCheckouts(ctx context.Context, shopID int64, from, into uuid.UUID) (*Hold, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -85,6 +85,9 @@ type Event struct {
 	Available  *int       `json:"available,omitempty"`
 	Reason     string     `json:"reason,omitempty"`
 	Reference  string     `json:"reference,omitempty"`
+	// MergedInto, on the hold.released event of a checkout a merge ended,
+	// is the checkout its lines moved into (its units stayed held).
+	MergedInto *uuid.UUID `json:"merged_into,omitempty"`
 	// At is when the change happened (the database clock, or Config.Now).
 	At time.Time `json:"at"`
 }
@@ -116,8 +119,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Available  *int       `json:"available,omitempty"`
 		Reason     string     `json:"reason,omitempty"`
 		Reference  string     `json:"reference,omitempty"`
+		MergedInto *uuid.UUID `json:"merged_into,omitempty"`
 		At         string     `json:"at"`
-	}{e.Cursor, e.ShopID, e.Type, e.CheckoutID, e.Lines, exp, e.ItemID, e.LocationID, e.Delta, e.Available, e.Reason, e.Reference, e.At.UTC().Format(layout)})
+	}{e.Cursor, e.ShopID, e.Type, e.CheckoutID, e.Lines, exp, e.ItemID, e.LocationID, e.Delta, e.Available, e.Reason, e.Reference, e.MergedInto, e.At.UTC().Format(layout)})
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 

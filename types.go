@@ -65,6 +65,9 @@ type Hold struct {
 	// Released is what a partial claim (ClaimLines) gave back: the held
 	// quantities not claimed. Empty for every other hold.
 	Released []Line `json:"released,omitempty"`
+	// MergedInto, on a released hold, is the checkout MergeCheckouts moved
+	// its lines into (its units never went back to stock); nil otherwise.
+	MergedInto *uuid.UUID `json:"merged_into,omitempty"`
 	// Replayed is true when the call found the outcome it asked for already
 	// in place: a retried Reserve of the same lines, a repeated Claim or
 	// Release. Callers treat it as success.

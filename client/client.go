@@ -121,6 +121,7 @@ var sentinels = map[string]error{
 	"revision_conflict":    holdfast.ErrRevisionConflict,
 	"buyer_limit_exceeded": holdfast.ErrBuyerLimitExceeded,
 	"stock_changed":        holdfast.ErrStockChanged,
+	"merge_into_ended":     holdfast.ErrMergeInto,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,

@@ -136,6 +136,8 @@ var tests = []struct {
 	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
 	{"Availability", testAvailability},               // availability.go
 	{"AdminCancelAndAudit", testAdminCancelAndAudit}, // audit.go: issue #30 item 6
+	// merge.go: merging a checkout into another
+	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces}, {"MergeConcurrent", testMergeConcurrent},
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -85,3 +85,6 @@ func (ceilingEngine) Stop(context.Context) error             { return nil }
 func (ceilingEngine) ImportStock(context.Context, holdfast.StockImport) (*holdfast.StockImportResult, error) {
 	return nil, holdfast.ErrUnavailable
 }
+func (ceilingEngine) MergeCheckouts(context.Context, int64, uuid.UUID, uuid.UUID) (*holdfast.Hold, error) {
+	return nil, holdfast.ErrUnavailable
+}

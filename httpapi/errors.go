@@ -118,6 +118,9 @@ func toAPIError(route string, err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if me := mergeIntoAPIError(err); me != nil { // merge.go
+		return me
+	}
 	var arg *holdfast.ArgumentError
 	var short *holdfast.InsufficientStockError
 	var exp *holdfast.ExpiredError

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // readEvents reads a page of shop's events and its last cursor
@@ -43,6 +44,7 @@ func (c *Client) readEvents(ctx context.Context, tx *sql.Tx, shopID, after int64
 			if err := json.Unmarshal(cart, &e.Lines); err != nil {
 				return nil, 0, err
 			}
+			e.MergedInto = engine.MergedInto(cart) // merge.go
 		}
 		if expires.Valid {
 			t := expires.Time.UTC()

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // claimOnce is one claim attempt (driver.Lifecycle.ClaimAttempt).
@@ -230,6 +231,7 @@ func (c *Client) readHold(ctx context.Context, tx *sql.Tx, route, stmt string, s
 		return nil, err
 	}
 	slices.SortFunc(h.Lines, holdfast.CompareLines)
+	h.MergedInto = engine.MergedInto(raw) // merge.go
 	if len(released) > 0 && string(released) != "null" {
 		if err := json.Unmarshal(released, &h.Released); err != nil {
 			return nil, err

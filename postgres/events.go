@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"time"
@@ -34,6 +35,7 @@ func (c *Client) readEvents(ctx context.Context, tx pgx.Tx, shopID, after int64,
 			if err := json.Unmarshal(lines, &e.Lines); err != nil {
 				return nil, 0, err
 			}
+			e.MergedInto = engine.MergedInto(lines) // merge.go
 		}
 		if item != nil {
 			e.ItemID = *item

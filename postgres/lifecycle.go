@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -308,6 +309,7 @@ func (c *Client) readHold(ctx context.Context, q pgx.Tx, route, stmt string, sho
 	if err := json.Unmarshal(raw, &h.Lines); err != nil {
 		return nil, err
 	}
+	h.MergedInto = engine.MergedInto(raw) // merge.go
 	if err := unmarshalReleased(released, h); err != nil {
 		return nil, err
 	}

@@ -54,6 +54,11 @@ func (h *Hold) AppendJSON(b []byte) []byte {
 		b = append(b, `,"released":`...)
 		b = appendLines(b, h.Released)
 	}
+	if h.MergedInto != nil {
+		b = append(b, `,"merged_into":"`...)
+		b = appendUUID(b, *h.MergedInto)
+		b = append(b, '"')
+	}
 	return append(b, "}\n"...)
 }
 

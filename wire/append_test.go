@@ -92,6 +92,8 @@ func TestAppendJSONEveryMember(t *testing.T) {
 	end := Time{now.Add(time.Second)}
 	full := Hold{CheckoutID: uuid.New(), ShopID: 3, Status: "expired", Lines: []Line{{1, 2, 3}},
 		CreatedAt: now, ExpiresAt: now, Deadline: now, EndedAt: &end, Claimable: true, Revision: 4, Released: []Line{{5, 6, 7}}}
+	into := uuid.New()
+	full.MergedInto = &into
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {

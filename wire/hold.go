@@ -29,6 +29,9 @@ type Hold struct {
 	Revision int64 `json:"revision,omitempty"`
 	// Released is what a partial claim gave back.
 	Released []Line `json:"released,omitempty"`
+	// MergedInto, on a released hold, is the checkout a merge moved its
+	// lines into.
+	MergedInto *uuid.UUID `json:"merged_into,omitempty"`
 }
 
 // Line is one line of a hold on the wire: a key and its quantity.
@@ -56,6 +59,7 @@ func FromHold(h *holdfast.Hold) Hold {
 	if h.EndedAt != nil {
 		out.EndedAt = &Time{h.EndedAt.UTC()}
 	}
+	out.MergedInto = h.MergedInto
 	return out
 }
 
@@ -72,7 +76,7 @@ func (h *Hold) Hold() *holdfast.Hold {
 		CheckoutID: h.CheckoutID, ShopID: h.ShopID, Status: holdfast.Status(h.Status), Lines: toLines(h.Lines),
 		CreatedAt: h.CreatedAt.Time, ExpiresAt: h.ExpiresAt.Time, Deadline: h.Deadline.Time, EndedAt: ended,
 		Claimable: holdfast.Status(h.Status) == holdfast.StatusHeld || h.Claimable,
-		Revision:  h.Revision, Released: toLines(h.Released),
+		Revision:  h.Revision, Released: toLines(h.Released), MergedInto: h.MergedInto,
 	}
 }
 

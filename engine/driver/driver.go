@@ -47,6 +47,7 @@ type Driver[TTx comparable] interface {
 	Waits[TTx]
 	Waitlist[TTx]
 	Enqueuer[TTx]
+	Merger[TTx]
 	Maintainer[TTx]
 	Buyers[TTx]
 	Availabilities
