@@ -13,6 +13,13 @@ import (
 	"github.com/holdfast/holdfast/engine/driver"
 )
 
+// AvailabilityReadsInFlightMax bounds the reads of one coalescing group
+// (a shop and its locations) in flight at once. One: two were measured
+// (docs/PERFORMANCE.md) and served fewer reads per second on both
+// databases, at 8 and at 32 readers — smaller batches, more statements
+// on CPU-bound cores.
+const AvailabilityReadsInFlightMax = 1
+
 // AvailabilityCoalesceMax bounds the availability queries one coalesced
 // read answers: a query arriving when the next read already has that many
 // reads on its own.
@@ -21,15 +28,17 @@ const AvailabilityCoalesceMax = 64
 // availCoalescer turns concurrent availability queries of one shop over
 // the same locations (named, or the shop's default order) into one read
 // (driver.Driver.ReadAvailability) over the union of their items: a query
-// that arrives while a read of its group is in flight joins the group's
-// next read, which starts as soon as the one in flight ends. It never
-// joins the read in flight, whose snapshot may predate the query: every
+// that arrives while AvailabilityReadsInFlightMax reads of its group are
+// in flight joins the group's next read, which starts as soon as one in
+// flight ends. It never joins a read in flight, whose snapshot may predate the query: every
 // answer comes from a snapshot taken after its query arrived, exactly as
 // an uncoalesced read's, so coalescing changes how many statements run,
 // never what a caller may be told. A query that finds its group idle
-// reads at once, alone, with no added wait.
+// reads at once, alone, with no added wait, as does one that finds fewer
+// than AvailabilityReadsInFlightMax reads of its group in flight and none
+// waiting.
 //
-// Bounds: at most one read in flight per group; a next read takes at most
+// Bounds: at most AvailabilityReadsInFlightMax reads in flight per group; a next read takes at most
 // AvailabilityCoalesceMax queries and holfast.AvailabilityItemsMax items
 // (the driver's bound for one statement); a query that does not fit reads
 // alone.
@@ -43,10 +52,11 @@ type availCoalescer struct {
 
 // availGroup is one group's state while a read of it is in flight.
 type availGroup struct {
-	shop  int64
-	locs  []int64
-	next  []*availReq // queries waiting for the next read
-	items []int64     // the union of next's items, in arrival order
+	inflight int // reads in flight, at most AvailabilityReadsInFlightMax
+	shop     int64
+	locs     []int64
+	next     []*availReq // queries waiting for the next read
+	items    []int64     // the union of next's items, in arrival order
 }
 
 type availReq struct {
@@ -89,13 +99,17 @@ func (c *Client[TTx]) readAvailability(ctx context.Context, q holdfast.Availabil
 	co.mu.Lock()
 	g := co.groups[key]
 	if g == nil {
-		// Idle: read now, alone, and keep the group while the read is in
-		// flight so that queries arriving meanwhile join the next one.
+		// Idle: keep the group while reads are in flight so that queries
+		// arriving meanwhile can join the next one.
 		if co.groups == nil {
 			co.groups = map[string]*availGroup{}
 		}
 		g = &availGroup{shop: q.ShopID, locs: q.Locations}
 		co.groups[key] = g
+	}
+	if g.inflight < AvailabilityReadsInFlightMax && len(g.next) == 0 {
+		// Room for another read and nobody waiting: read now, alone.
+		g.inflight++
 		co.mu.Unlock()
 		a, err := c.readOne(ctx, q)
 		c.nextAvailRead(key, g)
@@ -150,19 +164,22 @@ func (c *Client[TTx]) readRows(ctx context.Context, shop int64, items, locs []in
 	return rows, err
 }
 
-// nextAvailRead ends g's read in flight: when queries joined meanwhile,
-// it starts their read (in its own goroutine, so that the caller that
-// ran the last one is answered now), else it retires the group.
+// nextAvailRead ends one of g's reads in flight: when queries joined
+// meanwhile, it starts their read (in its own goroutine, so that the
+// caller that ran the last one is answered now), else, the last read
+// ended, it retires the group.
 func (c *Client[TTx]) nextAvailRead(key string, g *availGroup) {
 	co := &c.avail
 	co.mu.Lock()
 	reqs, items := g.next, g.items
 	if len(reqs) == 0 {
-		delete(co.groups, key)
+		if g.inflight--; g.inflight == 0 {
+			delete(co.groups, key)
+		}
 		co.mu.Unlock()
 		return
 	}
-	g.next, g.items = nil, nil
+	g.next, g.items = nil, nil // the read in flight passes its place on
 	co.mu.Unlock()
 	go func() {
 		c.runAvailRead(g, reqs, items)
