@@ -15,9 +15,9 @@ import (
 
 // AvailabilityReadsInFlightMax bounds the reads of one coalescing group
 // (a shop and its locations) in flight at once. One: two were measured
-// (docs/PERFORMANCE.md) and served fewer reads per second on both
-// databases, at 8 and at 32 readers — smaller batches, more statements
-// on CPU-bound cores.
+// (docs/PERFORMANCE.md) and served no more reads per second on either
+// database, at 8 or 32 readers, for more server CPU per read (smaller
+// batches, more statements, on CPU-bound cores).
 const AvailabilityReadsInFlightMax = 1
 
 // AvailabilityCoalesceMax bounds the availability queries one coalesced
