@@ -12,33 +12,19 @@ import (
 // Availability answers what a buyer could reserve now of q's items, per
 // location in allocation order (q's locations, or the shop's default
 // location order), from one lock-free read that writes nothing (see
-// holdfast.Availability). A rejected query, and a query without locations
-// for a shop without a default order, is an *holdfast.ArgumentError and
-// reads nothing more.
+// holdfast.Availability), taken after the call began: concurrent queries
+// of a shop share one read (availCoalescer). A rejected query, and a query
+// without locations for a shop without a default order, is an
+// *holdfast.ArgumentError and reads nothing more.
 func (c *Client[TTx]) Availability(ctx context.Context, q holdfast.AvailabilityQuery) (*holdfast.Availability, error) {
 	start := time.Now()
 	if err := q.Validate(); err != nil {
 		c.observe(holdfast.RouteRead, start, err, nil)
 		return nil, err
 	}
-	locs := q.Locations
-	if locs == nil {
-		locs = []int64{}
-	}
-	var rows []driver.KeyAvailability
-	err := c.core.Run(ctx, holdfast.RouteRead, true, true, nil, func(int) error {
-		var err error
-		rows, err = c.d.ReadAvailability(ctx, q.ShopID, q.Items, locs)
-		return err
-	})
-	if err == nil && len(rows) == 0 {
-		err = holdfast.NewArgumentError("locations", "the shop has no default location order: name the locations, or set an order")
-	}
+	a, err := c.readAvailability(ctx, q)
 	c.observe(holdfast.RouteRead, start, err, nil)
-	if err != nil {
-		return nil, err
-	}
-	return Available(q, rows)
+	return a, err
 }
 
 // Available folds ReadAvailability's rows for q (validated) into the

@@ -23,6 +23,8 @@ func testAvailability(t *testing.T, h *Harness) {
 	t.Run("WhatReserveTakes", func(t *testing.T) { testAvailabilityReserve(t, h) })
 	t.Run("BadInputReadsNothing", func(t *testing.T) { testAvailabilityBadInput(t, h) })
 	t.Run("Races", func(t *testing.T) { testAvailabilityRaces(t, h) })
+	t.Run("Coalesced", func(t *testing.T) { testAvailabilityCoalesced(t, h) })
+	t.Run("Fresh", func(t *testing.T) { testAvailabilityFresh(t, h) })
 }
 
 // availability reads q, failing the test on an error.
