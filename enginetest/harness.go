@@ -136,6 +136,7 @@ var tests = []struct {
 	{"StockCAS", testStockCAS}, {"StockImport", testStockImport}, {"StockCASRaces", testStockCASRaces}, {"StockImportRaces", testStockImportRaces},
 	{"Availability", testAvailability},               // availability.go
 	{"AdminCancelAndAudit", testAdminCancelAndAudit}, // audit.go: issue #30 item 6
+	{"Bundles", testBundles},                         // bundle.go: issue #30 item 1
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -51,6 +51,7 @@ type Driver[TTx comparable] interface {
 	Buyers[TTx]
 	Availabilities
 	Auditor[TTx]
+	Bundler[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the
