@@ -26,7 +26,8 @@ func (c *Client[TTx]) Availability(ctx context.Context, q holdfast.AvailabilityQ
 	if locs == nil {
 		locs = []int64{}
 	}
-	defs, err := c.bundles(ctx, q.ShopID)
+	var zero TTx
+	defs, err := c.bundles(ctx, zero, true, q.ShopID)
 	if err != nil {
 		c.observe(holdfast.RouteRead, start, err, nil)
 		return nil, err

@@ -82,16 +82,21 @@ func (bc *bundleCache) drop(shop int64) {
 	delete(bc.shops, shop)
 }
 
-// bundles answers a shop's bundle definitions, from the cache or read.
-func (c *Client[TTx]) bundles(ctx context.Context, shop int64) (bundleDefs, error) {
+// bundles answers a shop's bundle definitions, from the cache or read:
+// on the pool when own, else once in the caller's tx (no second
+// connection), without caching what the caller's snapshot saw.
+func (c *Client[TTx]) bundles(ctx context.Context, tx TTx, own bool, shop int64) (bundleDefs, error) {
 	if defs, ok := c.bundleCache.get(shop); ok {
 		return defs, nil
+	}
+	if !own {
+		return c.d.ReadBundles(ctx, tx, false, shop)
 	}
 	at := time.Now() // before the read: the entry is never trusted past what it saw
 	var defs bundleDefs
 	err := c.core.Run(ctx, holdfast.RouteRead, true, true, nil, func(int) error {
 		var err error
-		defs, err = c.d.ReadBundles(ctx, shop)
+		defs, err = c.d.ReadBundles(ctx, tx, true, shop)
 		return err
 	})
 	if err != nil {
@@ -104,11 +109,11 @@ func (c *Client[TTx]) bundles(ctx context.Context, shop int64) (bundleDefs, erro
 // expandReserve answers p with its bundle lines expanded into component
 // lines (p itself when it has none). An expanded cart is validated as it
 // was given first, so a malformed cart names the field the caller sent.
-func (c *Client[TTx]) expandReserve(ctx context.Context, p holdfast.ReserveParams) (holdfast.ReserveParams, error) {
+func (c *Client[TTx]) expandReserve(ctx context.Context, tx TTx, own bool, p holdfast.ReserveParams) (holdfast.ReserveParams, error) {
 	if p.ShopID <= 0 || len(p.Lines) == 0 {
 		return p, nil // validation answers it
 	}
-	defs, err := c.bundles(ctx, p.ShopID)
+	defs, err := c.bundles(ctx, tx, own, p.ShopID)
 	if err != nil || len(defs) == 0 {
 		return p, err
 	}

@@ -22,7 +22,7 @@ import (
 // naming every short line.
 func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	var zero TTx
-	p, err := c.expandReserve(ctx, p) // bundle lines become component lines (bundle.go)
+	p, err := c.expandReserve(ctx, zero, true, p) // bundle lines become component lines (bundle.go)
 	if err != nil {
 		c.observe(holdfast.RouteReserve, time.Now(), err, nil)
 		return nil, err
@@ -44,7 +44,7 @@ func (c *Client[TTx]) ReserveTx(ctx context.Context, tx TTx, p holdfast.ReserveP
 	if p.Wait != 0 {
 		return nil, holdfast.NewArgumentError("wait", "waiting is not offered inside a caller's transaction")
 	}
-	p, err := c.expandReserve(ctx, p) // bundle lines become component lines (bundle.go)
+	p, err := c.expandReserve(ctx, tx, false, p) // bundle lines become component lines (bundle.go)
 	if err != nil {
 		c.observe(holdfast.RouteReserve, time.Now(), err, nil)
 		return nil, err

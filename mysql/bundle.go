@@ -76,9 +76,15 @@ func (d *engineDriver) DeleteBundle(ctx context.Context, tx *sql.Tx, shop, item 
 	return n > 0, err
 }
 
-func (d *engineDriver) ReadBundles(ctx context.Context, shop int64) (map[int64][]holdfast.BundleComponent, error) {
+func (d *engineDriver) ReadBundles(ctx context.Context, tx *sql.Tx, own bool, shop int64) (map[int64][]holdfast.BundleComponent, error) {
 	c := d.c()
-	rows, err := c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "bundles_read"), shop)
+	var rows *sql.Rows
+	var err error
+	if own {
+		rows, err = c.db.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "bundles_read"), shop)
+	} else {
+		rows, err = tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "bundles_read"), shop)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -55,9 +55,15 @@ func (d *engineDriver) DeleteBundle(ctx context.Context, tx pgx.Tx, shop, item i
 	return tag.RowsAffected() > 0, err
 }
 
-func (d *engineDriver) ReadBundles(ctx context.Context, shop int64) (map[int64][]holdfast.BundleComponent, error) {
+func (d *engineDriver) ReadBundles(ctx context.Context, tx pgx.Tx, own bool, shop int64) (map[int64][]holdfast.BundleComponent, error) {
 	c := d.c()
-	rows, err := c.pool.Query(ctx, c.q(ctx, holdfast.RouteRead, "bundles_read"), shop)
+	var rows pgx.Rows
+	var err error
+	if own {
+		rows, err = c.pool.Query(ctx, c.q(ctx, holdfast.RouteRead, "bundles_read"), shop)
+	} else {
+		rows, err = tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "bundles_read"), shop)
+	}
 	if err != nil {
 		return nil, err
 	}

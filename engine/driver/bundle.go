@@ -25,9 +25,11 @@ type Bundler[TTx comparable] interface {
 	// had any.
 	DeleteBundle(ctx context.Context, tx TTx, shop, item int64) (bool, error)
 	// ReadBundles reads every bundle of a shop (at most
-	// holdfast.BundlesPerShopMax) in one statement on the pool, outside
-	// any transaction: the engine's cache of definitions.
-	ReadBundles(ctx context.Context, shop int64) (map[int64][]holdfast.BundleComponent, error)
+	// holdfast.BundlesPerShopMax) in one statement: on the pool, outside
+	// any transaction, when own (the engine's cache of definitions); in
+	// the caller's tx when not, so a …Tx call never takes a second
+	// connection.
+	ReadBundles(ctx context.Context, tx TTx, own bool, shop int64) (map[int64][]holdfast.BundleComponent, error)
 }
 
 // BundleFacts is what SetBundle's transaction reads about a definition.
