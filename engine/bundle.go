@@ -131,6 +131,30 @@ func (c *Client[TTx]) expandReserve(ctx context.Context, tx TTx, own bool, p hol
 	return p, nil
 }
 
+// expandEdit is expandReserve for an edit's new lines: an edit may name a
+// bundle as a reservation does, and the hold's lines stay components.
+func (c *Client[TTx]) expandEdit(ctx context.Context, tx TTx, own bool, p holdfast.EditParams) (holdfast.EditParams, error) {
+	if p.ShopID <= 0 || len(p.Lines) == 0 {
+		return p, nil // validation answers it
+	}
+	defs, err := c.bundles(ctx, tx, own, p.ShopID)
+	if err != nil || len(defs) == 0 {
+		return p, err
+	}
+	if !slices.ContainsFunc(p.Lines, func(l holdfast.Line) bool { return defs[l.ItemID] != nil }) {
+		return p, nil
+	}
+	if _, err := holdfast.ValidateEdit(c.cfg, p); err != nil {
+		return p, err
+	}
+	lines, err := ExpandBundles(c.cfg, p.Lines, defs)
+	if err != nil {
+		return p, err
+	}
+	p.Lines = lines
+	return p, nil
+}
+
 // ExpandBundles answers lines (validated) with each line of a bundle in
 // defs replaced by its components, merged with the other lines of the same
 // key (item, location) by adding quantities. A merged line over

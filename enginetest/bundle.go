@@ -90,6 +90,16 @@ func testBundleReserve(t *testing.T, h *Harness) {
 		if !reflect.DeepEqual(hd.Lines, want) {
 			t.Fatalf("merged hold lines %+v, want %+v", hd.Lines, want)
 		}
+		// An edit may name the bundle too: its lines stay components.
+		hd, err = e.edit(shop, id2, hd.Revision+1, 0, line(100, 1))
+		if err != nil {
+			t.Fatalf("edit to one bundle: %v", err)
+		}
+		want = []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}, {ItemID: 2, LocationID: 1, Quantity: 2}, {ItemID: 3, LocationID: 1, Quantity: 3}}
+		if !reflect.DeepEqual(hd.Lines, want) {
+			t.Fatalf("edited hold lines %+v, want %+v", hd.Lines, want)
+		}
+		e.heldUnits(shop, map[int64]int{1: 1, 2: 2, 3: 3})
 		e.release(shop, id2)
 		e.heldUnits(shop, map[int64]int{1: 0, 2: 0, 3: 0})
 
