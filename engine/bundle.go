@@ -83,16 +83,24 @@ func (bc *bundleCache) drop(shop int64) {
 }
 
 // bundles answers a shop's bundle definitions, from the cache or read:
-// on the pool when own, else once in the caller's tx (no second
-// connection), without caching what the caller's snapshot saw.
+// on the pool when own, else in the caller's tx (no second connection).
+// What a caller's tx read is cached too: under READ COMMITTED (MySQL's
+// …Tx twins require it; PostgreSQL's default) each statement sees what was
+// committed when it began; a caller's older REPEATABLE READ snapshot may
+// make the entry older than its stamp by the age of that transaction.
 func (c *Client[TTx]) bundles(ctx context.Context, tx TTx, own bool, shop int64) (bundleDefs, error) {
 	if defs, ok := c.bundleCache.get(shop); ok {
 		return defs, nil
 	}
-	if !own {
-		return c.d.ReadBundles(ctx, tx, false, shop)
-	}
 	at := time.Now() // before the read: the entry is never trusted past what it saw
+	if !own {
+		defs, err := c.d.ReadBundles(ctx, tx, false, shop)
+		if err != nil {
+			return nil, err
+		}
+		c.bundleCache.put(shop, at, defs)
+		return defs, nil
+	}
 	var defs bundleDefs
 	err := c.core.Run(ctx, holdfast.RouteRead, true, true, nil, func(int) error {
 		var err error
