@@ -27,13 +27,14 @@ type Client[TTx comparable] struct {
 	cfg  holdfast.Config
 	d    driver.Driver[TTx]
 
-	soldOutAt   sync.Map     // Key -> time.Time: when a reservation last found it sold out (hint.go)
-	inflight    atomic.Int64 // combinable reservations in flight: the contention that decides combining
-	sequencer   sequencer    // coalesces event sequencing (events.go)
-	buyer       buyerKey     // the buyer-id secret, once read (buyer.go)
-	combiner    combiner     // contended reservations on batch keys (combine.go)
-	waitCursor  waitCursor   // where the waitlist server's next pass starts (waitlist.go)
-	bundleCache bundleCache  // shops' bundle definitions (bundle.go)
+	soldOutAt  sync.Map     // Key -> time.Time: when a reservation last found it sold out (hint.go)
+	inflight   atomic.Int64 // combinable reservations in flight: the contention that decides combining
+	sequencer  sequencer    // coalesces event sequencing (events.go)
+	buyer      buyerKey     // the buyer-id secret, once read (buyer.go)
+	combiner   combiner     // contended reservations on batch keys (combine.go)
+	waitCursor waitCursor   // where the waitlist server's next pass starts (waitlist.go)
+
+	bundleCache bundleCache // shops' bundle definitions (bundle.go)
 }
 
 // NewClient returns the engine over d with cfg (defaults filled in and
