@@ -44,6 +44,8 @@ const (
 	AuditKeyCreate     = "key.create"     // an API key created
 	AuditKeyRevoke     = "key.revoke"     // an API key revoked
 	AuditKeyRotate     = "key.rotate"     // an API key rotated
+	AuditBundleSet     = "bundle.set"     // SetBundle
+	AuditBundleDelete  = "bundle.delete"  // DeleteBundle that removed one
 )
 
 // Actor is who makes a change, as the audit log records it: the API key

@@ -68,9 +68,12 @@ type Availability struct {
 
 // ItemAvailability is what a buyer could reserve now of one item.
 //
-// Bundles (issue #30 item 1) will answer here too, with the minimum over
-// their components; pre-orders (item 2) will add what a line may take
-// beyond Sellable up to the pre-order cap. Neither exists yet.
+// A bundle (Bundle) answers here too, from its components: per location
+// the fewest whole bundles its components there allow (waiters or not
+// stocked when any component is); Sellable and Whole the fewest over its
+// components of theirs (each component line is allocated on its own).
+// Pre-orders (issue #30 item 2) will add what a line may take beyond
+// Sellable up to the pre-order cap; they do not exist yet.
 type ItemAvailability struct {
 	ItemID int64 `json:"item_id"`
 	// Sellable is what one allocated line (location_id 0) that allows a

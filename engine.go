@@ -90,6 +90,17 @@ type Engine interface {
 	// into of the same shop, atomically and idempotently; it answers into's
 	// hold (merge.go, engine/merge.go).
 	MergeCheckouts(ctx context.Context, shopID int64, from, into uuid.UUID) (*Hold, error)
+	// SetBundle defines (or redefines) a shop's bundle item: its
+	// components × quantities (bundle.go). A definition that is malformed,
+	// nested, or names a stocked item as the bundle is an *ArgumentError
+	// and changes nothing.
+	SetBundle(ctx context.Context, b Bundle) error
+	// Bundle reads a shop's bundle definition; ErrNotFound when the item
+	// is not a bundle.
+	Bundle(ctx context.Context, shopID, itemID int64) (*Bundle, error)
+	// DeleteBundle removes a shop's bundle definition (none is no error);
+	// holds already made keep their component lines.
+	DeleteBundle(ctx context.Context, shopID, itemID int64) error
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

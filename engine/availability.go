@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/holdfast/holdfast"
@@ -22,9 +23,37 @@ func (c *Client[TTx]) Availability(ctx context.Context, q holdfast.AvailabilityQ
 		c.observe(holdfast.RouteRead, start, err, nil)
 		return nil, err
 	}
-	a, err := c.readAvailability(ctx, q)
+	var zero TTx
+	defs, err := c.bundles(ctx, zero, true, q.ShopID)
+	if err != nil {
+		c.observe(holdfast.RouteRead, start, err, nil)
+		return nil, err
+	}
+	if !slices.ContainsFunc(q.Items, func(id int64) bool { return defs[id] != nil }) {
+		a, err := c.readAvailability(ctx, q)
+		c.observe(holdfast.RouteRead, start, err, nil)
+		return a, err
+	}
+	read := q // what is read: a bundle's components instead of the bundle
+	read.Items = bundleItems(q.Items, defs)
+	got, err := c.readAvailability(ctx, read)
 	c.observe(holdfast.RouteRead, start, err, nil)
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	of := make(map[int64]holdfast.ItemAvailability, len(got.Items))
+	for _, ia := range got.Items {
+		of[ia.ItemID] = ia
+	}
+	out := &holdfast.Availability{ShopID: q.ShopID, Locations: got.Locations, Items: make([]holdfast.ItemAvailability, len(q.Items))}
+	for i, id := range q.Items {
+		if comps := defs[id]; comps != nil {
+			out.Items[i] = BundleAvailability(id, comps, of)
+		} else {
+			out.Items[i] = of[id]
+		}
+	}
+	return out, nil
 }
 
 // Available folds ReadAvailability's rows for q (validated) into the
@@ -32,9 +61,9 @@ func (c *Client[TTx]) Availability(ctx context.Context, q holdfast.AvailabilityQ
 // over its locations in order. Rows that do not match q's items ×
 // locations (a driver's bug) are an error, never a wrong answer.
 //
-// This is where a bundle (issue #30 item 1: the minimum over its
-// components, per location) and pre-orders (item 2: beyond sellable up to
-// a cap) will be folded in.
+// A bundle (issue #30 item 1) is folded in by Availability from its
+// components' answers (BundleAvailability); pre-orders (item 2: beyond
+// sellable up to a cap) will be folded in here.
 func Available(q holdfast.AvailabilityQuery, rows []driver.KeyAvailability) (*holdfast.Availability, error) {
 	if len(rows)%len(q.Items) != 0 {
 		return nil, errAvailabilityRows(len(rows), q)

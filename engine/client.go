@@ -34,6 +34,8 @@ type Client[TTx comparable] struct {
 	combiner   combiner       // contended reservations on batch keys (combine.go)
 	waitCursor waitCursor     // where the waitlist server's next pass starts (waitlist.go)
 	avail      availCoalescer // concurrent availability reads of a shop (availcoalesce.go)
+
+	bundleCache bundleCache // shops' bundle definitions (bundle.go)
 }
 
 // NewClient returns the engine over d with cfg (defaults filled in and

@@ -31,6 +31,11 @@ func (c *Client[TTx]) EditTx(ctx context.Context, tx TTx, p holdfast.EditParams)
 
 func (c *Client[TTx]) edit(ctx context.Context, tx TTx, own bool, p holdfast.EditParams) (*holdfast.Hold, error) {
 	start := time.Now()
+	p, err := c.expandEdit(ctx, tx, own, p) // bundle lines become component lines (bundle.go)
+	if err != nil {
+		c.observe(holdfast.RouteEdit, start, err, nil)
+		return nil, err
+	}
 	lines, err := holdfast.ValidateEdit(c.cfg, p)
 	if err != nil {
 		c.observe(holdfast.RouteEdit, start, err, nil)

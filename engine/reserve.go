@@ -22,6 +22,11 @@ import (
 // naming every short line.
 func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*holdfast.Hold, error) {
 	var zero TTx
+	p, err := c.expandReserve(ctx, zero, true, p) // bundle lines become component lines (bundle.go)
+	if err != nil {
+		c.observe(holdfast.RouteReserve, time.Now(), err, nil)
+		return nil, err
+	}
 	h, err := c.reserve(ctx, zero, true, p)
 	h, err = c.waitIfShort(ctx, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
@@ -38,6 +43,11 @@ func (c *Client[TTx]) ReserveTx(ctx context.Context, tx TTx, p holdfast.ReserveP
 	}
 	if p.Wait != 0 {
 		return nil, holdfast.NewArgumentError("wait", "waiting is not offered inside a caller's transaction")
+	}
+	p, err := c.expandReserve(ctx, tx, false, p) // bundle lines become component lines (bundle.go)
+	if err != nil {
+		c.observe(holdfast.RouteReserve, time.Now(), err, nil)
+		return nil, err
 	}
 	h, err := c.reserve(ctx, tx, false, p)
 	return h, c.d.MarkNotStocked(ctx, tx, false, p.ShopID, err) // in the caller's transaction: no second connection
@@ -161,6 +171,9 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 func (c *Client[TTx]) Combinable(p holdfast.ReserveParams) bool {
 	if !p.CombinableShape() {
 		return false
+	}
+	if defs, _ := c.bundleCache.get(p.ShopID); defs[p.Lines[0].ItemID] != nil {
+		return false // expanded into its components: the plain path
 	}
 	return c.d.Combines(holdfast.Key{ShopID: p.ShopID, ItemID: p.Lines[0].ItemID, LocationID: p.Lines[0].LocationID})
 }

@@ -47,6 +47,7 @@ func (s *Server) routes() {
 	s.availabilityRoutes() // availability.go: what a buyer could reserve now
 	s.auditRoutes()        // audit.go: admin cancel and the audit log (admin)
 	s.mergeRoutes()        // merge.go
+	s.bundleRoutes()       // bundle.go: bundle items (issue #30 item 1)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

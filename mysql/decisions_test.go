@@ -282,6 +282,11 @@ func TestCartOneRoundTrip(t *testing.T) {
 		}
 		return after - before - 1 // the first SHOW counts itself
 	}
+	// A shop's bundle definitions are read once per engine.BundleCacheTTL
+	// (here by an availability read of another item), not by every take.
+	if _, err := e.c.Availability(ctx, holdfast.AvailabilityQuery{ShopID: 1, Items: []int64{99}, Locations: []int64{1}}); err != nil {
+		t.Fatal(err)
+	}
 	one, six := statements(lines[:1]), statements(lines)
 	t.Logf("statements per reservation: 1 line %d, 6 lines %d", one, six)
 	if six != one {

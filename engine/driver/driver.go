@@ -52,6 +52,7 @@ type Driver[TTx comparable] interface {
 	Buyers[TTx]
 	Availabilities
 	Auditor[TTx]
+	Bundler[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the

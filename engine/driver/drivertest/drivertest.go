@@ -62,7 +62,8 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("Enqueue", func(t *testing.T) { t.Parallel(); testEnqueue(t, h) })
 	t.Run("ReadAvailability", func(t *testing.T) { t.Parallel(); testReadAvailability(t, h) })
 	t.Run("AuditAttempts", func(t *testing.T) { t.Parallel(); testAuditAttempts(t, h) })
-	t.Run("MergeAttempt", func(t *testing.T) { t.Parallel(); testMergeAttempt(t, h) }) // merge.go
+	t.Run("MergeAttempt", func(t *testing.T) { t.Parallel(); testMergeAttempt(t, h) })     // merge.go
+	t.Run("BundleAttempts", func(t *testing.T) { t.Parallel(); testBundleAttempts(t, h) }) // bundle.go
 }
 
 var key = holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}

@@ -1,0 +1,2 @@
+-- Remove a bundle's components. ? shop, ? bundle.
+DELETE FROM bundle_components WHERE shop_id = ? AND bundle_id = ?
