@@ -39,6 +39,16 @@ func TestTxRolledBackNotRetried(t *testing.T) {
 		}
 	}
 	checkout := uuid.New()
+	// The watcher's own connection, taken before any lock: the engine's
+	// workers share the pool, and one blocked behind the other
+	// transaction's in-flight mark (for up to innodb_lock_wait_timeout)
+	// must not leave the watcher waiting for a connection past the wait it
+	// watches for.
+	watch, err := e.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
 
 	// The caller's transaction: its own work, then a row lock the other
 	// transaction will wait for.
@@ -74,11 +84,16 @@ func TestTxRolledBackNotRetried(t *testing.T) {
 	}()
 	for {
 		var waiting int
-		if err := e.db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id = ?", otherThread).Scan(&waiting); err != nil {
+		if err := watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id = ?", otherThread).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting == 1 {
 			break
+		}
+		select {
+		case err := <-otherDone:
+			t.Fatalf("the other transaction ended before it was seen waiting for the caller's row: %v", err)
+		default:
 		}
 		if ctx.Err() != nil {
 			t.Fatal("the other transaction never waited for the caller's row")
