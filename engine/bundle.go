@@ -375,3 +375,21 @@ func BundleAvailability(item int64, comps []holdfast.BundleComponent, of map[int
 	}
 	return out
 }
+
+// refuseBundleStock refuses stock for a shop's bundle items: a bundle has
+// no stock of its own (reserving it takes its components), so units set on
+// its id would never be taken. SetBundle refuses the other order (a stocked
+// item cannot become a bundle). field names item i in the caller's input.
+// Definitions come from the same cache reservations expand through.
+func (c *Client[TTx]) refuseBundleStock(ctx context.Context, tx TTx, own bool, shop int64, items []int64, field func(i int) string) error {
+	defs, err := c.bundles(ctx, tx, own, shop)
+	if err != nil {
+		return err
+	}
+	for i, item := range items {
+		if defs[item] != nil {
+			return holdfast.NewArgumentError(field(i), "item %d is a bundle: it has no stock of its own (stock its components, or delete the bundle first)", item)
+		}
+	}
+	return nil
+}

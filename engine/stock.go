@@ -43,6 +43,10 @@ func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch hold
 		c.observe(holdfast.RouteAdjust, start, err, nil)
 		return nil, err
 	}
+	if err := c.refuseBundleStock(ctx, tx, own, ch.ShopID, []int64{ch.ItemID}, func(int) string { return "item_id" }); err != nil {
+		c.observe(holdfast.RouteAdjust, start, err, nil)
+		return nil, err
+	}
 	var lvl *holdfast.Level
 	var changed *holdfast.StockChangedError
 	err := c.run(ctx, tx, own, holdfast.RouteAdjust, ch.ID != "", func(tx TTx) error {

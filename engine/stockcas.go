@@ -61,6 +61,14 @@ func (c *Client[TTx]) importStock(ctx context.Context, tx TTx, own bool, im hold
 		c.observe(holdfast.RouteAdjust, start, err, nil)
 		return nil, err
 	}
+	items := make([]int64, len(im.Entries))
+	for i, e := range im.Entries {
+		items[i] = e.ItemID
+	}
+	if err := c.refuseBundleStock(ctx, tx, own, im.ShopID, items, func(i int) string { return fmt.Sprintf("entries[%d].item_id", i) }); err != nil {
+		c.observe(holdfast.RouteAdjust, start, err, nil)
+		return nil, err
+	}
 	order := make([]int, len(im.Entries))
 	for i := range order {
 		order[i] = i

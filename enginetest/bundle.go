@@ -244,10 +244,24 @@ func testBundleBadDefinitions(t *testing.T, h *Harness) {
 	if _, err := e.e.Bundle(ctx, shop, 500); !errors.Is(err, holdfast.ErrNotFound) {
 		t.Fatalf("refused bundle 500 reads %v, want ErrNotFound", err)
 	}
-	// 60 bundles of 400 take 120 of item 1: past QuantityMax 100.
+	// Stock on a bundle's id is refused (it would never be taken), as a
+	// single change and as an import's entry, and writes nothing.
+	n := 5
 	before := e.rows()
-	_, err := e.reserve(shop, uuid.New(), []holdfast.Line{{ItemID: 7, LocationID: 1, Quantity: 1}, {ItemID: 400, LocationID: 1, Quantity: 60}})
+	_, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: key(shop, 400), Set: &n, Reason: "stocktake"})
 	var ae *holdfast.ArgumentError
+	if !errors.As(err, &ae) || ae.Field != "item_id" {
+		t.Fatalf("stock set on bundle 400: %v, want an *ArgumentError naming item_id", err)
+	}
+	_, err = e.e.ImportStock(ctx, holdfast.StockImport{ShopID: shop, ID: "bundle-import", Reason: "sync",
+		Entries: []holdfast.StockImportEntry{{ItemID: 1, LocationID: 1, Available: 40}, {ItemID: 400, LocationID: 1, Available: 5}}})
+	if !errors.As(err, &ae) || ae.Field != "entries[1].item_id" {
+		t.Fatalf("an import with bundle 400: %v, want an *ArgumentError naming entries[1].item_id", err)
+	}
+	e.sameAllRows(before)
+	// 60 bundles of 400 take 120 of item 1: past QuantityMax 100.
+	before = e.rows()
+	_, err = e.reserve(shop, uuid.New(), []holdfast.Line{{ItemID: 7, LocationID: 1, Quantity: 1}, {ItemID: 400, LocationID: 1, Quantity: 60}})
 	if !errors.As(err, &ae) || ae.Field != "lines[1].quantity" {
 		t.Fatalf("a bundle line past QuantityMax: %v, want an *ArgumentError naming lines[1].quantity", err)
 	}
