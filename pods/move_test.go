@@ -381,6 +381,43 @@ func TestMoveAbort(t *testing.T) {
 	}
 	src, dst := s.stores["a"], s.stores["b"]
 
+	// Stopped while streaming: the copy done, the shop trading on the
+	// source and its changes applied on the target; the mover died (no
+	// Stop). Abort drops the subscription, the slots and the publication
+	// and deletes the copy.
+	if _, err := src.(pods.Streamer).Stream(ctx, 1, dst, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.r.Reserve(ctx, cart(1)); err != nil {
+		t.Fatalf("the source serves the shop while it streams: %v", err)
+	}
+	held := count(t, s.a, "SELECT count(*) FROM holds WHERE shop_id = 1")
+	waitCount(t, s.b, held, "SELECT count(*) FROM holds WHERE shop_id = 1")
+	if _, err := s.b.eng.Reserve(ctx, cart(1)); !errors.Is(err, holdfast.ErrShopMoved) {
+		t.Fatalf("reserve on the target of a streaming shop: %v, want ErrShopMoved", err)
+	}
+	ab, err := pods.Abort(ctx, s.m, s.stores, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ab.Discarded) != 1 || ab.Discarded[0] != "b" {
+		t.Fatalf("abort of a stream: %+v", ab)
+	}
+	for _, p := range []*podDB{s.a, s.b} {
+		if c := count(t, p, `SELECT (SELECT count(*) FROM pg_subscription s JOIN pg_database d ON d.oid = s.subdbid AND d.datname = current_database())
+			+ (SELECT count(*) FROM pg_publication)
+			+ (SELECT count(*) FROM pg_replication_slots WHERE database = current_database())`); c != 0 {
+			t.Fatalf("pod %s keeps %d subscriptions, publications or slots after the abort", p.name, c)
+		}
+	}
+	if c := count(t, s.b, "SELECT count(*) FROM holds WHERE shop_id = 1"); c != 0 {
+		t.Fatalf("the target keeps %d holds of shop 1 after the abort of a stream", c)
+	}
+	before, err = src.Digest(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// Stopped after the copy.
 	f, err := src.Fence(ctx, 1)
 	if err != nil {
@@ -405,7 +442,7 @@ func TestMoveAbort(t *testing.T) {
 	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r}); !errors.Is(err, pods.ErrMoveRefused) {
 		t.Fatalf("a move over an unfinished one: %v, want ErrMoveRefused", err)
 	}
-	ab, err := pods.Abort(ctx, s.m, s.stores, 1)
+	ab, err = pods.Abort(ctx, s.m, s.stores, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -706,4 +743,21 @@ func TestMoveKilled(t *testing.T) {
 	}
 	checkInvariant(t, "a", a.eng)
 	checkInvariant(t, "x", x.eng)
+}
+
+// waitCount polls q on p until it answers want (a stream applies changes
+// as they commit, not at once), failing after 30 s.
+func waitCount(t *testing.T, p *podDB, want int64, q string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := count(t, p, q, args...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s: %s answers %d, want %d", p.name, q, got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -103,7 +103,7 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			clusters[i], errs[i] = pgcluster.Start(ctx, pgcluster.Options{})
+			clusters[i], errs[i] = pgcluster.Start(ctx, pgcluster.Options{Logical: true})
 		}()
 	}
 	wg.Wait()

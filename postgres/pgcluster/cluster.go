@@ -76,6 +76,9 @@ type Options struct {
 	// server down only when no other process uses it. A shared server is
 	// not tied to the process that started it. Requires DataDir.
 	Shared bool
+	// Logical sets wal_level = logical: the cluster can be the source of
+	// a streamed shop move (pods, postgres/pgmove).
+	Logical bool
 	// NoInit makes Start fail with ErrNoCluster, instead of creating a
 	// cluster, when DataDir holds none.
 	NoInit bool
@@ -232,6 +235,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		"max_locks_per_transaction=256",
 		"jit=off",
 		"password_encryption=scram-sha-256",
+	}
+	if opts.Logical {
+		settings = append(settings, "wal_level=logical")
 	}
 	if opts.Durable {
 		// Checkpoints on schedule, not every time 1 GB of WAL fills: after
