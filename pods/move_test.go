@@ -149,6 +149,7 @@ func TestMoveUnderLoad(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(uint64(w), 28))
 			for !stop.Load() {
 				p := cart(1)
+				p.TTL = time.Hour // held until the checks, however long the moves take
 				if !judge(p.CheckoutID, func() error { _, err := s.r.Reserve(ctx, p); return err }(), holdfast.StatusHeld) {
 					continue
 				}
