@@ -642,8 +642,15 @@ func TestMovedStaleRouter(t *testing.T) {
 // target's after the copy, then (once that move was aborted and made
 // again) the source's after the verify. Each time the move stops with an
 // error, the shop is served by its source once that is up, nothing is
-// lost, and after `Abort` the same move succeeds.
+// lost, and after `Abort` the same move succeeds. Streamed (the kill
+// after the catch-up; Abort drops the stream's leftovers) and copied.
 func TestMoveKilled(t *testing.T) {
+	for _, method := range []string{pods.MethodStream, pods.MethodCopy} {
+		t.Run(method, func(t *testing.T) { testMoveKilled(t, method) })
+	}
+}
+
+func testMoveKilled(t *testing.T, method string) {
 	ctx := context.Background()
 	srvX, err := startServer(ctx)
 	if err != nil {
@@ -683,7 +690,7 @@ func TestMoveKilled(t *testing.T) {
 	}
 
 	// 1. The target dies after the copy committed.
-	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "x", Stores: stores, Router: r}, only("copied", kill(srvX)))
+	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "x", Method: method, Stores: stores, Router: r}, only("copied", kill(srvX)))
 	if err == nil {
 		t.Fatal("a move whose target died succeeded")
 	}
@@ -699,15 +706,18 @@ func TestMoveKilled(t *testing.T) {
 	if ab, err := pods.Abort(ctx, m, stores, 1); err != nil || len(ab.Discarded) != 1 {
 		t.Fatalf("abort: %+v, %v", ab, err)
 	}
-	rep, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "x", Stores: stores, Router: r, PurgeDelay: time.Millisecond})
+	rep, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "x", Method: method, Stores: stores, Router: r, PurgeDelay: time.Millisecond})
 	if err != nil {
 		t.Fatalf("the move again: %v", err)
+	}
+	if rep.Method != method {
+		t.Fatalf("moved by %s, asked %s", rep.Method, method)
 	}
 	t.Logf("moved after the abort: fence %v, %d rows", rep.Fence, rep.Rows)
 	reserve()
 
 	// 2. The source (x now) dies after the verify, before its mark.
-	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "a", Stores: stores, Router: r}, only("verified", kill(srvX)))
+	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "a", Method: method, Stores: stores, Router: r}, only("verified", kill(srvX)))
 	if err == nil {
 		t.Fatal("a move whose source died succeeded")
 	}
@@ -731,7 +741,7 @@ func TestMoveKilled(t *testing.T) {
 	if ab, err := pods.Abort(ctx, m, stores, 1); err != nil || len(ab.Discarded) != 0 || ab.Restored {
 		t.Fatalf("abort after the undone move: %+v, %v (want nothing to do)", ab, err)
 	}
-	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "a", Stores: stores, Router: r, PurgeDelay: time.Millisecond}); err != nil {
+	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "a", Method: method, Stores: stores, Router: r, PurgeDelay: time.Millisecond}); err != nil {
 		t.Fatalf("the move back again: %v", err)
 	}
 	for _, id := range ids {
