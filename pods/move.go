@@ -177,6 +177,11 @@ type MoveParams struct {
 	// FollowInterval; a router that does not, at its next call refused by
 	// the source).
 	Router *Router
+	// BeforeFence, when set, runs once the move is ready to fence the shop
+	// (a streamed move: its copy is done and its changes stream) and may
+	// wait for a moment of its choosing — a quiet minute, or, in the
+	// pods demo, the middle of the sale. Its error stops the move, undone.
+	BeforeFence func(ctx context.Context) error
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -314,6 +319,11 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 		return cause
 	}
 
+	if p.BeforeFence != nil {
+		if err := p.BeforeFence(ctx); err != nil {
+			return nil, undoStream(fmt.Errorf("pods: move: before the fence: %w", err))
+		}
+	}
 	start := time.Now()
 	fctx, cancel := context.WithTimeout(ctx, p.FenceWait)
 	f, err := src.Fence(fctx, p.ShopID)

@@ -239,19 +239,27 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		defer close(moveErr)
 		dst, src := to, from.Pod
 		for i := range f.moves {
+			// The first move starts a third of the way to its threshold
+			// (the other shops' "before" is measured until then), the
+			// next ones at once; a streamed one copies the shop while it
+			// trades, and each fences when the sale is at its threshold.
 			threshold := int64(f.buyers) * int64(i+1) / int64(f.moves+2)
-			for done.Load() < threshold && ctx.Err() == nil {
+			for i == 0 && done.Load() < threshold/3 && ctx.Err() == nil {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if ctx.Err() != nil {
-				moveErr <- ctx.Err()
-				return
+			var at int64
+			var f0 time.Time
+			beforeFence := func(ctx context.Context) error {
+				for done.Load() < threshold && ctx.Err() == nil {
+					time.Sleep(10 * time.Millisecond)
+				}
+				at, f0 = done.Load(), time.Now()
+				return ctx.Err()
 			}
 			moving.Store(true)
-			at := done.Load()
 			t0 := time.Now()
 			rep, err := pods.Move(ctx, pods.MoveParams{ShopID: shop, To: dst, Stores: stores, Router: r,
-				PurgeDelay: podsDemoPurgeDelay, Logger: slog.New(slog.DiscardHandler)})
+				PurgeDelay: podsDemoPurgeDelay, BeforeFence: beforeFence, Logger: slog.New(slog.DiscardHandler)})
 			t1 := time.Now()
 			moving.Store(false)
 			if err != nil {
@@ -261,12 +269,16 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 			sale.mu.Lock()
 			reports = append(reports, rep)
 			windows = append(windows, [2]time.Time{t0, t1})
-			fences = append(fences, [2]time.Time{t0, t0.Add(rep.Fence)})
+			fences = append(fences, [2]time.Time{f0, f0.Add(rep.Fence)})
 			atBuyer = append(atBuyer, at)
 			sale.mu.Unlock()
-			stderrf("moved shop %d from %s to %s: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d",
-				shop, rep.From, rep.To, rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(), rep.Copy.Milliseconds(),
-				rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
+			step := "copy"
+			if rep.Method == pods.MethodStream {
+				step = "catch-up"
+			}
+			stderrf("moved shop %d from %s to %s (%s, %d ms before the fence): %d rows, fence %d ms (wait %d, %s %d, verify %d, switch %d), purged %d",
+				shop, rep.From, rep.To, rep.Method, rep.Stream.Milliseconds(), rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(),
+				step, rep.Copy.Milliseconds(), rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
 			dst, src = src, dst
 		}
 	}()
@@ -390,9 +402,13 @@ feed:
 	fmt.Fprintf(w, "  retried        %6d  (answers unavailable or outcome_unknown during the fence, retried with the same checkout id)\n", sale.retries.Load())
 	fmt.Fprintf(w, "  gave up        %6d\n", sale.gaveUp.Load())
 	for i, rp := range reports {
-		fmt.Fprintf(w, "  move %d         %s → %s after %d of %d buyers: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d\n",
-			i+1, rp.From, rp.To, atBuyer[i], f.buyers, rp.Rows, rp.Fence.Milliseconds(), rp.FenceWait.Milliseconds(), rp.Copy.Milliseconds(),
-			rp.Verify.Milliseconds(), rp.Switch.Milliseconds(), rp.Purged)
+		step := "copy"
+		if rp.Method == pods.MethodStream {
+			step = "catch-up"
+		}
+		fmt.Fprintf(w, "  move %d         %s → %s, %s (%d ms before the fence), fenced after %d of %d buyers: %d rows, fence %d ms (wait %d, %s %d, verify %d, switch %d), purged %d\n",
+			i+1, rp.From, rp.To, rp.Method, rp.Stream.Milliseconds(), atBuyer[i], f.buyers, rp.Rows, rp.Fence.Milliseconds(), rp.FenceWait.Milliseconds(),
+			step, rp.Copy.Milliseconds(), rp.Verify.Milliseconds(), rp.Switch.Milliseconds(), rp.Purged)
 	}
 	fmt.Fprintf(w, "  fenced calls   %6d  (calls of the sale in flight during a fence: they waited, longest %d ms)\n", waited, longest.Milliseconds())
 	fmt.Fprintf(w, "  checked        %d acknowledged answers against pod %s's rows (%d unknown, not judged); claim ledger %d units\n",

@@ -237,7 +237,12 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		"password_encryption=scram-sha-256",
 	}
 	if opts.Logical {
-		settings = append(settings, "wal_level=logical")
+		// A streamed move copies a shop's tables (about 25) each by a
+		// table-sync worker, which must first wait for a consistent point
+		// (the transactions running when its slot was made): more of them
+		// at once hide that wait.
+		settings = append(settings, "wal_level=logical", "max_worker_processes=16",
+			"max_logical_replication_workers=10", "max_sync_workers_per_subscription=6")
 	}
 	if opts.Durable {
 		// Checkpoints on schedule, not every time 1 GB of WAL fills: after
