@@ -55,6 +55,9 @@ const (
 	// its cached placement at the switch, so the source's rows can go
 	// soon.
 	podsDemoPurgeDelay = 300 * time.Millisecond
+	// podsDemoWarmup: the other shops trade alone this long before the
+	// first move starts (their p99 "before").
+	podsDemoWarmup = time.Second
 	// podsDemoExpireMax bounds the wait for the abandoned holds to expire
 	// after the sale (past --ttl).
 	podsDemoExpireMax = 30 * time.Second
@@ -211,7 +214,7 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	defer func() { stopBG(); bgWG.Wait() }()
 
 	sale := &podsSale{r: r, shop: shop, ttl: f.ttl, log: &acklog.Log{}}
-	saleStart := time.Now()
+	trafficStart := time.Now()
 	work := make(chan int)
 	var done atomic.Int64
 	var buyers sync.WaitGroup
@@ -235,21 +238,29 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		moving  atomic.Bool
 	)
 	moveErr := make(chan error, 1)
+	// The sale opens once the first move is ready to fence (a streamed
+	// move has copied the shop by then and streams its changes), so each
+	// fence lands mid-sale however long the copy takes.
+	ready := make(chan struct{})
+	var readyOnce sync.Once
+	setReady := func() { readyOnce.Do(func() { close(ready) }) }
 	go func() {
 		defer close(moveErr)
+		defer setReady()
+		// The other shops trade alone a moment first: their "before".
+		select {
+		case <-ctx.Done():
+		case <-time.After(podsDemoWarmup):
+		}
 		dst, src := to, from.Pod
 		for i := range f.moves {
-			// The first move starts a third of the way to its threshold
-			// (the other shops' "before" is measured until then), the
-			// next ones at once; a streamed one copies the shop while it
-			// trades, and each fences when the sale is at its threshold.
+			// Each move starts at once (the first after the warm-up) and
+			// fences when the sale is at its threshold.
 			threshold := int64(f.buyers) * int64(i+1) / int64(f.moves+2)
-			for i == 0 && done.Load() < threshold/3 && ctx.Err() == nil {
-				time.Sleep(10 * time.Millisecond)
-			}
 			var at int64
 			var f0 time.Time
 			beforeFence := func(ctx context.Context) error {
+				setReady()
 				for done.Load() < threshold && ctx.Err() == nil {
 					time.Sleep(10 * time.Millisecond)
 				}
@@ -294,6 +305,11 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 			done.Load(), f.buyers, sale.held.Load(), sale.claimed.Load(), sale.released.Load(), sale.soldOut.Load(),
 			sale.retries.Load(), state, bg.ops.Load())
 	})
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	saleStart := time.Now()
 feed:
 	for i := range f.buyers {
 		select {
@@ -390,7 +406,7 @@ feed:
 	for _, rp := range reports {
 		fenceMax = max(fenceMax, rp.Fence)
 	}
-	before, during := bg.split(saleStart, windows)
+	before, during := bg.split(trafficStart, windows)
 	waited, longest := sale.fenced(fences)
 
 	fmt.Fprintf(w, "\nsummary (sale %v)\n", saleTime.Round(time.Millisecond))
