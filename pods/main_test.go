@@ -59,7 +59,7 @@ type server struct {
 }
 
 func startServer(ctx context.Context) (*server, error) {
-	c, err := pgcluster.Start(ctx, pgcluster.Options{})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Logical: true})
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,49 @@ type MoveStore interface {
 	Purge(ctx context.Context, shopID int64, batch int) (int64, error)
 }
 
+// Streamer is a MoveStore that can move a shop ahead of its fence: copy
+// its rows while it trades and stream its changes to the target as they
+// commit (PostgreSQL's logical replication, package postgres/pgmove), so
+// the fence lasts as long as the catch-up and the verify, not the copy.
+type Streamer interface {
+	MoveStore
+	// Stream marks the shop incoming on to, starts copying its rows there
+	// and streaming its changes, and returns once the copy is done and
+	// changes are applied as they commit — or fails having left nothing
+	// behind. ErrStreamUnavailable: this pair of pods cannot stream (the
+	// fenced copy can still move the shop).
+	Stream(ctx context.Context, shopID int64, to MoveStore, fromPod string) (Stream, error)
+	// DropStreams drops, on this pod, what a stream of the shop left
+	// behind (a subscription, a publication, replication slots): Abort's
+	// cleanup after a move that died. The subscription side first: Abort
+	// calls it on every pod, then again.
+	DropStreams(ctx context.Context, shopID int64) error
+}
+
+// Stream is a shop's change stream from its source pod to a target
+// (Streamer.Stream).
+type Stream interface {
+	// CatchUp, under the source's fence f, returns once the target has
+	// applied every change of the shop the source committed, advanced the
+	// target's sequences past the shop's ids and stopped applying.
+	CatchUp(ctx context.Context, f Fence) error
+	// Stop ends the stream on both pods; idempotent. The target's copy
+	// stays (Discard deletes it).
+	Stop(ctx context.Context) error
+}
+
+// Move methods (MoveParams.Method).
+const (
+	// MethodAuto streams when both pods can (Streamer), else copies under
+	// the fence.
+	MethodAuto = ""
+	// MethodStream copies and streams the shop ahead of the fence; the
+	// fence covers the catch-up, the verify and the switch.
+	MethodStream = "stream"
+	// MethodCopy copies the shop under the fence.
+	MethodCopy = "copy"
+)
+
 // Fence is a shop fenced on its source pod by MoveStore.Fence.
 type Fence interface {
 	ShopID() int64
@@ -106,6 +149,10 @@ var (
 	// are refused everywhere) until `holdfast pods abort` (or the same
 	// move again) resolves it from the map.
 	ErrMoveUnresolved = errors.New("pods: the move's switch is unresolved")
+	// ErrStreamUnavailable: the pods cannot stream a shop (PostgreSQL's
+	// wal_level is not logical, a schema without the move marks, a role
+	// that may not replicate); MethodAuto falls back to the fenced copy.
+	ErrStreamUnavailable = errors.New("pods: the pods cannot stream a shop")
 )
 
 // MoveParams is one shop move.
@@ -116,6 +163,8 @@ type MoveParams struct {
 	// Stores are the pods' databases, by name (source and target at
 	// least).
 	Stores map[string]MoveStore
+	// Method is MethodAuto (the default), MethodStream or MethodCopy.
+	Method string
 	// FenceWait defaults to FenceWaitDefault.
 	FenceWait time.Duration
 	// PurgeDelay defaults to PurgeDelayDefault; negative: do not purge
@@ -128,6 +177,11 @@ type MoveParams struct {
 	// FollowInterval; a router that does not, at its next call refused by
 	// the source).
 	Router *Router
+	// BeforeFence, when set, runs once the move is ready to fence the shop
+	// (a streamed move: its copy is done and its changes stream) and may
+	// wait for a moment of its choosing — a quiet minute, or, in the
+	// pods demo, the middle of the sale. Its error stops the move, undone.
+	BeforeFence func(ctx context.Context) error
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -139,10 +193,16 @@ type MoveReport struct {
 	To     string `json:"to"`
 	Epoch  int64  `json:"epoch"`
 	Rows   int64  `json:"rows"`
+	// Method is how the rows went: MethodStream or MethodCopy.
+	Method string `json:"method"`
+	// Stream is how long the copy ahead of the fence took (MethodStream),
+	// the shop trading meanwhile.
+	Stream time.Duration `json:"stream,omitempty"`
 	// Fence is how long the shop's writes were refused: from the request
 	// of the fence to the target's accepting them. FenceWait, Copy, Verify
 	// (the target's digest, and the wait for the source's, taken during
-	// the copy) and Switch are its parts.
+	// the copy) and Switch are its parts; with MethodStream, Copy is the
+	// catch-up under the fence.
 	Fence     time.Duration `json:"fence"`
 	FenceWait time.Duration `json:"fence_wait"`
 	Copy      time.Duration `json:"copy"`
@@ -152,9 +212,13 @@ type MoveReport struct {
 	Tables    []TableDigest `json:"tables"`
 }
 
-// Move moves a shop to another pod as a fenced copy: fence the shop on its
-// source (new writes refused, writes in flight waited for), copy its rows
-// to the target in one transaction, verify (per table: count and ordered
+// Move moves a shop to another pod. Streamed (MethodStream, chosen by
+// MethodAuto when the pods can): copy the shop's rows to the target and
+// stream its changes while it trades, then fence the shop on its source
+// (new writes refused, writes in flight waited for), wait for the target
+// to apply the last of them, verify ... as below. As a fenced copy
+// (MethodCopy): fence the shop on its source, copy its rows to the target
+// in one transaction, verify (per table: count and ordered
 // hash on both sides), mark it gone on the source, switch the map, let the
 // target serve it, lift the fence, then (after PurgeDelay) delete the
 // source's rows. A failure before the switch undoes what was done: the
@@ -207,14 +271,65 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 	} else if st != FenceNone {
 		return nil, fmt.Errorf("%w: shop %d is marked %s on its pod %s; run pods abort first", ErrMoveRefused, p.ShopID, st, pl.Pod)
 	}
-	rep := &MoveReport{ShopID: p.ShopID, From: pl.Pod, To: p.To}
+	rep := &MoveReport{ShopID: p.ShopID, From: pl.Pod, To: p.To, Method: MethodCopy}
 
+	// Streamed: the copy runs ahead of the fence, the shop trading.
+	var stream Stream
+	switch sa, ok := src.(Streamer); {
+	case p.Method != MethodAuto && p.Method != MethodStream && p.Method != MethodCopy:
+		return nil, fmt.Errorf("%w: method %q (want %q, %q or empty)", ErrMoveRefused, p.Method, MethodStream, MethodCopy)
+	case p.Method == MethodCopy:
+	case !ok && p.Method == MethodStream:
+		return nil, fmt.Errorf("%w: %w: pod %s (%T) cannot stream", ErrMoveRefused, ErrStreamUnavailable, pl.Pod, src)
+	case ok:
+		t := time.Now()
+		stctx, cancel := context.WithTimeout(ctx, MoveStepTimeout)
+		var err error
+		stream, err = sa.Stream(stctx, p.ShopID, dst, pl.Pod)
+		cancel()
+		switch {
+		case errors.Is(err, ErrStreamUnavailable) && p.Method == MethodAuto:
+			log.Info("pods: move: copying under the fence", "shop", p.ShopID, "reason", err)
+		case err != nil:
+			return nil, fmt.Errorf("pods: move: streaming shop %d from %s to %s: %w", p.ShopID, pl.Pod, p.To, err)
+		default:
+			rep.Method, rep.Stream = MethodStream, time.Since(t)
+		}
+	}
+	stopStream := func() error {
+		if stream == nil {
+			return nil
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), MoveStepTimeout)
+		defer cancel()
+		err := stream.Stop(sctx)
+		if err == nil {
+			stream = nil
+		}
+		return err
+	}
+	undoStream := func(cause error) error {
+		uctx := context.WithoutCancel(ctx)
+		if err := stopStream(); err != nil {
+			return fmt.Errorf("%w; ending the stream failed too (run pods abort): %w", cause, err)
+		}
+		if err := dst.Discard(uctx, p.ShopID); err != nil && !errors.Is(err, ErrMoveRefused) {
+			return fmt.Errorf("%w; deleting the target's copy failed too (run pods abort): %w", cause, err)
+		}
+		return cause
+	}
+
+	if p.BeforeFence != nil {
+		if err := p.BeforeFence(ctx); err != nil {
+			return nil, undoStream(fmt.Errorf("pods: move: before the fence: %w", err))
+		}
+	}
 	start := time.Now()
 	fctx, cancel := context.WithTimeout(ctx, p.FenceWait)
 	f, err := src.Fence(fctx, p.ShopID)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("pods: move: fencing shop %d on %s (waiting at most %v for its writes in flight): %w", p.ShopID, pl.Pod, p.FenceWait, err)
+		return nil, undoStream(fmt.Errorf("pods: move: fencing shop %d on %s (waiting at most %v for its writes in flight): %w", p.ShopID, pl.Pod, p.FenceWait, err))
 	}
 	rep.FenceWait = time.Since(start)
 	released := false
@@ -232,16 +347,19 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 	// Another move may have switched the shop while this one waited for
 	// the fence.
 	if again, err := m.Lookup(sctx, p.ShopID); err != nil {
-		return nil, fmt.Errorf("pods: move: reading shop %d's placement under the fence: %w", p.ShopID, err)
+		return nil, undoStream(fmt.Errorf("pods: move: reading shop %d's placement under the fence: %w", p.ShopID, err))
 	} else if again.Pod != pl.Pod || again.Epoch != pl.Epoch {
-		return nil, fmt.Errorf("%w: %w: shop %d moved to %s meanwhile", ErrMoveRefused, ErrPlacementChanged, p.ShopID, again.Pod)
+		return nil, undoStream(fmt.Errorf("%w: %w: shop %d moved to %s meanwhile", ErrMoveRefused, ErrPlacementChanged, p.ShopID, again.Pod))
 	}
 	if err := hook("fenced"); err != nil {
-		return nil, err
+		return nil, undoStream(err)
 	}
 	undo := func(cause error) error {
 		uctx := context.WithoutCancel(ctx)
 		var errs []error
+		if err := stopStream(); err != nil {
+			errs = append(errs, fmt.Errorf("ending the stream: %w", err))
+		}
 		if err := dst.Discard(uctx, p.ShopID); err != nil && !errors.Is(err, ErrMoveRefused) {
 			errs = append(errs, fmt.Errorf("deleting the target's copy: %w", err))
 		}
@@ -267,8 +385,13 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 		srcDigest <- digest{d, err}
 	}()
 	t := time.Now()
-	rows, err := src.Copy(sctx, f, dst, pl.Pod)
-	rep.Copy, rep.Rows = time.Since(t), rows
+	var rows int64
+	if stream != nil {
+		err = stream.CatchUp(sctx, f)
+	} else {
+		rows, err = src.Copy(sctx, f, dst, pl.Pod)
+	}
+	rep.Copy = time.Since(t)
 	if err == nil {
 		err = hook("copied")
 	}
@@ -291,6 +414,12 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 		return nil, undo(fmt.Errorf("%w: shop %d: %s", ErrMoveMismatch, p.ShopID, diff))
 	}
 	rep.Tables = a
+	if stream != nil {
+		for _, d := range a {
+			rows += d.Rows
+		}
+	}
+	rep.Rows = rows
 	if err := hook("verified"); err != nil {
 		return nil, undo(err)
 	}
@@ -327,7 +456,12 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 	}
 	rep.Fence = time.Since(start)
 	release()
-	log.Info("pods: shop moved", "shop", p.ShopID, "from", pl.Pod, "to", p.To, "rows", rows, "fence_ms", rep.Fence.Milliseconds())
+	log.Info("pods: shop moved", "shop", p.ShopID, "from", pl.Pod, "to", p.To, "method", rep.Method, "rows", rows, "fence_ms", rep.Fence.Milliseconds())
+	// The stream ends before the purge: the source's deletes must not
+	// reach the target.
+	if err := stopStream(); err != nil {
+		return rep, fmt.Errorf("pods: move: shop %d moved; ending its stream (run pods abort to clean up; the source's rows stay until then): %w", p.ShopID, err)
+	}
 
 	if p.PurgeDelay > 0 {
 		select {
@@ -415,6 +549,18 @@ func Abort(ctx context.Context, m Map, stores map[string]MoveStore, shopID int64
 	home := stores[pl.Pod]
 	if home == nil {
 		return nil, fmt.Errorf("%w: no store for pod %s", ErrUnknownPod, pl.Pod)
+	}
+	// A streamed move's subscription, publication and slots: twice over
+	// every pod, as a source's slot can be dropped only once its
+	// subscriber let go of it.
+	for pass := range 2 {
+		for name, s := range stores {
+			if st, ok := s.(Streamer); ok {
+				if err := st.DropStreams(ctx, shopID); err != nil && pass == 1 {
+					return rep, fmt.Errorf("pods: abort: dropping the shop's stream on %s: %w", name, err)
+				}
+			}
+		}
 	}
 	for name, s := range stores {
 		if name == pl.Pod {

@@ -149,6 +149,7 @@ func TestMoveUnderLoad(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(uint64(w), 28))
 			for !stop.Load() {
 				p := cart(1)
+				p.TTL = time.Hour // held until the checks, however long the moves take
 				if !judge(p.CheckoutID, func() error { _, err := s.r.Reserve(ctx, p); return err }(), holdfast.StatusHeld) {
 					continue
 				}
@@ -381,6 +382,43 @@ func TestMoveAbort(t *testing.T) {
 	}
 	src, dst := s.stores["a"], s.stores["b"]
 
+	// Stopped while streaming: the copy done, the shop trading on the
+	// source and its changes applied on the target; the mover died (no
+	// Stop). Abort drops the subscription, the slots and the publication
+	// and deletes the copy.
+	if _, err := src.(pods.Streamer).Stream(ctx, 1, dst, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.r.Reserve(ctx, cart(1)); err != nil {
+		t.Fatalf("the source serves the shop while it streams: %v", err)
+	}
+	held := count(t, s.a, "SELECT count(*) FROM holds WHERE shop_id = 1")
+	waitCount(t, s.b, held, "SELECT count(*) FROM holds WHERE shop_id = 1")
+	if _, err := s.b.eng.Reserve(ctx, cart(1)); !errors.Is(err, holdfast.ErrShopMoved) {
+		t.Fatalf("reserve on the target of a streaming shop: %v, want ErrShopMoved", err)
+	}
+	ab, err := pods.Abort(ctx, s.m, s.stores, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ab.Discarded) != 1 || ab.Discarded[0] != "b" {
+		t.Fatalf("abort of a stream: %+v", ab)
+	}
+	for _, p := range []*podDB{s.a, s.b} {
+		if c := count(t, p, `SELECT (SELECT count(*) FROM pg_subscription s JOIN pg_database d ON d.oid = s.subdbid AND d.datname = current_database())
+			+ (SELECT count(*) FROM pg_publication)
+			+ (SELECT count(*) FROM pg_replication_slots WHERE database = current_database())`); c != 0 {
+			t.Fatalf("pod %s keeps %d subscriptions, publications or slots after the abort", p.name, c)
+		}
+	}
+	if c := count(t, s.b, "SELECT count(*) FROM holds WHERE shop_id = 1"); c != 0 {
+		t.Fatalf("the target keeps %d holds of shop 1 after the abort of a stream", c)
+	}
+	before, err = src.Digest(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// Stopped after the copy.
 	f, err := src.Fence(ctx, 1)
 	if err != nil {
@@ -405,7 +443,7 @@ func TestMoveAbort(t *testing.T) {
 	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r}); !errors.Is(err, pods.ErrMoveRefused) {
 		t.Fatalf("a move over an unfinished one: %v, want ErrMoveRefused", err)
 	}
-	ab, err := pods.Abort(ctx, s.m, s.stores, 1)
+	ab, err = pods.Abort(ctx, s.m, s.stores, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,8 +642,15 @@ func TestMovedStaleRouter(t *testing.T) {
 // target's after the copy, then (once that move was aborted and made
 // again) the source's after the verify. Each time the move stops with an
 // error, the shop is served by its source once that is up, nothing is
-// lost, and after `Abort` the same move succeeds.
+// lost, and after `Abort` the same move succeeds. Streamed (the kill
+// after the catch-up; Abort drops the stream's leftovers) and copied.
 func TestMoveKilled(t *testing.T) {
+	for _, method := range []string{pods.MethodStream, pods.MethodCopy} {
+		t.Run(method, func(t *testing.T) { testMoveKilled(t, method) })
+	}
+}
+
+func testMoveKilled(t *testing.T, method string) {
 	ctx := context.Background()
 	srvX, err := startServer(ctx)
 	if err != nil {
@@ -645,7 +690,7 @@ func TestMoveKilled(t *testing.T) {
 	}
 
 	// 1. The target dies after the copy committed.
-	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "x", Stores: stores, Router: r}, only("copied", kill(srvX)))
+	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "x", Method: method, Stores: stores, Router: r}, only("copied", kill(srvX)))
 	if err == nil {
 		t.Fatal("a move whose target died succeeded")
 	}
@@ -661,15 +706,18 @@ func TestMoveKilled(t *testing.T) {
 	if ab, err := pods.Abort(ctx, m, stores, 1); err != nil || len(ab.Discarded) != 1 {
 		t.Fatalf("abort: %+v, %v", ab, err)
 	}
-	rep, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "x", Stores: stores, Router: r, PurgeDelay: time.Millisecond})
+	rep, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "x", Method: method, Stores: stores, Router: r, PurgeDelay: time.Millisecond})
 	if err != nil {
 		t.Fatalf("the move again: %v", err)
+	}
+	if rep.Method != method {
+		t.Fatalf("moved by %s, asked %s", rep.Method, method)
 	}
 	t.Logf("moved after the abort: fence %v, %d rows", rep.Fence, rep.Rows)
 	reserve()
 
 	// 2. The source (x now) dies after the verify, before its mark.
-	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "a", Stores: stores, Router: r}, only("verified", kill(srvX)))
+	_, err = pods.MoveWithHook(ctx, pods.MoveParams{ShopID: 1, To: "a", Method: method, Stores: stores, Router: r}, only("verified", kill(srvX)))
 	if err == nil {
 		t.Fatal("a move whose source died succeeded")
 	}
@@ -693,7 +741,7 @@ func TestMoveKilled(t *testing.T) {
 	if ab, err := pods.Abort(ctx, m, stores, 1); err != nil || len(ab.Discarded) != 0 || ab.Restored {
 		t.Fatalf("abort after the undone move: %+v, %v (want nothing to do)", ab, err)
 	}
-	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "a", Stores: stores, Router: r, PurgeDelay: time.Millisecond}); err != nil {
+	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "a", Method: method, Stores: stores, Router: r, PurgeDelay: time.Millisecond}); err != nil {
 		t.Fatalf("the move back again: %v", err)
 	}
 	for _, id := range ids {
@@ -706,4 +754,21 @@ func TestMoveKilled(t *testing.T) {
 	}
 	checkInvariant(t, "a", a.eng)
 	checkInvariant(t, "x", x.eng)
+}
+
+// waitCount polls q on p until it answers want (a stream applies changes
+// as they commit, not at once), failing after 30 s.
+func waitCount(t *testing.T, p *podDB, want int64, q string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := count(t, p, q, args...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s: %s answers %d, want %d", p.name, q, got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -55,6 +55,9 @@ const (
 	// its cached placement at the switch, so the source's rows can go
 	// soon.
 	podsDemoPurgeDelay = 300 * time.Millisecond
+	// podsDemoWarmup: the other shops trade alone this long before the
+	// first move starts (their p99 "before").
+	podsDemoWarmup = time.Second
 	// podsDemoExpireMax bounds the wait for the abandoned holds to expire
 	// after the sale (past --ttl).
 	podsDemoExpireMax = 30 * time.Second
@@ -103,7 +106,7 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			clusters[i], errs[i] = pgcluster.Start(ctx, pgcluster.Options{})
+			clusters[i], errs[i] = pgcluster.Start(ctx, pgcluster.Options{Logical: true})
 		}()
 	}
 	wg.Wait()
@@ -211,7 +214,7 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 	defer func() { stopBG(); bgWG.Wait() }()
 
 	sale := &podsSale{r: r, shop: shop, ttl: f.ttl, log: &acklog.Log{}}
-	saleStart := time.Now()
+	trafficStart := time.Now()
 	work := make(chan int)
 	var done atomic.Int64
 	var buyers sync.WaitGroup
@@ -235,23 +238,39 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 		moving  atomic.Bool
 	)
 	moveErr := make(chan error, 1)
+	// The sale opens once the first move is ready to fence (a streamed
+	// move has copied the shop by then and streams its changes), so each
+	// fence lands mid-sale however long the copy takes.
+	ready := make(chan struct{})
+	var readyOnce sync.Once
+	setReady := func() { readyOnce.Do(func() { close(ready) }) }
 	go func() {
 		defer close(moveErr)
+		defer setReady()
+		// The other shops trade alone a moment first: their "before".
+		select {
+		case <-ctx.Done():
+		case <-time.After(podsDemoWarmup):
+		}
 		dst, src := to, from.Pod
 		for i := range f.moves {
+			// Each move starts at once (the first after the warm-up) and
+			// fences when the sale is at its threshold.
 			threshold := int64(f.buyers) * int64(i+1) / int64(f.moves+2)
-			for done.Load() < threshold && ctx.Err() == nil {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if ctx.Err() != nil {
-				moveErr <- ctx.Err()
-				return
+			var at int64
+			var f0 time.Time
+			beforeFence := func(ctx context.Context) error {
+				setReady()
+				for done.Load() < threshold && ctx.Err() == nil {
+					time.Sleep(10 * time.Millisecond)
+				}
+				at, f0 = done.Load(), time.Now()
+				return ctx.Err()
 			}
 			moving.Store(true)
-			at := done.Load()
 			t0 := time.Now()
 			rep, err := pods.Move(ctx, pods.MoveParams{ShopID: shop, To: dst, Stores: stores, Router: r,
-				PurgeDelay: podsDemoPurgeDelay, Logger: slog.New(slog.DiscardHandler)})
+				PurgeDelay: podsDemoPurgeDelay, BeforeFence: beforeFence, Logger: slog.New(slog.DiscardHandler)})
 			t1 := time.Now()
 			moving.Store(false)
 			if err != nil {
@@ -261,12 +280,16 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 			sale.mu.Lock()
 			reports = append(reports, rep)
 			windows = append(windows, [2]time.Time{t0, t1})
-			fences = append(fences, [2]time.Time{t0, t0.Add(rep.Fence)})
+			fences = append(fences, [2]time.Time{f0, f0.Add(rep.Fence)})
 			atBuyer = append(atBuyer, at)
 			sale.mu.Unlock()
-			stderrf("moved shop %d from %s to %s: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d",
-				shop, rep.From, rep.To, rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(), rep.Copy.Milliseconds(),
-				rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
+			step := "copy"
+			if rep.Method == pods.MethodStream {
+				step = "catch-up"
+			}
+			stderrf("moved shop %d from %s to %s (%s, %d ms before the fence): %d rows, fence %d ms (wait %d, %s %d, verify %d, switch %d), purged %d",
+				shop, rep.From, rep.To, rep.Method, rep.Stream.Milliseconds(), rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(),
+				step, rep.Copy.Milliseconds(), rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
 			dst, src = src, dst
 		}
 	}()
@@ -282,6 +305,11 @@ func runPodsDemo(ctx context.Context, w io.Writer, f *demoFlags) error {
 			done.Load(), f.buyers, sale.held.Load(), sale.claimed.Load(), sale.released.Load(), sale.soldOut.Load(),
 			sale.retries.Load(), state, bg.ops.Load())
 	})
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	saleStart := time.Now()
 feed:
 	for i := range f.buyers {
 		select {
@@ -378,7 +406,7 @@ feed:
 	for _, rp := range reports {
 		fenceMax = max(fenceMax, rp.Fence)
 	}
-	before, during := bg.split(saleStart, windows)
+	before, during := bg.split(trafficStart, windows)
 	waited, longest := sale.fenced(fences)
 
 	fmt.Fprintf(w, "\nsummary (sale %v)\n", saleTime.Round(time.Millisecond))
@@ -390,9 +418,13 @@ feed:
 	fmt.Fprintf(w, "  retried        %6d  (answers unavailable or outcome_unknown during the fence, retried with the same checkout id)\n", sale.retries.Load())
 	fmt.Fprintf(w, "  gave up        %6d\n", sale.gaveUp.Load())
 	for i, rp := range reports {
-		fmt.Fprintf(w, "  move %d         %s → %s after %d of %d buyers: %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d\n",
-			i+1, rp.From, rp.To, atBuyer[i], f.buyers, rp.Rows, rp.Fence.Milliseconds(), rp.FenceWait.Milliseconds(), rp.Copy.Milliseconds(),
-			rp.Verify.Milliseconds(), rp.Switch.Milliseconds(), rp.Purged)
+		step := "copy"
+		if rp.Method == pods.MethodStream {
+			step = "catch-up"
+		}
+		fmt.Fprintf(w, "  move %d         %s → %s, %s (%d ms before the fence), fenced after %d of %d buyers: %d rows, fence %d ms (wait %d, %s %d, verify %d, switch %d), purged %d\n",
+			i+1, rp.From, rp.To, rp.Method, rp.Stream.Milliseconds(), atBuyer[i], f.buyers, rp.Rows, rp.Fence.Milliseconds(), rp.FenceWait.Milliseconds(),
+			step, rp.Copy.Milliseconds(), rp.Verify.Milliseconds(), rp.Switch.Milliseconds(), rp.Purged)
 	}
 	fmt.Fprintf(w, "  fenced calls   %6d  (calls of the sale in flight during a fence: they waited, longest %d ms)\n", waited, longest.Milliseconds())
 	fmt.Fprintf(w, "  checked        %d acknowledged answers against pod %s's rows (%d unknown, not judged); claim ledger %d units\n",

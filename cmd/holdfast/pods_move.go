@@ -59,13 +59,14 @@ func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.Mo
 func newPodsMoveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "move",
-		Short: "move a shop to another pod (fenced copy: its writes wait or are refused retriably for the fence; docs/OPERATIONS.md)",
+		Short: "move a shop to another pod (streamed ahead of a short fence, or copied under it; its writes wait or are refused retriably for the fence; docs/OPERATIONS.md)",
 		Args:  noArgs,
 	}
 	fs := cmd.Flags()
 	path := fs.String("pods-config", "", "the pods configuration file (as serve takes it)")
 	shop := fs.Int64("shop", 0, "the shop to move")
 	to := fs.String("to", "", "the target pod")
+	method := fs.String("method", "auto", "stream (copy and stream the shop's changes while it trades, then a short fence: needs wal_level=logical on the source), copy (copy under the fence), or auto (stream when the pods can)")
 	fenceWait := fs.Duration("fence-wait", pods.FenceWaitDefault, "longest wait for the shop's writes in flight when the fence goes up")
 	purgeDelay := fs.Duration("purge-delay", pods.PurgeDelayDefault, "wait after the switch before deleting the shop's rows on the source (negative: keep them, fenced)")
 	asJSON := fs.Bool("json", false, "print the move's report as JSON")
@@ -73,6 +74,11 @@ func newPodsMoveCmd() *cobra.Command {
 		ctx := cmd.Context()
 		if *shop <= 0 || *to == "" {
 			return usageError("--shop (positive) and --to are required")
+		}
+		if *method == "auto" {
+			*method = pods.MethodAuto
+		} else if *method != pods.MethodStream && *method != pods.MethodCopy {
+			return usageError("--method %q: want stream, copy or auto", *method)
 		}
 		pf, _, err := loadPodsFile(*path)
 		if err != nil {
@@ -91,7 +97,7 @@ func newPodsMoveCmd() *cobra.Command {
 		if pl, err := m.Lookup(ctx, *shop); err == nil && stores[pl.Pod] == nil {
 			return usageError("shop %d lives on pod %s, which is not a PostgreSQL pod of this file: moving shops from MariaDB pods is not built yet", *shop, pl.Pod)
 		}
-		rep, err := pods.Move(ctx, pods.MoveParams{ShopID: *shop, To: *to, Map: m, Stores: stores, FenceWait: *fenceWait, PurgeDelay: *purgeDelay})
+		rep, err := pods.Move(ctx, pods.MoveParams{ShopID: *shop, To: *to, Map: m, Stores: stores, Method: *method, FenceWait: *fenceWait, PurgeDelay: *purgeDelay})
 		if rep != nil {
 			out := cmd.OutOrStdout()
 			if *asJSON {
@@ -99,9 +105,14 @@ func newPodsMoveCmd() *cobra.Command {
 					return werr
 				}
 			} else {
-				fmt.Fprintf(out, "moved shop %d from %s to %s (epoch %d): %d rows, fence %d ms (wait %d, copy %d, verify %d, switch %d), purged %d\n",
-					rep.ShopID, rep.From, rep.To, rep.Epoch, rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(),
-					rep.Copy.Milliseconds(), rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
+				step := "copy"
+				if rep.Method == pods.MethodStream {
+					fmt.Fprintf(out, "streamed shop %d to %s while it traded: %d ms\n", rep.ShopID, rep.To, rep.Stream.Milliseconds())
+					step = "catch-up"
+				}
+				fmt.Fprintf(out, "moved shop %d from %s to %s (epoch %d, %s): %d rows, fence %d ms (wait %d, %s %d, verify %d, switch %d), purged %d\n",
+					rep.ShopID, rep.From, rep.To, rep.Epoch, rep.Method, rep.Rows, rep.Fence.Milliseconds(), rep.FenceWait.Milliseconds(),
+					step, rep.Copy.Milliseconds(), rep.Verify.Milliseconds(), rep.Switch.Milliseconds(), rep.Purged)
 			}
 		}
 		return err

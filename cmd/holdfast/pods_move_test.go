@@ -23,15 +23,17 @@ import (
 // back is the same command.
 func TestPodsMoveCLI(t *testing.T) {
 	ctx := context.Background()
-	start := func() *pgcluster.Cluster {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{})
+	// Pod a's server can stream a shop (wal_level logical), pod b's
+	// cannot: the move to b streams, the move back copies under the fence.
+	start := func(logical bool) *pgcluster.Cluster {
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Logical: logical})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Stop(context.Background()) })
 		return c
 	}
-	c1, c2 := start(), start()
+	c1, c2 := start(true), start(false)
 	for _, d := range []struct {
 		c    *pgcluster.Cluster
 		name string
@@ -88,7 +90,7 @@ func TestPodsMoveCLI(t *testing.T) {
 		t.Fatalf("before the move: holds on a %d, b %d", a, b)
 	}
 	code, out, errOut = run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "b", "--purge-delay", "1ms")
-	if code != 0 || !regexp.MustCompile(`moved shop 1 from a to b \(epoch 2\): \d+ rows, fence \d+ ms`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`moved shop 1 from a to b \(epoch 2, stream\): \d+ rows, fence \d+ ms \(wait \d+, catch-up`).MatchString(out) {
 		t.Fatalf("pods move: exit %d %s%s", code, out, errOut)
 	}
 	t.Log(strings.TrimSpace(out))
@@ -107,7 +109,7 @@ func TestPodsMoveCLI(t *testing.T) {
 	if code, out, errOut := run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "b"); code == 0 || !strings.Contains(out+errOut, "already") {
 		t.Fatalf("pods move onto the shop's own pod: exit %d %s%s", code, out, errOut)
 	}
-	if code, out, errOut := run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "a", "--purge-delay", "1ms"); code != 0 || !strings.Contains(out, "moved shop 1 from b to a (epoch 3)") {
+	if code, out, errOut := run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "a", "--purge-delay", "1ms"); code != 0 || !strings.Contains(out, "moved shop 1 from b to a (epoch 3, copy)") {
 		t.Fatalf("pods move back: exit %d %s%s", code, out, errOut)
 	}
 	if code, body := call(t, "POST", base+"/v1/shops/1/reservations/"+co2+"/claim", k, ""); code != http.StatusOK {

@@ -76,6 +76,9 @@ type Options struct {
 	// server down only when no other process uses it. A shared server is
 	// not tied to the process that started it. Requires DataDir.
 	Shared bool
+	// Logical sets wal_level = logical: the cluster can be the source of
+	// a streamed shop move (pods, postgres/pgmove).
+	Logical bool
 	// NoInit makes Start fail with ErrNoCluster, instead of creating a
 	// cluster, when DataDir holds none.
 	NoInit bool
@@ -232,6 +235,14 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		"max_locks_per_transaction=256",
 		"jit=off",
 		"password_encryption=scram-sha-256",
+	}
+	if opts.Logical {
+		// A streamed move copies a shop's tables (about 25) each by a
+		// table-sync worker, which must first wait for a consistent point
+		// (the transactions running when its slot was made): more of them
+		// at once hide that wait.
+		settings = append(settings, "wal_level=logical", "max_worker_processes=16",
+			"max_logical_replication_workers=10", "max_sync_workers_per_subscription=6")
 	}
 	if opts.Durable {
 		// Checkpoints on schedule, not every time 1 GB of WAL fills: after

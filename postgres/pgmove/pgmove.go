@@ -237,8 +237,11 @@ WHERE x.m IS NOT NULL AND x.m > coalesce((SELECT p.last_value FROM pg_sequences 
 }
 
 // Digest implements pods.MoveStore: per table holding the shop's rows (by
-// primary key including shop_id), the count and the md5 of the rows' text
-// in order, from one snapshot, in UTC.
+// primary key including shop_id), the count and the sum of the rows'
+// 64-bit text hashes (hashtextextended, exact numeric sum: no sort, so it
+// costs a scan — an md5 of the rows in order took 2–2.6 s for 230,000
+// rows, inside the fence), from one snapshot, in UTC. It detects a lost,
+// doubled or changed row short of a deliberate collision.
 func (s *Store) Digest(ctx context.Context, shopID int64) ([]pods.TableDigest, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -258,7 +261,7 @@ func (s *Store) Digest(ctx context.Context, shopID int64) ([]pods.TableDigest, e
 			continue
 		}
 		d := pods.TableDigest{Table: t.name}
-		q := "SELECT count(*), coalesce(md5(string_agg(x::text, E'\\n' ORDER BY x::text)), '') FROM (" + t.selectOf(shopID) + ") x"
+		q := "SELECT count(*), coalesce(sum(hashtextextended(x::text, 0)::numeric), 0)::text FROM (" + t.selectOf(shopID) + ") x"
 		if err := tx.QueryRow(ctx, q).Scan(&d.Rows, &d.Hash); err != nil {
 			return nil, fmt.Errorf("pgmove: digest of %s: %w", t.name, err)
 		}

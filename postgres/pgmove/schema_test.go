@@ -23,7 +23,7 @@ SELECT c.relname,
                WHERE x.indrelid = c.oid AND x.indisprimary AND k.attname = 'shop_id')
 FROM pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND c.relname NOT IN ('api_keys', 'holdfast_shop_fences')
+  AND c.relname NOT IN ('api_keys', 'holdfast_shop_fences', 'holdfast_move_marks')
   AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'shop_id' AND NOT a.attisdropped)
 ORDER BY 1`)
 	if err != nil {

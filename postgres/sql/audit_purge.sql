@@ -6,6 +6,7 @@ DELETE FROM audit_log
 WHERE (shop_id, id) IN (
     SELECT shop_id, id FROM audit_log
     WHERE created_at < coalesce($1::timestamptz, clock_timestamp()) - make_interval(secs => $2::bigint / 1e6)
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = audit_log.shop_id)
     ORDER BY created_at
     LIMIT $3::int
 )

@@ -4,6 +4,8 @@
 WITH b AS (
     SELECT shop_id, inventory_item_id, location_id
     FROM replenish_queue
+    -- A shop being moved here or away is not this pod's to refill.
+    WHERE NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = replenish_queue.shop_id)
     ORDER BY queued_at
     LIMIT $1::int
     FOR UPDATE SKIP LOCKED

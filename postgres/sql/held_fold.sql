@@ -12,6 +12,7 @@ WITH k AS (
     FROM held_counts c
     JOIN k ON c.shop_id = k.shop_id AND c.inventory_item_id = k.item AND c.location_id = k.location
     WHERE c.stripe <> 0
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = c.shop_id)
     FOR UPDATE OF c SKIP LOCKED
 ), d AS (
     DELETE FROM held_counts c USING mine

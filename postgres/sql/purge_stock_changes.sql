@@ -6,7 +6,8 @@
 -- every stock change record.
 WITH b AS (
     SELECT shop_id, change_id FROM stock_changes
-    WHERE created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
+    WHERE NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = stock_changes.shop_id)
+      AND created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
     ORDER BY created_at
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED

@@ -9,6 +9,7 @@ WITH page AS (
            coalesce(pool_cap, $6::int) AS cap
     FROM inventory_levels
     WHERE (shop_id, inventory_item_id, location_id) > ($1::bigint, $2::bigint, $3::bigint)
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = inventory_levels.shop_id)
     ORDER BY shop_id, inventory_item_id, location_id
     LIMIT $4::int
 ), st AS (

@@ -7,6 +7,7 @@
 WITH b AS (
     SELECT shop_id, checkout_id FROM waiters
     WHERE status <> 'waiting'
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = waiters.shop_id)
       AND ended_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
     ORDER BY ended_at
     LIMIT $3::int

@@ -15,7 +15,7 @@ FROM pg_class c
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE c.relnamespace = current_schema()::regnamespace
   AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND c.relname NOT IN ('api_keys', 'holdfast_shop_fences')
+  AND c.relname NOT IN ('api_keys', 'holdfast_shop_fences', 'holdfast_move_marks')
   AND EXISTS (SELECT 1 FROM pg_attribute s WHERE s.attrelid = c.oid AND s.attname = 'shop_id' AND NOT s.attisdropped)
 GROUP BY c.oid, c.relname
 ORDER BY c.relname

@@ -1,0 +1,1 @@
+DELETE FROM holdfast_move_marks WHERE shop_id = $1
