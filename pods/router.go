@@ -374,6 +374,17 @@ func (r *Router) Invalidate(shopID int64) { r.cache.drop(shopID) }
 // InvalidateAll drops every cached placement.
 func (r *Router) InvalidateAll() { r.cache.clear() }
 
+// PodOf answers the name of the pod that serves the shop — placing a new
+// shop, as its first write would, when assign is set — for what keeps a
+// shop's rows beside the engine's (serve's webhook registry).
+func (r *Router) PodOf(ctx context.Context, shopID int64, assign bool) (string, error) {
+	p, err := r.route(ctx, shopID, assign)
+	if err != nil {
+		return "", err
+	}
+	return p.name, nil
+}
+
 // Placement answers where the shop lives, through the cache; ErrUnassigned
 // when nowhere yet.
 func (r *Router) Placement(ctx context.Context, shopID int64) (Placement, error) {

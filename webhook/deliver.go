@@ -251,7 +251,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 	defer func() {
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		defer cancel()
-		_ = d.st.Unlease(c, ep.ID)
+		_ = d.st.Unlease(c, ep.Shop, ep.ID)
 	}()
 	secret, err := openSecret(d.cfg.SecretKey, ep.Shop, ep.Secret)
 	if err != nil {
@@ -269,7 +269,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 			msg = "the endpoint's secret is sealed with a webhook key and this server has none: give it the key (--webhook-key, --webhook-key-file)"
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
-		_, ferr := d.st.Failed(c, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
+		_, ferr := d.st.Failed(c, ep.Shop, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
 		cancel()
 		if ferr != nil || ep.Attempts == 1 {
 			d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.ID, "shop", ep.Shop, "err", err.Error(), "retry_in", wait.String())
@@ -314,7 +314,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		if sendErr == nil {
-			err = d.st.Delivered(c, ep.ID, ev.Cursor)
+			err = d.st.Delivered(c, ep.Shop, ep.ID, ev.Cursor)
 			cancel()
 			if err != nil {
 				return false
@@ -331,7 +331,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}
-		past, err := d.st.Failed(c, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
+		past, err := d.st.Failed(c, ep.Shop, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
 		if err == nil && past {
 			err = d.st.DeadLetter(c, ep.ID, ep.Shop, ev.Cursor, body, ep.Attempts, msg)
 			if err == nil {

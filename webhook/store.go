@@ -28,13 +28,14 @@ type Store interface {
 	DeadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error)
 	// Lease leases up to n due endpoints for leaseFor.
 	Lease(ctx context.Context, leaseFor time.Duration, n int) ([]Leased, error)
-	// Unlease gives an endpoint's lease back.
-	Unlease(ctx context.Context, id int64) error
+	// Unlease gives an endpoint's lease back. An endpoint is the shop's
+	// and the id's: ids repeat across shops on a pod a shop moved to.
+	Unlease(ctx context.Context, shop, id int64) error
 	// Delivered moves an endpoint past cursor and clears its failure.
-	Delivered(ctx context.Context, id, cursor int64) error
+	Delivered(ctx context.Context, shop, id, cursor int64) error
 	// Failed records a failed attempt, waits wait before the next, and
 	// reports whether horizon has passed since the event's first failure.
-	Failed(ctx context.Context, id int64, attempts int, msg string, wait, horizon time.Duration) (past bool, err error)
+	Failed(ctx context.Context, shop, id int64, attempts int, msg string, wait, horizon time.Duration) (past bool, err error)
 	// DeadLetter keeps the event as a dead letter and moves past it.
 	DeadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error
 }

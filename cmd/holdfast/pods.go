@@ -25,11 +25,13 @@ import (
 	"github.com/holdfast/holdfast/metrics"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/mysql/mysqlstore"
 	"github.com/holdfast/holdfast/pods"
 	"github.com/holdfast/holdfast/postgres"
 	migrate "github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgstore"
 	"github.com/holdfast/holdfast/postgres/podmap"
+	"github.com/holdfast/holdfast/webhook"
 )
 
 // Bounds of a pods configuration file.
@@ -164,6 +166,7 @@ type podSet struct {
 	control *pgxpool.Pool
 	pods    []pods.Pod
 	pgPools map[string]*pgxpool.Pool // the PostgreSQL pods' pools, by name
+	myDBs   map[string]*sql.DB       // the MariaDB pods' pools, by name
 	closers []func()
 }
 
@@ -181,7 +184,7 @@ func (s *podSet) Close() {
 // deployment starts whole (a pod that dies later only turns its own shops
 // away).
 func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate, engines bool, log *slog.Logger) (*podSet, error) {
-	s := &podSet{file: pf, pgPools: map[string]*pgxpool.Pool{}}
+	s := &podSet{file: pf, pgPools: map[string]*pgxpool.Pool{}, myDBs: map[string]*sql.DB{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -252,6 +255,7 @@ func openPods(ctx context.Context, pf *podsFile, cfg holdfast.Config, doMigrate,
 			}
 			db := c.DB()
 			s.closers = append(s.closers, func() { _ = db.Close() })
+			s.myDBs[p.Name] = db
 			probe, err := mariaDBPool(u, 1)
 			if err != nil {
 				return nil, fmt.Errorf("pod %s: %w", p.Name, err)
@@ -345,12 +349,37 @@ func runPodsServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln 
 		}
 		inFlight = min(inFlight, 1000)
 	}
+	// Webhooks: a shop's endpoints live on its pod (a move carries them);
+	// each pod's deliverer delivers its shops' events.
+	hookOpts, err := f.hooks.options(f.dataDir, true)
+	if err != nil {
+		return err
+	}
+	hooks := podsWebhooks{r: router, stores: map[string]webhook.Store{}}
+	var deliverers podsDeliverers
+	for _, name := range router.Pods() {
+		var st webhook.Store
+		if pool := set.pgPools[name]; pool != nil {
+			st = pgstore.Webhooks(pool)
+		} else if db := set.myDBs[name]; db != nil {
+			st = mysqlstore.Webhooks(db)
+		} else {
+			continue
+		}
+		hooks.stores[name] = st
+		d, err := webhook.NewDeliverer(webhook.Config{Store: st, Events: router.Engine(name), Logger: log.With("pod", name), Options: hookOpts})
+		if err != nil {
+			return err
+		}
+		deliverers = append(deliverers, d)
+	}
 	srv, err := httpapi.New(httpapi.Config{
-		Engine: router, Store: pgstore.Service(set.control), Logger: log,
+		Engine: router, Store: podsServiceStore{Store: pgstore.Service(set.control), hooks: hooks}, Logger: log,
 		Collectors: append(router.Collectors(), observer,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		Registry:     prometheus.NewRegistry(),
-		Workers:      []httpapi.Worker{router},
+		Workers:      []httpapi.Worker{router, deliverers},
+		Webhooks:     hookOpts,
 		MaxInFlight:  inFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,
 		Pprof: f.pprof, LogErrorsOnly: f.logErrorsOnly,

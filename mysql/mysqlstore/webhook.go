@@ -239,17 +239,19 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 	return out, nil
 }
 
-func (s webhooks) Unlease(ctx context.Context, id int64) error {
+// Unlease, Delivered and Failed address an endpoint by its id, unique on
+// a MariaDB pod (no shop moves there yet).
+func (s webhooks) Unlease(ctx context.Context, _, id int64) error {
 	_, err := s.db.ExecContext(ctx, myUnlease, id)
 	return err
 }
 
-func (s webhooks) Delivered(ctx context.Context, id, cursor int64) error {
+func (s webhooks) Delivered(ctx context.Context, _, id, cursor int64) error {
 	_, err := s.db.ExecContext(ctx, myDelivered, cursor, id)
 	return err
 }
 
-func (s webhooks) Failed(ctx context.Context, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
+func (s webhooks) Failed(ctx context.Context, _, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
 	var past bool
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, myFailed, attempts, msg, wait.Microseconds(), id); err != nil {

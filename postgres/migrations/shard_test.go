@@ -30,9 +30,6 @@ var shardExceptions = map[string]string{
 	// id) for shop moves; a move refuses a shop with rows in these.)
 	"holdfast_shadow_samples.holdfast_shadow_samples_pkey":             "bounded disagreement samples; read through holdfast_shadow_samples_shop (shop_id, id)",
 	"holdfast_shadow_mode_changes.holdfast_shadow_mode_changes_pkey":   "audit trail of mode changes, written by the operator, never on the request path",
-	"webhook_endpoints.webhook_endpoints_pkey":                         "endpoint ids are global in the HTTP API (Holdfast-Webhook-Id); the delivery worker leases across shops",
-	"webhook_dead_letters.webhook_dead_letters_pkey":                   "keyed by the endpoint's global id (see webhook_endpoints)",
-	"webhook_dead_letters.webhook_dead_letters_endpoint_id_cursor_key": "keyed by the endpoint's global id (see webhook_endpoints)",
 }
 
 // TestShardByShop reads the catalog after every migration: each table with

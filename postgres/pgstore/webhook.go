@@ -108,19 +108,19 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 	return out, rows.Err()
 }
 
-func (s webhooks) Unlease(ctx context.Context, id int64) error {
-	_, err := s.pool.Exec(ctx, webhookStmt("unlease"), id)
+func (s webhooks) Unlease(ctx context.Context, shop, id int64) error {
+	_, err := s.pool.Exec(ctx, webhookStmt("unlease"), id, shop)
 	return err
 }
 
-func (s webhooks) Delivered(ctx context.Context, id, cursor int64) error {
-	_, err := s.pool.Exec(ctx, webhookStmt("delivered"), id, cursor)
+func (s webhooks) Delivered(ctx context.Context, shop, id, cursor int64) error {
+	_, err := s.pool.Exec(ctx, webhookStmt("delivered"), id, cursor, shop)
 	return err
 }
 
-func (s webhooks) Failed(ctx context.Context, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
+func (s webhooks) Failed(ctx context.Context, shop, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
 	var past bool
-	err := s.pool.QueryRow(ctx, webhookStmt("failed"), id, attempts, msg, wait.Microseconds(), horizon.Microseconds()).Scan(&past)
+	err := s.pool.QueryRow(ctx, webhookStmt("failed"), id, attempts, msg, wait.Microseconds(), horizon.Microseconds(), shop).Scan(&past)
 	return past, err
 }
 

@@ -1,5 +1,6 @@
 -- An event was accepted: move the endpoint's cursor past it and clear its
--- failure state (next_at stays: unlease.sql sets it). $1 id, $2 cursor.
+-- failure state (next_at stays: unlease.sql sets it). $1 id, $2 cursor,
+-- $3 shop.
 UPDATE webhook_endpoints
 SET cursor = greatest(cursor, $2::bigint), attempts = 0, first_failed_at = NULL, last_error = NULL
-WHERE id = $1::bigint
+WHERE shop_id = $3::bigint AND id = $1::bigint

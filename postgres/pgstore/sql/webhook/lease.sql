@@ -10,13 +10,15 @@
 UPDATE webhook_endpoints e
 SET leased_until = clock_timestamp() + $1::bigint * interval '1 microsecond'
 FROM (
-    SELECT w.id FROM webhook_endpoints w
+    SELECT w.shop_id, w.id FROM webhook_endpoints w
     WHERE w.cursor < (SELECT s.last_seq FROM holdfast_event_shops s WHERE s.shop_id = w.shop_id)
       AND (w.leased_until IS NULL OR w.leased_until < clock_timestamp())
       AND coalesce(w.next_at, w.created_at) <= clock_timestamp()
+      -- a shop being moved here or away is not this pod's to deliver
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = w.shop_id)
     ORDER BY coalesce(w.next_at, w.created_at), w.id
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED
 ) due
-WHERE e.id = due.id
+WHERE e.shop_id = due.shop_id AND e.id = due.id
 RETURNING e.id, e.shop_id, e.url, e.secret, e.cursor, e.attempts, e.first_failed_at
