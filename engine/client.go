@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,8 @@ type Client[TTx comparable] struct {
 	sequencer  sequencer      // coalesces event sequencing (events.go)
 	buyer      buyerKey       // the buyer-id secret, once read (buyer.go)
 	combiner   combiner       // contended reservations on batch keys (combine.go)
+	claims     claimCombiner  // concurrent claims (claimcombine.go)
+	claimsIn   atomic.Int64   // claims in flight in the engine's own transaction: the contention that decides combining
 	waitCursor waitCursor     // where the waitlist server's next pass starts (waitlist.go)
 	avail      availCoalescer // concurrent availability reads of a shop (availcoalesce.go)
 
@@ -108,11 +111,26 @@ func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, c
 		return nil, err
 	}
 	var h *holdfast.Hold
-	err := c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {
-		var err error
-		h, err = c.d.ClaimAttempt(ctx, tx, own, shop, checkout)
-		return err
-	})
+	var err error
+	combined, doubt := false, false
+	if cc, ok := c.d.(driver.ClaimCombiner); ok && own {
+		n := c.claimsIn.Add(1)
+		defer c.claimsIn.Add(-1)
+		h, err, combined, doubt = c.claimCombined(ctx, cc, shop, checkout, n)
+	}
+	if !combined {
+		err = c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {
+			var err error
+			h, err = c.d.ClaimAttempt(ctx, tx, own, shop, checkout)
+			return err
+		})
+		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, holdfast.ErrUnavailable)) {
+			// The plain path could not finish the retry of a combined
+			// commit that went unacknowledged: the claim may have
+			// committed.
+			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, err)
+		}
+	}
 	c.observe(holdfast.RouteClaim, start, err, h)
 	if err != nil {
 		return nil, err
