@@ -44,12 +44,15 @@ type claimReq struct {
 // caller counts itself in inflight for as long as it is). ok is false when
 // the caller should take the plain path; doubt is then set when a batch
 // may have claimed the hold already (its COMMIT went unacknowledged).
-func (c *Client[TTx]) claimCombined(ctx context.Context, cc driver.ClaimCombiner, shop int64, checkout uuid.UUID, inflight int64) (h *holdfast.Hold, err error, ok, doubt bool) {
+//
+// waitsEnded: the batch already ended the waits the claim's keys can no
+// longer serve (Claim does it otherwise).
+func (c *Client[TTx]) claimCombined(ctx context.Context, cc driver.ClaimCombiner, shop int64, checkout uuid.UUID, inflight int64) (h *holdfast.Hold, err error, ok, doubt, waitsEnded bool) {
 	cb := &c.claims
 	cb.mu.Lock()
 	if inflight <= 1 && !cb.running {
 		cb.mu.Unlock()
-		return nil, nil, false, false
+		return nil, nil, false, false, false
 	}
 	r := &claimReq{req: driver.ClaimRequest{Shop: shop, Checkout: checkout}, done: make(chan batchResult, 1)}
 	cb.pending = append(cb.pending, r)
@@ -58,14 +61,14 @@ func (c *Client[TTx]) claimCombined(ctx context.Context, cc driver.ClaimCombiner
 		go c.runClaimBatches(cc)
 	}
 	cb.mu.Unlock()
-	answer := func(res batchResult) (*holdfast.Hold, error, bool, bool) {
+	answer := func(res batchResult) (*holdfast.Hold, error, bool, bool, bool) {
 		switch {
 		case !res.plain:
-			return res.h, nil, true, false
+			return res.h, nil, true, false, res.waitsEnded
 		case res.doubt && ctx.Err() != nil:
-			return nil, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, ctx.Err()), true, true
+			return nil, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, ctx.Err()), true, true, false
 		}
-		return nil, nil, false, res.doubt
+		return nil, nil, false, res.doubt, false
 	}
 	select {
 	case res := <-r.done:
@@ -73,7 +76,7 @@ func (c *Client[TTx]) claimCombined(ctx context.Context, cc driver.ClaimCombiner
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
 			// No batch took it, and none will: nothing happened.
-			return nil, c.core.MapErr(holdfast.RouteClaim, ctx.Err(), true, true), true, false
+			return nil, c.core.MapErr(holdfast.RouteClaim, ctx.Err(), true, true), true, false, false
 		}
 		select {
 		case res := <-r.done:
@@ -82,7 +85,7 @@ func (c *Client[TTx]) claimCombined(ctx context.Context, cc driver.ClaimCombiner
 		}
 		// Its batch is running and may commit the claim: a retry finds
 		// it claimed (Replayed).
-		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, ctx.Err()), true, false
+		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, ctx.Err()), true, false, false
 	}
 }
 
@@ -165,13 +168,34 @@ func (c *Client[TTx]) execClaimBatch(cc driver.ClaimCombiner, batch []*claimReq)
 	}
 	if err != nil {
 		c.cfg.Logger.Debug("combined claim batch failed; its claims take the plain path", "claims", len(uniq), "err", err)
+	} else {
+		// Claimed units never come back: the waits that asked for them
+		// end now, once for the batch's keys rather than once per claim
+		// (a transaction each), and before any of its claims is answered,
+		// as Claim does for a claim of its own.
+		seenKey := map[holdfast.Key]bool{}
+		var keys []holdfast.Key
+		for _, h := range claimed {
+			if h == nil {
+				continue
+			}
+			for _, k := range KeysOf(h.ShopID, h.Lines) {
+				if !seenKey[k] {
+					seenKey[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+		if len(keys) > 0 {
+			c.d.EndUnservable(ctx, holdfast.RouteClaim, keys)
+		}
 	}
 	for i, r := range uniq {
 		// A failed batch fails no one: every claim is answered on its own
 		// on the plain path, where a claim that caused the failure (an
 		// over-committed key) fails alone.
 		if err == nil && i < len(claimed) && claimed[i] != nil {
-			r.done <- batchResult{h: claimed[i]}
+			r.done <- batchResult{h: claimed[i], waitsEnded: true}
 		} else {
 			r.done <- batchResult{plain: true, doubt: rt.Doubt}
 		}

@@ -86,8 +86,11 @@ func (c *Client[TTx]) observe(route string, start time.Time, err error, h *holdf
 // checkout that is waiting is ErrCheckoutWaiting.
 func (c *Client[TTx]) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	var zero TTx
-	h, err := OrWait(c, ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, zero, true, shopID, checkoutID) })
-	if err == nil && !h.Replayed {
+	waitsEnded := false
+	h, err := OrWait(c, ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
+		return c.claim(ctx, zero, true, shopID, checkoutID, &waitsEnded)
+	})
+	if err == nil && !h.Replayed && !waitsEnded { // a combined claim's batch ended them (claimcombine.go)
 		// Claimed units never come back: a wait that asked for them ends
 		// now.
 		c.d.EndUnservable(ctx, holdfast.RouteClaim, KeysOf(shopID, h.Lines))
@@ -101,10 +104,13 @@ func (c *Client[TTx]) ClaimTx(ctx context.Context, tx TTx, shopID int64, checkou
 	if err := callerTx(tx); err != nil {
 		return nil, err
 	}
-	return c.claim(ctx, tx, false, shopID, checkoutID)
+	return c.claim(ctx, tx, false, shopID, checkoutID, nil)
 }
 
-func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+// claim is Claim's and ClaimTx's attempt loop; *waitsEnded (when not nil)
+// is set when a combined batch served the claim and ended the waits its
+// keys can no longer serve.
+func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID, waitsEnded *bool) (*holdfast.Hold, error) {
 	start := time.Now()
 	if err := holdfast.ValidateCheckout(shop, checkout); err != nil {
 		c.observe(holdfast.RouteClaim, start, err, nil)
@@ -112,11 +118,14 @@ func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, c
 	}
 	var h *holdfast.Hold
 	var err error
-	combined, doubt := false, false
+	combined, doubt, ended := false, false, false
 	if cc, ok := c.d.(driver.ClaimCombiner); ok && own {
 		n := c.claimsIn.Add(1)
 		defer c.claimsIn.Add(-1)
-		h, err, combined, doubt = c.claimCombined(ctx, cc, shop, checkout, n)
+		h, err, combined, doubt, ended = c.claimCombined(ctx, cc, shop, checkout, n)
+		if waitsEnded != nil {
+			*waitsEnded = ended
+		}
 	}
 	if !combined {
 		err = c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {

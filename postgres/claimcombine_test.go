@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
@@ -212,5 +213,63 @@ func TestClaimsCombinedOverCommitted(t *testing.T) {
 	}
 	if !rep.OK() {
 		t.Fatalf("invariant: %s", rep)
+	}
+}
+
+// TestClaimsCombinedEndWaits: a combined batch ends the waits its claims
+// made unservable before it answers them, as a claim on its own does: once
+// every claim has returned, a wait for more units than are left is
+// unservable, without a pass of the waitlist server.
+func TestClaimsCombinedEndWaits(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 40)
+	c, err := New(db.Pool, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const shop, stock, holders = 1, 40, 39
+	k := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
+	if _, err := c.SetAvailable(ctx, k, stock, "stock", ""); err != nil {
+		t.Fatal(err)
+	}
+	one := []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}
+	ids := make([]uuid.UUID, holders)
+	for i := range ids {
+		ids[i] = uuid.New()
+		if _, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: ids[i], Lines: one}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Waits for 2: servable while a held unit may come back, unservable
+	// only once the last of the 39 is claimed (1 left) — in practice by a
+	// combined batch, the first claim alone in flight taking the plain
+	// path.
+	w := uuid.New()
+	_, err = c.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: w, Wait: 10 * time.Minute,
+		Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: stock - holders + 1}}})
+	if we := (*holdfast.WaitlistedError)(nil); !errors.As(err, &we) {
+		t.Fatalf("the wait: %v, want *WaitlistedError", err)
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Claim(ctx, shop, id); err != nil {
+				t.Errorf("claim: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	var txs int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM inventory_ledger WHERE claim`).Scan(&txs); err != nil {
+		t.Fatal(err)
+	}
+	if txs >= holders {
+		t.Fatalf("claims were not combined: %d transactions for %d claims", txs, holders)
+	}
+	if _, err := c.Hold(ctx, shop, w); !errors.Is(err, holdfast.ErrWaitUnservable) {
+		t.Fatalf("the wait once its units were claimed (%d claims in %d transactions): %v, want ErrWaitUnservable", holders, txs, err)
 	}
 }
