@@ -122,7 +122,9 @@ type Config struct {
 	// row another transaction holds (a caller's ReserveTx doing work before
 	// its commit); past it the batch's requests take the plain path, where
 	// only the requests of that key wait. Defaults to CombineLockWaitDefault
-	// and never exceeds LockTimeout.
+	// and never exceeds LockTimeout. A combined claim batch (PostgreSQL)
+	// waits as long for a key's level row, then its claims take the plain
+	// path likewise.
 	CombineLockWait time.Duration
 	// WaitMax bounds ReserveParams.Wait, how long a short reservation may
 	// wait in a key's queue for units to come back. Defaults to

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,8 @@ type Client[TTx comparable] struct {
 	sequencer  sequencer      // coalesces event sequencing (events.go)
 	buyer      buyerKey       // the buyer-id secret, once read (buyer.go)
 	combiner   combiner       // contended reservations on batch keys (combine.go)
+	claims     claimCombiner  // concurrent claims (claimcombine.go)
+	claimsIn   atomic.Int64   // claims in flight in the engine's own transaction: the contention that decides combining
 	waitCursor waitCursor     // where the waitlist server's next pass starts (waitlist.go)
 	avail      availCoalescer // concurrent availability reads of a shop (availcoalesce.go)
 
@@ -83,8 +86,11 @@ func (c *Client[TTx]) observe(route string, start time.Time, err error, h *holdf
 // checkout that is waiting is ErrCheckoutWaiting.
 func (c *Client[TTx]) Claim(ctx context.Context, shopID int64, checkoutID uuid.UUID) (*holdfast.Hold, error) {
 	var zero TTx
-	h, err := OrWait(c, ctx, shopID, checkoutID, func() (*holdfast.Hold, error) { return c.claim(ctx, zero, true, shopID, checkoutID) })
-	if err == nil && !h.Replayed {
+	waitsEnded := false
+	h, err := OrWait(c, ctx, shopID, checkoutID, func() (*holdfast.Hold, error) {
+		return c.claim(ctx, zero, true, shopID, checkoutID, &waitsEnded)
+	})
+	if err == nil && !h.Replayed && !waitsEnded { // a combined claim's batch ended them (claimcombine.go)
 		// Claimed units never come back: a wait that asked for them ends
 		// now.
 		c.d.EndUnservable(ctx, holdfast.RouteClaim, KeysOf(shopID, h.Lines))
@@ -98,21 +104,42 @@ func (c *Client[TTx]) ClaimTx(ctx context.Context, tx TTx, shopID int64, checkou
 	if err := callerTx(tx); err != nil {
 		return nil, err
 	}
-	return c.claim(ctx, tx, false, shopID, checkoutID)
+	return c.claim(ctx, tx, false, shopID, checkoutID, nil)
 }
 
-func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+// claim is Claim's and ClaimTx's attempt loop; *waitsEnded (when not nil)
+// is set when a combined batch served the claim and ended the waits its
+// keys can no longer serve.
+func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID, waitsEnded *bool) (*holdfast.Hold, error) {
 	start := time.Now()
 	if err := holdfast.ValidateCheckout(shop, checkout); err != nil {
 		c.observe(holdfast.RouteClaim, start, err, nil)
 		return nil, err
 	}
 	var h *holdfast.Hold
-	err := c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {
-		var err error
-		h, err = c.d.ClaimAttempt(ctx, tx, own, shop, checkout)
-		return err
-	})
+	var err error
+	combined, doubt, ended := false, false, false
+	if cc, ok := c.d.(driver.ClaimCombiner); ok && own {
+		n := c.claimsIn.Add(1)
+		defer c.claimsIn.Add(-1)
+		h, err, combined, doubt, ended = c.claimCombined(ctx, cc, shop, checkout, n)
+		if waitsEnded != nil {
+			*waitsEnded = ended
+		}
+	}
+	if !combined {
+		err = c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {
+			var err error
+			h, err = c.d.ClaimAttempt(ctx, tx, own, shop, checkout)
+			return err
+		})
+		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, holdfast.ErrUnavailable)) {
+			// The plain path could not finish the retry of a combined
+			// commit that went unacknowledged: the claim may have
+			// committed.
+			err = fmt.Errorf("%w: %s: combined commit not acknowledged, retry failed: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, err)
+		}
+	}
 	c.observe(holdfast.RouteClaim, start, err, h)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,10 @@ type batchResult struct {
 	// is then a retry that finds it; a caller that cannot run it any more
 	// must answer ErrOutcomeUnknown.
 	doubt bool
+	// waitsEnded (claims): the batch ended the waits its claimed keys can
+	// no longer serve (Waits.EndUnservable) before answering, so the
+	// caller does not.
+	waitsEnded bool
 }
 
 // CombinerLoad reports c's combiner's queued requests and running batch

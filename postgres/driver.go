@@ -297,3 +297,8 @@ func (d *engineDriver) WaitsGranted(holds []*holdfast.Hold) {
 		d.c().noteHold(h)
 	}
 }
+
+// CombinedClaimAttempt: driver.ClaimCombiner (claimcombine.go).
+func (d *engineDriver) CombinedClaimAttempt(ctx context.Context, claims []driver.ClaimRequest) ([]*holdfast.Hold, error) {
+	return d.c().combinedClaimAttempt(ctx, claims)
+}

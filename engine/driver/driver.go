@@ -261,3 +261,24 @@ type Checker interface {
 	// invariant; one read, never retried by the driver.
 	ReadInvariant(ctx context.Context) (*holdfast.InvariantReport, error)
 }
+
+// ClaimCombiner is what a driver that combines claims offers (optional:
+// the engine asks by type assertion; a driver without it serves every
+// claim on its own). Issue #29 item 6.
+type ClaimCombiner interface {
+	// CombinedClaimAttempt runs one transaction of the driver's own that
+	// claims, in one statement per step, the checkouts of claims whose
+	// holds are held and not locked by another transaction, and deducts
+	// their lines (each key's level row written once). It answers, per
+	// claim, the claimed hold or nil (none of the batch's doing: the
+	// engine serves it on the plain path). An error means nothing
+	// committed, unless it is a commit error the driver's classifier
+	// reports unacknowledged.
+	CombinedClaimAttempt(ctx context.Context, claims []ClaimRequest) ([]*holdfast.Hold, error)
+}
+
+// ClaimRequest is one claim of a combined claim batch.
+type ClaimRequest struct {
+	Shop     int64
+	Checkout uuid.UUID
+}

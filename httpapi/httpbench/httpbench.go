@@ -75,6 +75,12 @@ type Options struct {
 	// Log receives progress lines and serve's stderr. Defaults to
 	// io.Discard.
 	Log io.Writer
+	// Breakdown adds two sides that say where the service's extra time
+	// goes: the library with its workers started (serve runs them: the
+	// sweeper, replenisher, waitlist server and event sequencer), and a
+	// second serve with --log-errors-only (no access-log line per
+	// success). Also set by HOLDFAST_HTTPBENCH_BREAKDOWN=1.
+	Breakdown bool
 }
 
 func (o Options) withDefaults() Options {
@@ -108,6 +114,11 @@ type Side struct {
 	// Statuses counts the HTTP statuses ("201", "503", ...) or, for the
 	// library, the error kinds ("ok", "insufficient_stock", ...).
 	Statuses map[string]int64
+	// CPU per answer over the measured window, in microseconds (cpu.go):
+	// this process (the load generator, and the library's engine on the
+	// library side), serve's process, and the database's backends (0
+	// when not measured: no serve, or a server on another machine).
+	SelfCPUus, ServeCPUus, DBCPUus float64
 }
 
 // Report is a run's result.
@@ -115,6 +126,9 @@ type Report struct {
 	Clients                   int
 	Duration                  time.Duration
 	Library, Service, Ceiling Side
+	// With Options.Breakdown: the library with its workers, and serve
+	// with --log-errors-only.
+	LibraryWorkers, ServiceQuiet *Side
 	// With Options.Fairness: the steady shop's p99 alone and during the
 	// other shop's sale, and the sale's statuses.
 	SteadySolo, SteadyDuringSale, Sale *Side
@@ -133,6 +147,21 @@ func (r *Report) String() string {
 	if r.Library.PerSec > 0 && r.Ceiling.PerSec > 0 {
 		fmt.Fprintf(&b, "service/library %.2f×, service/ceiling %.2f×\n", r.Service.PerSec/r.Library.PerSec, r.Service.PerSec/r.Ceiling.PerSec)
 	}
+	sides := []Side{r.Library, r.Service, r.Ceiling}
+	if r.LibraryWorkers != nil && r.ServiceQuiet != nil {
+		for _, s := range []*Side{r.LibraryWorkers, r.ServiceQuiet} {
+			fmt.Fprintf(&b, "%-10s %10.0f %10v %10v  %v\n", s.Name, s.PerSec, s.P50.Round(time.Microsecond*10), s.P99.Round(time.Microsecond*10), s.Statuses)
+		}
+		if r.LibraryWorkers.PerSec > 0 {
+			fmt.Fprintf(&b, "service/library with workers %.2f×, service --log-errors-only/library with workers %.2f×\n",
+				r.Service.PerSec/r.LibraryWorkers.PerSec, r.ServiceQuiet.PerSec/r.LibraryWorkers.PerSec)
+		}
+		sides = append(sides, *r.LibraryWorkers, *r.ServiceQuiet)
+	}
+	fmt.Fprintf(&b, "CPU µs per answer   %8s %8s %8s %8s\n", "bench", "serve", "database", "total")
+	for _, s := range sides {
+		fmt.Fprintf(&b, "%-19s %8.1f %8.1f %8.1f %8.1f\n", s.Name, s.SelfCPUus, s.ServeCPUus, s.DBCPUus, s.SelfCPUus+s.ServeCPUus+s.DBCPUus)
+	}
 	if r.SteadySolo != nil {
 		fmt.Fprintf(&b, "fairness: steady shop p99 alone %v, during a %d-client sale %v (%.2f×); sale answers %v\n",
 			r.SteadySolo.P99.Round(time.Microsecond*10), r.Clients, r.SteadyDuringSale.P99.Round(time.Microsecond*10),
@@ -147,6 +176,10 @@ const hotStock = 100_000_000
 // Run runs the sides one after the other, in one run.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o = o.withDefaults()
+	o.Breakdown = o.Breakdown || os.Getenv("HOLDFAST_HTTPBENCH_BREAKDOWN") == "1"
+	if o.Breakdown && o.Fairness {
+		return nil, errors.New("httpbench: Breakdown and Fairness are separate runs")
+	}
 	if o.DatabaseURL == "" {
 		return nil, errors.New("httpbench: Options.DatabaseURL is required")
 	}
@@ -175,7 +208,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "library: hot, %d clients\n", o.Clients)
-	rep.Library = measure(ctx, "library", o.Clients, o.Warmup, o.Duration, func(ctx context.Context) (string, error) {
+	cpu := &cpuSampler{pool: pool}
+	rep.Library = measureCPU(ctx, cpu, "library", o.Clients, o.Warmup, o.Duration, func(ctx context.Context) (string, error) {
 		_, err := hc.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
 		if err != nil {
 			return "error", err
@@ -190,7 +224,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer srv.stop()
 	fmt.Fprintf(o.Log, "service: hot, %d clients, %s\n", o.Clients, srv.url)
-	rep.Service = measure(ctx, "service", o.Clients, o.Warmup, o.Duration, reserver(client, srv.url, key2, 2))
+	cpu.servePID = srv.cmd.Process.Pid
+	rep.Service = measureCPU(ctx, cpu, "service", o.Clients, o.Warmup, o.Duration, reserver(client, srv.url, key2, 2))
+	cpu.servePID = 0
 
 	// The ceiling, in this process.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -205,10 +241,40 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	served := make(chan error, 1)
 	go func() { served <- ceil.Serve(cctx, ln) }()
 	fmt.Fprintf(o.Log, "ceiling: hot, %d clients\n", o.Clients)
-	rep.Ceiling = measure(ctx, "ceiling", o.Clients, o.Warmup, o.Duration, reserver(client, "http://"+ln.Addr().String(), key2, 2))
+	rep.Ceiling = measureCPU(ctx, &cpuSampler{}, "ceiling", o.Clients, o.Warmup, o.Duration, reserver(client, "http://"+ln.Addr().String(), key2, 2))
 	cancel()
 	if err := <-served; err != nil {
 		return nil, err
+	}
+
+	if o.Breakdown {
+		// The library as an application runs it, with its workers.
+		hc.Start(ctx)
+		fmt.Fprintf(o.Log, "library with workers: hot, %d clients\n", o.Clients)
+		lw := measureCPU(ctx, &cpuSampler{pool: pool}, "lib+workers", o.Clients, o.Warmup, o.Duration, func(ctx context.Context) (string, error) {
+			_, err := hc.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
+			if err != nil {
+				return "error", err
+			}
+			return "ok", nil
+		})
+		if err := hc.Stop(ctx); err != nil {
+			return nil, err
+		}
+		rep.LibraryWorkers = &lw
+		// serve without the access-log line of each success.
+		srv.stop()
+		qo := o
+		qo.ServeArgs = append(slices.Clip(o.ServeArgs), "--log-errors-only")
+		qsrv, err := startServe(ctx, qo)
+		if err != nil {
+			return nil, err
+		}
+		defer qsrv.stop()
+		fmt.Fprintf(o.Log, "service --log-errors-only: hot, %d clients, %s\n", o.Clients, qsrv.url)
+		qs := measureCPU(ctx, &cpuSampler{pool: pool, servePID: qsrv.cmd.Process.Pid}, "svc quiet", o.Clients, o.Warmup, o.Duration, reserver(client, qsrv.url, key2, 2))
+		rep.ServiceQuiet = &qs
+		return rep, nil
 	}
 
 	if o.Fairness {
@@ -255,6 +321,20 @@ func measure(ctx context.Context, name string, clients int, warmup, d time.Durat
 	l.collect("warmup") // discarded
 	wait(ctx, d)
 	return l.collect(name)
+}
+
+// measureCPU is measure with the CPU per answer of the processes cpu
+// samples over the measured window.
+func measureCPU(ctx context.Context, cpu *cpuSampler, name string, clients int, warmup, d time.Duration, op func(context.Context) (string, error)) Side {
+	l := startLoad(ctx, clients, op)
+	defer l.stop()
+	wait(ctx, warmup)
+	l.collect("warmup") // discarded
+	a := cpu.sample(ctx)
+	wait(ctx, d)
+	s := l.collect(name)
+	s.perOp(a, cpu.sample(ctx))
+	return s
 }
 
 func wait(ctx context.Context, d time.Duration) {
@@ -456,6 +536,7 @@ type serve struct {
 	cmd        *exec.Cmd
 	done       chan error
 	tmp        string
+	stopOnce   sync.Once
 }
 
 // Build builds cmd/holdfast into dir and returns the binary's path. It
@@ -542,7 +623,9 @@ func (s *serve) key(ctx context.Context, shop int64) (string, error) {
 	return lines[len(lines)-1], nil
 }
 
-func (s *serve) stop() {
+func (s *serve) stop() { s.stopOnce.Do(s.stopNow) }
+
+func (s *serve) stopNow() {
 	if s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(os.Interrupt)
 		select {

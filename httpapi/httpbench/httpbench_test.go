@@ -47,3 +47,34 @@ func TestHTTPBench(t *testing.T) {
 		t.Errorf("the service answered 503 %d times", n)
 	}
 }
+
+// TestHTTPBenchBreakdown runs the breakdown's sides briefly and checks each
+// served and carries the CPU per answer of the processes it ran on: the
+// load generator always, serve on the service sides, the database's
+// backends (a local server here) on every side but the ceiling.
+func TestHTTPBenchBreakdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs five sides: not with -short")
+	}
+	t.Parallel()
+	db := pgtest.DB(t, 4)
+	rep, err := httpbench.Run(context.Background(), httpbench.Options{DatabaseURL: db.URL, Clients: 8, Duration: time.Second,
+		Warmup: 200 * time.Millisecond, Breakdown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep)
+	for _, s := range []httpbench.Side{rep.Library, rep.Service, rep.Ceiling, *rep.LibraryWorkers, *rep.ServiceQuiet} {
+		service := s.Name == rep.Service.Name || s.Name == rep.ServiceQuiet.Name
+		switch {
+		case s.Ops == 0:
+			t.Errorf("%s served nothing: %v", s.Name, s.Statuses)
+		case s.SelfCPUus <= 0:
+			t.Errorf("%s: no CPU of this process per answer", s.Name)
+		case service && s.ServeCPUus <= 0:
+			t.Errorf("%s: no CPU of serve per answer", s.Name)
+		case s.Name != rep.Ceiling.Name && s.DBCPUus <= 0:
+			t.Errorf("%s: no CPU of the database per answer", s.Name)
+		}
+	}
+}
