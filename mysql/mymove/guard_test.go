@@ -163,7 +163,7 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 		}
 	}
 	// b's webhook endpoint, for the dead letter's foreign key.
-	if _, err := b.DB.Exec("INSERT INTO webhook_endpoints SELECT * FROM " + a.Name + ".webhook_endpoints WHERE shop_id = ?", shop); err != nil {
+	if _, err := b.DB.Exec("INSERT INTO webhook_endpoints SELECT * FROM "+a.Name+".webhook_endpoints WHERE shop_id = ?", shop); err != nil {
 		t.Fatal(err)
 	}
 	ins := func(tbl string) error {
