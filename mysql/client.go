@@ -365,6 +365,15 @@ const (
 	erSavepointMissing = 1305
 )
 
+// sqlState is the SQLSTATE of a server error ("" for none).
+func sqlState(err error) string {
+	var me *mysqldriver.MySQLError
+	if errors.As(err, &me) && me.SQLState != [5]byte{} {
+		return string(me.SQLState[:])
+	}
+	return ""
+}
+
 func errNumber(err error) uint16 {
 	var me *mysqldriver.MySQLError
 	if errors.As(err, &me) {

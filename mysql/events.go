@@ -162,11 +162,11 @@ func (c *Client) sequenceBatch(ctx context.Context, tx *sql.Tx) (int, error) {
 	if err := rows.Close(); err != nil {
 		return 0, err
 	}
-	assign := make([][2]int64, 0, len(batch))
+	assign := make([][3]int64, 0, len(batch))
 	var keys [][3]int64
 	for _, p := range batch {
 		last[p.shop]++
-		assign = append(assign, [2]int64{p.id, last[p.shop]})
+		assign = append(assign, [3]int64{p.shop, p.id, last[p.shop]})
 		switch {
 		case p.typ == string(holdfast.EventStockChanged) && p.item.Valid && p.loc.Valid:
 			keys = append(keys, [3]int64{p.shop, p.item.Int64, p.loc.Int64})

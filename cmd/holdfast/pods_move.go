@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/holdfast/holdfast/mysql/mymove"
 	"github.com/holdfast/holdfast/pods"
 	"github.com/holdfast/holdfast/postgres/pgmove"
 	"github.com/holdfast/holdfast/postgres/podmap"
@@ -18,12 +20,18 @@ import (
 const podsMoveConns = 4
 
 // moveStores opens the control database's map and a move store on every
-// PostgreSQL pod of pf (MariaDB pods cannot be moved from or to yet).
+// pod of pf: package pgmove's on PostgreSQL pods, mymove's on MariaDB
+// ones. A shop moves between pods of one engine (Copy refuses a target of
+// the other).
 func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.MoveStore, func(), error) {
 	var pools []*pgxpool.Pool
+	var dbs []*sql.DB
 	closeAll := func() {
 		for _, p := range pools {
 			p.Close()
+		}
+		for _, d := range dbs {
+			d.Close()
 		}
 	}
 	cu, err := pf.Control.url("control")
@@ -37,13 +45,20 @@ func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.Mo
 	pools = append(pools, control)
 	stores := map[string]pods.MoveStore{}
 	for _, p := range pf.Pods {
-		if p.Engine != enginePostgres {
-			continue
-		}
 		u, err := p.url("pod " + p.Name)
 		if err != nil {
 			closeAll()
 			return nil, nil, nil, err
+		}
+		if p.Engine == engineMySQL {
+			db, err := mariaDBPool(u, podsMoveConns)
+			if err != nil {
+				closeAll()
+				return nil, nil, nil, fmt.Errorf("pod %s: %w", p.Name, err)
+			}
+			dbs = append(dbs, db)
+			stores[p.Name] = mymove.New(db)
+			continue
 		}
 		pool, err := pgPool(ctx, u, podsMoveConns, "holdfast-pods-move-"+p.Name)
 		if err != nil {
@@ -84,10 +99,9 @@ func newPodsMoveCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		engineOf := map[string]string{}
 		for _, p := range pf.Pods {
-			if p.Name == *to && p.Engine != enginePostgres {
-				return usageError("--to %s: a %s pod; moving shops to or from MariaDB pods is not built yet (docs/PODS.md)", *to, p.Engine)
-			}
+			engineOf[p.Name] = p.Engine
 		}
 		m, stores, closeAll, err := moveStores(ctx, pf)
 		if err != nil {
@@ -95,7 +109,9 @@ func newPodsMoveCmd() *cobra.Command {
 		}
 		defer closeAll()
 		if pl, err := m.Lookup(ctx, *shop); err == nil && stores[pl.Pod] == nil {
-			return usageError("shop %d lives on pod %s, which is not a PostgreSQL pod of this file: moving shops from MariaDB pods is not built yet", *shop, pl.Pod)
+			return usageError("shop %d lives on pod %s, which is not a pod of this file", *shop, pl.Pod)
+		} else if err == nil && engineOf[pl.Pod] != engineOf[*to] {
+			return usageError("shop %d lives on pod %s (%s); --to %s is a %s pod: a shop moves between pods of one engine", *shop, pl.Pod, engineOf[pl.Pod], *to, engineOf[*to])
 		}
 		rep, err := pods.Move(ctx, pods.MoveParams{ShopID: *shop, To: *to, Map: m, Stores: stores, Method: *method, FenceWait: *fenceWait, PurgeDelay: *purgeDelay})
 		if rep != nil {

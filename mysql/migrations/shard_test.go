@@ -25,14 +25,8 @@ var shardExceptions = map[string]string{
 	// have no shop. A sharded deployment keeps it beside the router.
 	"api_keys.PRIMARY":       "directory of keys, looked up by hash before the shop is known",
 	"api_keys.api_keys_hash": "directory of keys (see api_keys.PRIMARY)",
-	// AUTO_INCREMENT ids as the order of an append-only table; every read
-	// goes through a key led by shop_id. A follow-up migration could make
-	// the key (shop_id, id), at the price of rebuilding the clustered index
-	// of a large table, so it is not done in passing.
-	"inventory_ledger.PRIMARY":                        "append-only audit log; read through inventory_ledger_key (shop_id, …, id)",
-	"audit_log.PRIMARY":                               "append-only audit log (migration 14); read through audit_log_shop (shop_id, id), purged by created_at across shops",
-	"holdfast_events.PRIMARY":                         "the outbox's arrival order, sequenced per shop by a worker; the feed's key is holdfast_events_feed (shop_id, seq)",
-	"waiters.waiters_seq":                             "the waitlist's arrival order across shops (AUTO_INCREMENT needs a key led by seq), scanned by the waitlist worker, not the request path",
+	// (inventory_ledger, audit_log and holdfast_events are keyed (shop_id,
+	// id) and waiters_seq is no longer unique since migration 15, shop moves.)
 	"webhook_endpoints.PRIMARY":                       "endpoint ids are global in the HTTP API (Holdfast-Webhook-Id); the delivery worker leases across shops",
 	"webhook_dead_letters.PRIMARY":                    "keyed by the endpoint's global id (see webhook_endpoints)",
 	"webhook_dead_letters.webhook_dead_letters_event": "keyed by the endpoint's global id (see webhook_endpoints)",

@@ -5,6 +5,8 @@
 -- ? now, ? retention µs, ? now, ? cap µs, ? batch.
 DELETE FROM holdfast_events
 WHERE seq IS NOT NULL AND created_at < COALESCE(?, UTC_TIMESTAMP(6)) - INTERVAL ? MICROSECOND
+  -- a shop fenced here (a move, migration 15) is purged by the move
+  AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = holdfast_events.shop_id)
   AND (created_at < COALESCE(?, UTC_TIMESTAMP(6)) - INTERVAL ? MICROSECOND
        OR NOT EXISTS (SELECT 1 FROM webhook_endpoints w
                       WHERE w.shop_id = holdfast_events.shop_id AND w.`cursor` < holdfast_events.seq))

@@ -1,9 +1,10 @@
 -- Bundles (issue #30 item 1). A bundle item is a shop's item id that
 -- stands for components × quantities; a reservation line of it is expanded
 -- into its component lines by the engine before the reserve attempt, so
--- nothing on the reservation path changes here. (Numbers are assigned per
+-- nothing on the reservation path changes here. IF NOT EXISTS: migration 015
+-- (shop moves) creates them too, to guard them, when it runs first. (Numbers are assigned per
 -- feature on both engines at once; gaps are allowed.)
-CREATE TABLE bundle_components (
+CREATE TABLE IF NOT EXISTS bundle_components (
     shop_id      BIGINT      NOT NULL,
     bundle_id    BIGINT      NOT NULL,
     component_id BIGINT      NOT NULL,
@@ -19,7 +20,7 @@ CREATE TABLE bundle_components (
 -- One row per shop that ever defined a bundle: SetBundle locks it first
 -- (an upsert), so definitions of one shop are checked for nesting one at a
 -- time (READ COMMITTED takes no gap locks); version counts the changes.
-CREATE TABLE bundle_shops (
+CREATE TABLE IF NOT EXISTS bundle_shops (
     shop_id BIGINT NOT NULL PRIMARY KEY,
     version BIGINT NOT NULL DEFAULT 1
 ) ENGINE = InnoDB;

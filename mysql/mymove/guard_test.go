@@ -1,0 +1,231 @@
+package mymove_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/google/uuid"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
+	"github.com/holdfast/holdfast/mysql/mysqltest"
+)
+
+func TestMain(m *testing.M) { mysqltest.Main(m) }
+
+// shopTables lists every table of the database with a shop_id column but
+// api_keys and holdfast_shop_fences (not a shop's data), from the catalog.
+func shopTables(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT c.TABLE_NAME FROM information_schema.COLUMNS c
+		JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE'
+		WHERE c.TABLE_SCHEMA = DATABASE() AND c.COLUMN_NAME = 'shop_id'
+		  AND c.TABLE_NAME NOT IN ('api_keys', 'holdfast_shop_fences') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if len(out) < 20 {
+		t.Fatalf("only %d shop tables: %v", len(out), out)
+	}
+	return out
+}
+
+// fillShop gives shop every table's rows: through the engine where it
+// writes them, by hand for the rest (webhooks, a waiter, in-flight marks).
+func fillShop(t *testing.T, db *sql.DB, eng *mysql.Client, shop int64) {
+	t.Helper()
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
+	n := 100
+	if _, err := eng.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &n, Reason: "fill", ID: "fill-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []holdfast.Strategy{holdfast.StrategyPool, holdfast.StrategyCounter} {
+		k2 := holdfast.Key{ShopID: shop, ItemID: 2 + int64(len(s)), LocationID: 1}
+		if _, err := eng.ChangeStock(ctx, holdfast.StockChange{Key: k2, Set: &n, Reason: "fill"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.SetStrategy(ctx, k2, s, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: k2.ItemID, LocationID: 1, Quantity: 1}}, TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eng.SetBuyerLimit(ctx, holdfast.BuyerLimit{ShopID: shop, ItemID: 1, Limit: 50, Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.SetLocationOrder(ctx, shop, []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.SetBundle(ctx, holdfast.Bundle{ShopID: shop, ItemID: 99, Components: []holdfast.BundleComponent{{ItemID: 1, Quantity: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.New()
+	if _, err := eng.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: id, BuyerID: "b1", Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Claim(ctx, shop, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.SequenceEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO webhook_endpoints (shop_id, url, secret, created_at) VALUES (?, 'https://example.com/h', 's', UTC_TIMESTAMP(6))`,
+		`INSERT INTO webhook_dead_letters (endpoint_id, shop_id, ` + "`cursor`" + `, event, attempts, last_error, dead_at)
+			SELECT id, shop_id, 1, '{}', 1, 'x', UTC_TIMESTAMP(6) FROM webhook_endpoints WHERE shop_id = ?`,
+		`INSERT INTO waiters (shop_id, checkout_id, cart, short, ttl_us, status, created_at, wait_until)
+			VALUES (?, UNHEX(REPLACE(UUID(), '-', '')), '[]', '[]', 1, 'waiting', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)`,
+		`INSERT INTO waiter_lines (shop_id, inventory_item_id, location_id, seq, checkout_id, quantity)
+			SELECT shop_id, 1, 1, seq, checkout_id, 1 FROM waiters WHERE shop_id = ?`,
+		`INSERT INTO reserve_inflight (shop_id, checkout_id) VALUES (?, UNHEX(REPLACE(UUID(), '-', '')))`,
+		`INSERT INTO buyer_locks (shop_id, inventory_item_id, buyer_hash) VALUES (?, 1, UNHEX(REPEAT('ab', 16)))`,
+		`INSERT INTO audit_log (shop_id, action, actor, detail, created_at) VALUES (?, 'test', 'test', '{}', UTC_TIMESTAMP(6))`,
+	} {
+		var has bool
+		tbl := strings.Fields(q)[2]
+		if err := db.QueryRow("SELECT EXISTS (SELECT 1 FROM "+tbl+" WHERE shop_id = ?)", shop).Scan(&has); err != nil {
+			t.Fatal(err)
+		}
+		if has {
+			continue
+		}
+		if _, err := db.Exec(q, shop); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func fenced(err error) bool {
+	var me *mysqldriver.MySQLError
+	return errors.As(err, &me) && string(me.SQLState[:]) == "HF001"
+}
+
+// TestGuardOnEveryShopTable lists every table with a shop_id column and
+// proves, on each, that migration 15's guard refuses an insert of a shop
+// fenced on the pod — by its mark (holdfast_shop_fences) and by a move's
+// lock held in another session — with SQLSTATE HF001, and lets the same
+// insert through when the shop is not fenced; then that an update and a
+// delete of a marked shop's row are refused (the ledger refuses them
+// anyway: append-only). The inserts run from a session whose default
+// database is another one: the guard names the lock after the table's
+// database. Structurally, each table has the three AFTER triggers.
+func TestGuardOnEveryShopTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := mysqltest.DB(t, 8), mysqltest.DB(t, 8)
+	eng, err := mysql.New(a.DB, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Stop(context.Background()) })
+	const shop = 7
+	fillShop(t, a.DB, eng, shop)
+	tables := shopTables(t, a.DB)
+	for _, tbl := range tables {
+		var n int
+		if err := a.DB.QueryRow("SELECT COUNT(*) FROM "+tbl+" WHERE shop_id = ?", shop).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Fatalf("fillShop left %s empty: give the shop a row there", tbl)
+		}
+		var trig []string
+		rows, err := a.DB.Query(`SELECT CONCAT(ACTION_TIMING, ' ', EVENT_MANIPULATION) FROM information_schema.TRIGGERS
+			WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME LIKE '%\_guard\__' ORDER BY 1`, tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			_ = rows.Scan(&s)
+			trig = append(trig, s)
+		}
+		rows.Close()
+		if !slices.Equal(trig, []string{"AFTER DELETE", "AFTER INSERT", "AFTER UPDATE"}) {
+			t.Errorf("%s: guard triggers %v, want AFTER INSERT, UPDATE and DELETE", tbl, trig)
+		}
+	}
+	// b's webhook endpoint, for the dead letter's foreign key.
+	if _, err := b.DB.Exec("INSERT INTO webhook_endpoints SELECT * FROM "+a.Name+".webhook_endpoints WHERE shop_id = ?", shop); err != nil {
+		t.Fatal(err)
+	}
+	ins := func(tbl string) error {
+		// From a's session (default database a), into b.
+		_, err := a.DB.ExecContext(ctx, "INSERT INTO "+b.Name+"."+tbl+" SELECT * FROM "+tbl+" WHERE shop_id = ? LIMIT 1", shop)
+		return err
+	}
+	lockConn, err := b.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close()
+	for _, tbl := range tables {
+		if tbl == "webhook_endpoints" {
+			continue // b has its row
+		}
+		if _, err := b.DB.Exec("INSERT INTO holdfast_shop_fences (shop_id, state, since) VALUES (?, 'gone', UTC_TIMESTAMP(6))", shop); err != nil {
+			t.Fatal(err)
+		}
+		if err := ins(tbl); !fenced(err) {
+			t.Errorf("%s: insert of a shop marked gone: %v, want SQLSTATE HF001", tbl, err)
+		}
+		if _, err := b.DB.Exec("DELETE FROM holdfast_shop_fences WHERE shop_id = ?", shop); err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := lockConn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', ?), 0)", shop).Scan(&got); err != nil || got != 1 {
+			t.Fatalf("move lock: %d, %v", got, err)
+		}
+		if err := ins(tbl); !fenced(err) {
+			t.Errorf("%s: insert of a shop under a move's lock: %v, want SQLSTATE HF001", tbl, err)
+		}
+		if err := lockConn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', ?))", shop).Scan(&got); err != nil || got != 1 {
+			t.Fatalf("move unlock: %d, %v", got, err)
+		}
+		if err := ins(tbl); err != nil {
+			t.Errorf("%s: insert of a shop not fenced: %v", tbl, err)
+		}
+	}
+	if _, err := b.DB.Exec("INSERT INTO holdfast_shop_fences (shop_id, state, since) VALUES (?, 'incoming', UTC_TIMESTAMP(6))", shop); err != nil {
+		t.Fatal(err)
+	}
+	for _, tbl := range tables {
+		_, uerr := b.DB.Exec("UPDATE "+tbl+" SET shop_id = shop_id WHERE shop_id = ? LIMIT 1", shop)
+		_, derr := b.DB.Exec("DELETE FROM "+tbl+" WHERE shop_id = ? LIMIT 1", shop)
+		if tbl == "inventory_ledger" {
+			if uerr == nil || derr == nil {
+				t.Errorf("ledger: update %v, delete %v: want both refused", uerr, derr)
+			}
+			continue
+		}
+		if !fenced(uerr) || !fenced(derr) {
+			t.Errorf("%s: update %v, delete %v of an incoming shop's row: want SQLSTATE HF001", tbl, uerr, derr)
+		}
+	}
+	// The engine answers the guard's refusal ErrShopMoved.
+	beng, err := mysql.New(b.DB, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = beng.Stop(context.Background()) })
+	if _, err := beng.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}, TTL: time.Minute}); !errors.Is(err, holdfast.ErrShopMoved) {
+		t.Errorf("reserve of an incoming shop: %v, want ErrShopMoved", err)
+	}
+}

@@ -1,0 +1,1 @@
+SELECT state FROM holdfast_shop_fences WHERE shop_id = ?

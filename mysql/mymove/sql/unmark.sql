@@ -1,0 +1,2 @@
+-- ? shop, ? state.
+DELETE FROM holdfast_shop_fences WHERE shop_id = ? AND state = ?
