@@ -114,8 +114,9 @@ func testDropLottery(t *testing.T, h *Harness) {
 			if err := e.enter(1, 7, id, fmt.Sprintf("buyer-%d", i)); !errors.Is(err, holdfast.ErrWaitlisted) {
 				t.Fatalf("retry of entrant %d: %v", i, err)
 			}
-			if _, err := e.e.Hold(ctxb(), 1, id); !errors.Is(err, holdfast.ErrWaitlisted) {
-				t.Fatalf("entrant %d reads %v, want ErrWaitlisted", i, err)
+			var we *holdfast.WaitlistedError
+			if _, err := e.e.Hold(ctxb(), 1, id); !errors.As(err, &we) || we.Position != 0 {
+				t.Fatalf("entrant %d reads %v, want ErrWaitlisted at position 0 (no place before the draw)", i, err)
 			}
 		}
 		if err := e.enter(1, 7, uuid.New(), "buyer-3"); !errors.Is(err, holdfast.ErrDropEntered) {
