@@ -74,6 +74,7 @@ func (c *Client[TTx]) SetDrop(ctx context.Context, p holdfast.DropParams) (*hold
 	if err != nil {
 		return nil, err
 	}
+	c.dropHint.Delete(p.Key)
 	c.d.KickWaitlist() // its draw is due some day: the worker's probe sees it
 	return out, nil
 }
@@ -97,6 +98,14 @@ func (c *Client[TTx]) Drop(ctx context.Context, k holdfast.Key) (*holdfast.Drop,
 	}
 	return out, nil
 }
+
+// DropHintTTL is how long a short answer trusts that a key it found
+// without an open drop still has none, so a sold-out key costs its short
+// answers one drop probe per DropHintTTL, not one each. A drop set on this
+// client clears it at once; one set on another client to open at once is
+// seen here within DropHintTTL (meanwhile its key answers short: nothing is
+// taken, the buffer is empty). Set StartsAt ahead to leave no such gap.
+const DropHintTTL = time.Second
 
 // clockNow is the client's clock (Config.Now, else the machine's): what
 // SetDrop's bounds are judged by before any database is asked.
@@ -124,10 +133,25 @@ func (c *Client[TTx]) dropIfShort(ctx context.Context, p holdfast.ReserveParams,
 	}
 	slices.SortFunc(keys, compareKeys)
 	keys = slices.Compact(keys)
+	now := time.Now()
+	if !slices.ContainsFunc(keys, func(k holdfast.Key) bool {
+		at, ok := c.dropHint.Load(k)
+		return !ok || now.Sub(at.(time.Time)) > DropHintTTL
+	}) {
+		return h, err // every short key was seen without a drop just now
+	}
 	var zero TTx
 	open, rerr := c.d.OpenDrops(ctx, p.ShopID, keys)
-	if rerr != nil || len(open) == 0 {
+	if rerr != nil {
 		return h, err // a failed look keeps the short answer: nothing was taken
+	}
+	for _, k := range keys {
+		if !slices.Contains(open, k) {
+			c.dropHint.Store(k, now)
+		}
+	}
+	if len(open) == 0 {
+		return h, err
 	}
 	req, verr := ValidateReserve(c.cfg, p)
 	if verr != nil {
