@@ -33,3 +33,9 @@ CREATE TABLE drop_entries (
     draw_rank         integer,
     PRIMARY KEY (shop_id, inventory_item_id, location_id, buyer_hash)
 );
+
+-- Migration 15's placement guard, on both new shop tables.
+CREATE TRIGGER holdfast_shop_guard BEFORE INSERT OR UPDATE OR DELETE ON drops
+    FOR EACH ROW EXECUTE FUNCTION holdfast_shop_guard();
+CREATE TRIGGER holdfast_shop_guard BEFORE INSERT OR UPDATE OR DELETE ON drop_entries
+    FOR EACH ROW EXECUTE FUNCTION holdfast_shop_guard();
