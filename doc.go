@@ -89,4 +89,14 @@
 //     open after reserving (PostgreSQL only).
 //
 // docs/PERFORMANCE.md has the measured figures behind these choices.
+//
+// # Fair drops
+//
+// A key may have a drop (Engine.SetDrop, drop.go): reservations with a
+// BuyerID that reach it in the drop's window enter a lottery, one entry
+// per buyer, and wait (ErrWaitlisted); at the window's end one draw puts
+// them on the key's waitlist in the order HMAC-SHA256(seed, ticket) gives,
+// and they are held in that order as stock allows. The seed is committed
+// (its SHA-256 published) when the drop is set and revealed by the draw,
+// so anyone can check the order with VerifyDrop.
 package holdfast

@@ -101,6 +101,12 @@ type Engine interface {
 	// DeleteBundle removes a shop's bundle definition (none is no error);
 	// holds already made keep their component lines.
 	DeleteBundle(ctx context.Context, shopID, itemID int64) error
+	// SetDrop sets a key's drop: a lottery window for its reservations,
+	// drawn once at the window's end (drop.go, engine/drop.go).
+	SetDrop(ctx context.Context, p DropParams) (*Drop, error)
+	// Drop reads a key's drop (seed and entrants once drawn); ErrNotFound
+	// when it has none.
+	Drop(ctx context.Context, k Key) (*Drop, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -71,7 +71,9 @@ var (
 // ErrWaitlisted.
 type WaitlistedError struct {
 	// Position is 1 for the first waiting cart of the shop that shares a
-	// key with this one, 2 for the one behind it, and so on.
+	// key with this one, 2 for the one behind it, and so on; 0 for a drop's
+	// entrant before the draw (it has no place until the lottery gives it
+	// one).
 	Position int
 	// WaitUntil is when the wait runs out.
 	WaitUntil time.Time

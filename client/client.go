@@ -122,6 +122,10 @@ var sentinels = map[string]error{
 	"buyer_limit_exceeded": holdfast.ErrBuyerLimitExceeded,
 	"stock_changed":        holdfast.ErrStockChanged,
 	"merge_into_ended":     holdfast.ErrMergeInto,
+	"drop_not_open":        holdfast.ErrDropNotOpen, // drop.go
+	"drop_entered":         holdfast.ErrDropEntered,
+	"drop_full":            holdfast.ErrDropFull,
+	"drop_started":         holdfast.ErrDropStarted,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,

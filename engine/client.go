@@ -39,6 +39,7 @@ type Client[TTx comparable] struct {
 	avail      availCoalescer // concurrent availability reads of a shop (availcoalesce.go)
 
 	bundleCache bundleCache // shops' bundle definitions (bundle.go)
+	dropHint    sync.Map    // Key -> time.Time: when a short answer last found the key without an open drop (drop.go)
 }
 
 // NewClient returns the engine over d with cfg (defaults filled in and

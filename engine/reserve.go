@@ -28,6 +28,7 @@ func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*h
 		return nil, err
 	}
 	h, err := c.reserve(ctx, zero, true, p)
+	h, err = c.dropIfShort(ctx, p, h, err) // a key with an open drop (drop.go)
 	h, err = c.waitIfShort(ctx, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
 }

@@ -59,6 +59,11 @@ func (c *Client[TTx]) serveWaitlist(ctx context.Context) (n int, more bool, err 
 	if !waiting {
 		return 0, false, nil
 	}
+	// Drops whose window ended are drawn first: their entrants join the
+	// queues this pass serves (drop.go).
+	if _, err := c.drawDue(ctx); err != nil {
+		return 0, false, err
+	}
 	cur := &c.waitCursor
 	cur.mu.Lock()
 	from := cur.k

@@ -188,6 +188,8 @@ func toAPIError(route string, err error) *apiError {
 		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitCancelled, "the checkout's wait was cancelled by its release; nothing is held and nothing will be"
 	case errors.Is(err, holdfast.ErrWaitUnservable):
 		e.Status, e.Code, e.Message = http.StatusGone, CodeWaitUnservable, "the checkout's wait ended: its cart asks more of a key than the key's available stock, so it could never be served; nothing is held: reserve what is sellable under a new checkout id"
+	case dropAPIError(err) != nil: // drop.go
+		return dropAPIError(err)
 	case errors.Is(err, holdfast.ErrLifetimeExceeded):
 		e.Code, e.Message = CodeLifetimeExceeded, "the hold cannot be extended past its lifetime cap"
 	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):

@@ -107,8 +107,8 @@ func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, sho
 	var rawLines, rawShort []byte
 	var until time.Time
 	var seq int64
-	var lapsed bool
-	err := tx.QueryRowContext(ctx, c.q(ctx, route, "waitlist_get"), c.now(), shop, checkout[:]).Scan(&status, &rawLines, &rawShort, &until, &seq, &lapsed)
+	var lapsed, queued bool
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, "waitlist_get"), c.now(), shop, checkout[:]).Scan(&status, &rawLines, &rawShort, &until, &seq, &lapsed, &queued)
 	if errors.Is(err, sql.ErrNoRows) {
 		return holdfast.ErrNotFound
 	}
@@ -142,6 +142,10 @@ func (c *Client) waiterAnswer(ctx context.Context, tx *sql.Tx, route string, sho
 	we := &holdfast.WaitlistedError{Position: 1, WaitUntil: until}
 	if err := json.Unmarshal(rawShort, &we.Lines); err != nil {
 		return err
+	}
+	if !queued {
+		we.Position = 0 // a drop's entrant before the draw (engine/drop.go)
+		return we
 	}
 	// The position: 1 + the carts of the shop ahead that share a key.
 	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "waitlist_ahead"), shop, seq)

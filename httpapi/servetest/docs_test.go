@@ -84,6 +84,7 @@ func normalise(s string) string {
 	s = docAuditID.ReplaceAllString(s, `{"id":<id>,"shop_id":$1,"action"`)
 	s = docAuditKey.ReplaceAllString(s, `"key_id":<key>,"actor":"key <key>"`)
 	s = docRemote.ReplaceAllString(s, `"remote":"<addr>"`)
+	s = docDropHex.ReplaceAllString(s, `"$1":"<hex>"`) // a drop's random seed and what derives from it
 	return docRequestID.ReplaceAllString(s, `"request_id":"<id>"`)
 }
 
@@ -93,6 +94,7 @@ var (
 	docAuditID  = regexp.MustCompile(`\{"id":\d+,"shop_id":(\d+),"action"`)
 	docAuditKey = regexp.MustCompile(`"key_id":\d+,"actor":"key \d+"`)
 	docRemote   = regexp.MustCompile(`"remote":"[^"]*"`)
+	docDropHex  = regexp.MustCompile(`"(commitment|seed|ticket)":"[0-9a-f]{64}"`)
 )
 
 // TestDocsAPI runs docs/API.md's shell blocks in order, as written, in one

@@ -14,7 +14,11 @@ SELECT l.available IS NOT NULL,
        COALESCE(l.pool_cap, ?),
        -- Whether the key has waiters (waitlist.go): refills add nothing.
        EXISTS (SELECT 1 FROM waiter_lines w
-               WHERE w.shop_id = k.shop AND w.inventory_item_id = k.item AND w.location_id = k.loc),
+               WHERE w.shop_id = k.shop AND w.inventory_item_id = k.item AND w.location_id = k.loc)
+       -- nor while its drop is open (engine/drop.go).
+       OR EXISTS (SELECT 1 FROM drops d
+                  WHERE d.shop_id = k.shop AND d.inventory_item_id = k.item
+                    AND d.location_id = k.loc AND d.state = 'open'),
        COALESCE(l.safety, 0)
 FROM (SELECT ? AS shop, ? AS item, ? AS loc) k
 LEFT JOIN inventory_levels l

@@ -6,6 +6,10 @@ SELECT COALESCE(l.available, 0) - COALESCE(l.safety, 0), -- safety stock is not 
        -- Whether the key has waiters (waitlist.go): nothing sellable then.
        EXISTS (SELECT 1 FROM waiter_lines w
                WHERE w.shop_id = s.shop AND w.inventory_item_id = j.item AND w.location_id = j.loc)
+       -- Nor to anyone outside the lottery while the key's drop is open.
+       OR EXISTS (SELECT 1 FROM drops d
+                  WHERE d.shop_id = s.shop AND d.inventory_item_id = j.item
+                    AND d.location_id = j.loc AND d.state = 'open')
 FROM (SELECT ? AS shop) s
 CROSS JOIN JSON_TABLE(?, '$[*]' COLUMNS (
          n    FOR ORDINALITY,

@@ -15,6 +15,10 @@ SELECT l.available IS NOT NULL,
        -- to a new buyer then.
        EXISTS (SELECT 1 FROM waiter_lines w
                WHERE w.shop_id = $1::bigint AND w.inventory_item_id = $2::bigint AND w.location_id = $3::bigint)
+       -- or whose drop is open (engine/drop.go).
+       OR EXISTS (SELECT 1 FROM drops d
+                  WHERE d.shop_id = $1::bigint AND d.inventory_item_id = $2::bigint
+                    AND d.location_id = $3::bigint AND d.state = 'open')
 FROM (SELECT 1) one
 LEFT JOIN inventory_levels l
        ON l.shop_id = $1::bigint AND l.inventory_item_id = $2::bigint AND l.location_id = $3::bigint

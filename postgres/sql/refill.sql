@@ -38,6 +38,10 @@ WITH k AS (
            CASE WHEN EXISTS (SELECT 1 FROM waiter_lines w
                               WHERE w.shop_id = st.shop_id AND w.inventory_item_id = st.item
                                 AND w.location_id = st.location)
+                  -- Nor a key whose drop is open (engine/drop.go).
+                  OR EXISTS (SELECT 1 FROM drops d
+                             WHERE d.shop_id = st.shop_id AND d.inventory_item_id = st.item
+                               AND d.location_id = st.location AND d.state = 'open')
                 THEN 0
                 ELSE greatest(0, least(cap - pooled, available - safety - held - pooled)) END::int AS add,
            CASE strategy WHEN 'slots' THEN $6::int ELSE 1 END AS n

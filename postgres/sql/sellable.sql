@@ -9,6 +9,10 @@ SELECT (coalesce(l.available, 0) - coalesce(l.safety, 0))::int, -- safety stock 
        -- to a new buyer.
        EXISTS (SELECT 1 FROM waiter_lines w
                WHERE w.shop_id = $1::bigint AND w.inventory_item_id = k.item AND w.location_id = k.location)
+       -- Nor to anyone outside the lottery while the key's drop is open.
+       OR EXISTS (SELECT 1 FROM drops d
+                  WHERE d.shop_id = $1::bigint AND d.inventory_item_id = k.item
+                    AND d.location_id = k.location AND d.state = 'open')
 FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS k(item, location, n)
 LEFT JOIN inventory_levels l
        ON l.shop_id = $1::bigint AND l.inventory_item_id = k.item AND l.location_id = k.location

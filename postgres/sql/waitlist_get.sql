@@ -5,7 +5,11 @@
 -- clock).
 SELECT w.status, w.lines, w.short, w.wait_until,
        w.status = 'waiting' AND w.wait_until <= coalesce($3::timestamptz, clock_timestamp()),
-       CASE WHEN w.status <> 'waiting' THEN 0 ELSE 1 + (
+       CASE WHEN w.status <> 'waiting' THEN 0
+            -- A drop's entrant before the draw has no place yet.
+            WHEN NOT EXISTS (SELECT 1 FROM waiter_lines l
+                             WHERE l.shop_id = w.shop_id AND l.checkout_id = w.checkout_id) THEN 0
+            ELSE 1 + (
            SELECT count(*) FROM waiters o
            WHERE o.status = 'waiting' AND o.shop_id = w.shop_id AND o.seq < w.seq
              AND EXISTS (SELECT 1
