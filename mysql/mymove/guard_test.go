@@ -97,6 +97,10 @@ func fillShop(t *testing.T, db *sql.DB, eng *mysql.Client, shop int64) {
 		`INSERT INTO reserve_inflight (shop_id, checkout_id) VALUES (?, UNHEX(REPLACE(UUID(), '-', '')))`,
 		`INSERT INTO buyer_locks (shop_id, inventory_item_id, buyer_hash) VALUES (?, 1, UNHEX(REPEAT('ab', 16)))`,
 		`INSERT INTO audit_log (shop_id, action, actor, detail, created_at) VALUES (?, 'test', 'test', '{}', UTC_TIMESTAMP(6))`,
+		`INSERT INTO drops (shop_id, inventory_item_id, location_id, starts_at, window_us, seed, state)
+			VALUES (?, 1, 1, UTC_TIMESTAMP(6) + INTERVAL 1 DAY, 1000000, UNHEX(REPEAT('ab', 32)), 'open')`,
+		`INSERT INTO drop_entries (shop_id, inventory_item_id, location_id, buyer_hash, checkout_id, wait_us)
+			VALUES (?, 1, 1, UNHEX(REPEAT('cd', 16)), UNHEX(REPLACE(UUID(), '-', '')), 1000000)`,
 	} {
 		var has bool
 		tbl := strings.Fields(q)[2]

@@ -34,3 +34,23 @@ CREATE TABLE drop_entries (
     PRIMARY KEY (shop_id, inventory_item_id, location_id, buyer_hash),
     CONSTRAINT drop_entries_wait CHECK (wait_us > 0)
 ) ENGINE = InnoDB;
+
+-- Migration 15's placement guard (shop moves), on both new shop tables.
+
+CREATE TRIGGER drops_guard_i AFTER INSERT ON drops
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER drops_guard_u AFTER UPDATE ON drops
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER drops_guard_d AFTER DELETE ON drops
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', OLD.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = OLD.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER drop_entries_guard_i AFTER INSERT ON drop_entries
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER drop_entries_guard_u AFTER UPDATE ON drop_entries
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER drop_entries_guard_d AFTER DELETE ON drop_entries
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', OLD.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = OLD.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
