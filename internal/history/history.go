@@ -515,11 +515,12 @@ func stepKnown(s keyModel, in Input, out Output) []keyModel {
 					return yes(n)
 				}
 			}
-		case h.status == holdfast.StatusHeld && out.Result == ResConflict && !slices.Equal(h.cart(), in.Lines()):
-			// An edit gave the hold other lines.
+		case h.status == holdfast.StatusHeld && out.Result == ResConflict && (!slices.Equal(h.cart(), in.Lines()) || h.buyer != in.Buyer):
+			// An edit or a merge gave the hold other lines, or it was made
+			// for another buyer (a merge's destination takes its source's).
 			return yes(s)
 		case h.status == holdfast.StatusHeld:
-			if out.Result == ResOK && out.Exp == h.exp && slices.Equal(h.cart(), in.Lines()) {
+			if out.Result == ResOK && out.Exp == h.exp && slices.Equal(h.cart(), in.Lines()) && h.buyer == in.Buyer {
 				return yes(s)
 			}
 		default:

@@ -156,10 +156,12 @@ func applyMerge(s keyModel, in Input) (keyModel, bool) {
 	return s.with(in.CO, src).with(in.Into, dst), true
 }
 
-// answers reports whether out is what the engine answers for hold h:
-// its status, its lines and, while held, its expiry.
-func answers(h mhold, out Output) bool {
-	return out.Status == h.status && slices.Equal(out.Lines[:out.NLines], h.cart()) &&
+// answers reports whether out is what the engine answers for hold h at
+// in.Now: its status (a lapsed hold reads as expired), its lines and,
+// while held, its expiry.
+func answers(h mhold, in Input, out Output) bool {
+	st := out.Status == h.status || (out.Status == holdfast.StatusExpired && lapsed(h, in))
+	return st && slices.Equal(out.Lines[:out.NLines], h.cart()) &&
 		(h.status != holdfast.StatusHeld || out.Exp == h.exp)
 }
 
@@ -184,7 +186,7 @@ func stepMerge(s keyModel, in Input, out Output) []keyModel {
 				return nil
 			}
 		}
-		if answers(n.holds[in.Into], out) {
+		if answers(n.holds[in.Into], in, out) {
 			return yes(n)
 		}
 		return nil
@@ -217,7 +219,7 @@ func stepMerge(s keyModel, in Input, out Output) []keyModel {
 		return nil
 	}
 	n, _ := applyMerge(s, in)
-	if answers(n.holds[in.Into], out) {
+	if answers(n.holds[in.Into], in, out) {
 		return yes(n)
 	}
 	return nil

@@ -161,6 +161,22 @@ func TestModelRejectsWrongMerges(t *testing.T) {
 		good: new(hist).seq(set(0, 10), ok).seq(limitOp(0, 3), ok).seq(buyerReserve(1, 7, line(0, 2)), held).
 			seq(mergeOp(1, 3, 0, 0), merged(holdfast.StatusHeld, 15*minute, line(0, 2))).seq(buyerReserve(4, 7, line(0, 2)), history.Output{Result: history.ResBuyerLimit}),
 	}, {
+		name: "a merge's new destination replayed to a reservation without the source's buyer",
+		bad: new(hist).seq(set(0, 10), ok).seq(buyerReserve(1, 7, line(0, 2)), held).
+			seq(mergeOp(1, 3, 0, 0), merged(holdfast.StatusHeld, 15*minute, line(0, 2))).
+			seq(reserve(3, line(0, 2)), history.Output{Result: history.ResOK, Exp: 15 * minute, Replayed: true}),
+		good: new(hist).seq(set(0, 10), ok).seq(buyerReserve(1, 7, line(0, 2)), held).
+			seq(mergeOp(1, 3, 0, 0), merged(holdfast.StatusHeld, 15*minute, line(0, 2))).
+			seq(reserve(3, line(0, 2)), history.Output{Result: history.ResConflict}),
+	}, {
+		name: "a retried merge into a lapsed destination answered it held with another expiry",
+		bad: two().seq(mergeOp(1, 2, 0, 0, 1), both).
+			seq(mergeOp(1, 2, 40*minute, 0, 1), history.Output{Result: history.ResOK, Replayed: true, Status: holdfast.StatusExpired, Exp: 40 * minute,
+				Lines: both.Lines, NLines: both.NLines}),
+		good: two().seq(mergeOp(1, 2, 0, 0, 1), both).
+			seq(mergeOp(1, 2, 40*minute, 0, 1), history.Output{Result: history.ResOK, Replayed: true, Status: holdfast.StatusExpired, Exp: 30 * minute,
+				Lines: both.Lines, NLines: both.NLines}),
+	}, {
 		name: "a reservation past the buyer's limit acknowledged",
 		bad:  new(hist).seq(set(0, 10), ok).seq(limitOp(0, 3), ok).seq(buyerReserve(1, 7, line(0, 2)), held).seq(buyerReserve(2, 7, line(0, 2)), held),
 		good: new(hist).seq(set(0, 10), ok).seq(limitOp(0, 3), ok).seq(buyerReserve(1, 7, line(0, 2)), held).seq(buyerReserve(2, 8, line(0, 2)), held),
