@@ -139,6 +139,8 @@ var tests = []struct {
 	// merge.go: merging a checkout into another
 	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces}, {"MergeConcurrent", testMergeConcurrent},
 	{"Bundles", testBundles}, // bundle.go: issue #30 item 1
+	// history_mergeexpiry.go: a merge while its source's TTL runs out
+	{"MergeExpiryRace", testMergeExpiryRace},
 }
 
 // long reports whether the heavier forms of the tests run.
