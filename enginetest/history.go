@@ -170,9 +170,12 @@ func testHistory(t *testing.T, h *Harness) {
 				}
 			}
 			micros := func(t time.Time) int64 { return t.UnixMicro() }
+			var busy histBusy // checkouts with operations in flight (concurrent sweeps)
 			reserve := func(w int, co *histCheckout, ttl time.Duration) {
 				co.busy.RLock()
 				defer co.busy.RUnlock()
+				busy.enter(co.num)
+				defer busy.leave(co.num)
 				now := e.Clock.Now()
 				call := hist.Now()
 				got, err := e.e.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: co.id, TTL: ttl,
@@ -195,6 +198,8 @@ func testHistory(t *testing.T, h *Harness) {
 				}
 			}
 			end := func(w int, op history.Op, co *histCheckout) {
+				busy.enter(co.num)
+				defer busy.leave(co.num)
 				now := e.Clock.Now()
 				call := hist.Now()
 				var got *holdfast.Hold
@@ -232,7 +237,9 @@ func testHistory(t *testing.T, h *Harness) {
 						r := rand.New(rand.NewPCG(seed, uint64(epoch*1000+w+2)))
 						for range opsPerEpoch {
 							if r.IntN(25) == 0 {
+								busy.enterAll()
 								n := cancelHistory(e, hist, w, r, keys, &mu, &cos, &bad)
+								busy.leaveAll()
 								mu.Lock()
 								edits["cancel calls"]++
 								edits["cancelled"] += n
@@ -240,15 +247,34 @@ func testHistory(t *testing.T, h *Harness) {
 								continue
 							}
 							if r.IntN(8) == 0 {
-								if res := editHistory(e, hist, w, r, pick, keys, ttls); res != "" {
+								// The edited checkout is in flight from its pick on.
+								var picked *histCheckout
+								pickBusy := func(r *rand.Rand) (*histCheckout, bool) {
+									co, ok := pick(r)
+									if ok {
+										busy.enter(co.num)
+										picked = co
+									}
+									return co, ok
+								}
+								res := editHistory(e, hist, w, r, pickBusy, keys, ttls)
+								if picked != nil {
+									busy.leave(picked.num)
+								}
+								if res != "" {
 									count(res)
 								}
 								continue
 							}
 							if r.IntN(5) == 0 {
-								if res := mergeHistory(e, hist, w, r, pick, newCheckout, keys, &mu, &merges, &bad); res != "" {
+								if res := mergeHistory(e, hist, w, r, pick, newCheckout, keys, &mu, &merges, &busy, &bad); res != "" {
 									count("merge " + res)
 								}
+								continue
+							}
+							if r.IntN(20) == 0 {
+								sweepHistory(e, hist, w, &busy, &bad)
+								count("concurrent sweep")
 								continue
 							}
 							if r.IntN(12) == 0 {
@@ -288,8 +314,10 @@ func testHistory(t *testing.T, h *Harness) {
 								if co, ok := pick(r); ok && co.busy.TryLock() {
 									ttl := ttls[r.IntN(len(ttls))]
 									now := e.Clock.Now()
+									busy.enter(co.num)
 									call := hist.Now()
 									got, err := e.e.Extend(ctx, 1, co.id, ttl)
+									busy.leave(co.num)
 									co.busy.Unlock()
 									untyped("extend", err)
 									out := history.Output{Result: history.Classify(err)}
@@ -328,11 +356,13 @@ func testHistory(t *testing.T, h *Harness) {
 				}
 				wg.Wait()
 				// Nothing runs: maybe move the clock, maybe sweep (every
-				// hold past its expiry, recorded as one sweep).
+				// hold past its expiry, recorded as one sweep). Half the
+				// time lapsed holds are left to the next epoch: to its
+				// concurrent sweeps, merges, claims and releases.
 				if rng.IntN(2) == 0 {
 					e.Clock.Advance(time.Duration(rng.IntN(20)) * time.Minute)
 				}
-				if rng.IntN(3) > 0 {
+				if rng.IntN(2) == 0 {
 					now := e.Clock.Now()
 					call := hist.Now()
 					for {

@@ -78,7 +78,7 @@ type histMerge struct{ from, into *histCheckout }
 // edits are); claims, releases, cancels and other merges race it. It
 // returns the answer's result ("" when it did not run).
 func mergeHistory(e *env, hist *history.History, w int, r *rand.Rand, pick func(*rand.Rand) (*histCheckout, bool),
-	newCheckout func(int) *histCheckout, keys []holdfast.Key, mu *sync.Mutex, merges *[]histMerge, bad *errorSink) string {
+	newCheckout func(int) *histCheckout, keys []holdfast.Key, mu *sync.Mutex, merges *[]histMerge, busy *histBusy, bad *errorSink) string {
 	var from, into *histCheckout
 	fresh := false
 	mu.Lock()
@@ -121,8 +121,10 @@ func mergeHistory(e *env, hist *history.History, w int, r *rand.Rand, pick func(
 	}
 	defer from.busy.Unlock()
 	now := e.Clock.Now()
+	busy.enter(from.num, into.num)
 	call := hist.Now()
 	got, err := e.e.MergeCheckouts(ctxb(), 1, from.id, into.id)
+	busy.leave(from.num, into.num)
 	out := history.Output{Result: history.Classify(err)}
 	if out.Result == history.ResUntyped || out.Result == history.ResInvalid {
 		bad.add("merge of checkout %d into %d: %v", from.num, into.num, err)
