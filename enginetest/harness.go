@@ -141,6 +141,8 @@ var tests = []struct {
 	{"Bundles", testBundles}, // bundle.go: issue #30 item 1
 	// history_mergeexpiry.go: a merge while its source's TTL runs out
 	{"MergeExpiryRace", testMergeExpiryRace},
+	// history_mergeretry.go: one merge sent several times at once
+	{"MergeRetryRace", testMergeRetryRace},
 }
 
 // long reports whether the heavier forms of the tests run.
