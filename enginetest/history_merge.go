@@ -74,8 +74,9 @@ type histMerge struct{ from, into *histCheckout }
 
 // mergeHistory is one merge of the history test: a checkout into another
 // of its group, into a new checkout, or (sometimes) a retry of an answered
-// merge. Exclusive of both checkouts' reserves, extends and edits (as
-// edits are); claims, releases, cancels and other merges race it. It
+// merge. Exclusive of both checkouts' extends and edits (which are
+// exclusive of everything on their checkout); reserves, claims, releases,
+// cancels, sweeps and other merges race it. It
 // returns the answer's result ("" when it did not run).
 func mergeHistory(e *env, hist *history.History, w int, r *rand.Rand, pick func(*rand.Rand) (*histCheckout, bool),
 	newCheckout func(int) *histCheckout, keys []holdfast.Key, mu *sync.Mutex, merges *[]histMerge, busy *histBusy, bad *errorSink) string {
@@ -112,14 +113,20 @@ func mergeHistory(e *env, hist *history.History, w int, r *rand.Rand, pick func(
 			}
 		}
 	}
-	if !fresh && !into.busy.TryLock() {
+	// Shared, as reserves: a merge races reserves of both checkouts (a new
+	// destination's first reserve included) and other merges, not their
+	// extends and edits.
+	if fresh {
+		into.busy.Unlock()
+	}
+	if !into.busy.TryRLock() {
 		return ""
 	}
-	defer into.busy.Unlock()
-	if !from.busy.TryLock() {
+	defer into.busy.RUnlock()
+	if !from.busy.TryRLock() {
 		return ""
 	}
-	defer from.busy.Unlock()
+	defer from.busy.RUnlock()
 	now := e.Clock.Now()
 	busy.enter(from.num, into.num)
 	call := hist.Now()
@@ -135,12 +142,12 @@ func mergeHistory(e *env, hist *history.History, w int, r *rand.Rand, pick func(
 		if out.Lines, out.NLines, ok = histLines(keys, got.Lines); !ok {
 			bad.add("merge of checkout %d into %d answered lines %+v", from.num, into.num, got.Lines)
 		}
+		mu.Lock() // other merges into it may run (edits of it may not)
 		into.edits = got.Revision - 1
 		if !got.Replayed {
-			mu.Lock()
 			*merges = append(*merges, histMerge{from, into})
-			mu.Unlock()
 		}
+		mu.Unlock()
 	}
 	if fresh && err != nil {
 		into.unmade.Store(true)
