@@ -273,8 +273,9 @@ func testHistory(t *testing.T, h *Harness) {
 								continue
 							}
 							if r.IntN(20) == 0 {
-								sweepHistory(e, hist, w, &busy, &bad)
-								count("concurrent sweep")
+								if sweepHistory(e, hist, w, &busy, &bad) {
+									count("concurrent sweep")
+								}
 								continue
 							}
 							if r.IntN(12) == 0 {

@@ -22,6 +22,9 @@ type histBusy struct {
 	inflight map[int]int
 	all      int // cancels in flight
 	sweeps   map[*histSweep]bool
+	// sweeping: a concurrent sweep runs. One at a time: two sweeps skip
+	// each other's rows, which the model does not describe.
+	sweeping bool
 }
 
 // histSweep is what one concurrent sweep may have skipped.
@@ -73,10 +76,16 @@ func (b *histBusy) leaveAll() {
 }
 
 // sweepHistory runs one SweepOnce while other operations run and records
-// it as a concurrent sweep.
-func sweepHistory(e *env, hist *history.History, w int, busy *histBusy, bad *errorSink) {
+// it as a concurrent sweep; it reports false when another concurrent
+// sweep was running (it then runs none).
+func sweepHistory(e *env, hist *history.History, w int, busy *histBusy, bad *errorSink) bool {
 	sw := &histSweep{cos: map[int]bool{}}
 	busy.mu.Lock()
+	if busy.sweeping {
+		busy.mu.Unlock()
+		return false
+	}
+	busy.sweeping = true
 	for co := range busy.inflight {
 		sw.cos[co] = true
 	}
@@ -91,6 +100,7 @@ func sweepHistory(e *env, hist *history.History, w int, busy *histBusy, bad *err
 	_, err := e.e.SweepOnce(ctxb())
 	busy.mu.Lock()
 	delete(busy.sweeps, sw)
+	busy.sweeping = false
 	busy.mu.Unlock()
 	out := history.Output{Result: history.Classify(err)}
 	if out.Result == history.ResUntyped {
@@ -106,4 +116,5 @@ func sweepHistory(e *env, hist *history.History, w int, busy *histBusy, bad *err
 		}
 	}
 	hist.Add(w, in, call, out)
+	return true
 }
