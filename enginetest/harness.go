@@ -140,6 +140,10 @@ var tests = []struct {
 	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces}, {"MergeConcurrent", testMergeConcurrent},
 	{"Bundles", testBundles}, // bundle.go: issue #30 item 1
 	{"Drops", testDrops},     // drop.go: issue #30 item 7, fair drops
+	// history_mergeexpiry.go: a merge while its source's TTL runs out
+	{"MergeExpiryRace", testMergeExpiryRace},
+	// history_mergeretry.go: one merge sent several times at once
+	{"MergeRetryRace", testMergeRetryRace},
 }
 
 // long reports whether the heavier forms of the tests run.

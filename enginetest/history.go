@@ -3,8 +3,10 @@ package enginetest
 import (
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,7 +54,7 @@ func cancelHistory(e *env, hist *history.History, w int, r *rand.Rand, keys []ho
 	mu.Unlock()
 	for j, c := range res.Cancelled {
 		co, ok := byID[c.CheckoutID]
-		if !ok || co.key != i {
+		if !ok || !co.mayHold(i) {
 			bad.add("cancel of key %d answered checkout %s, not one of its holds", i, c.CheckoutID)
 			continue
 		}
@@ -65,10 +67,14 @@ func cancelHistory(e *env, hist *history.History, w int, r *rand.Rand, keys []ho
 // historyCheckTimeout bounds the linearizability check of one history.
 const historyCheckTimeout = 2 * time.Minute
 
-// histCheckout is one checkout of a history run: a single-line cart.
+// histCheckout is one checkout of a history run: a single-line cart, a
+// bundle's (bundle > 0), or a merge's destination.
 type histCheckout struct {
 	num, key, qty int
 	id            uuid.UUID
+	// buyer is the reservation's buyer (0: none), bundle how many bundles
+	// it reserves (0: a line of key, qty).
+	buyer, bundle int
 	// busy: reserves of the checkout hold it shared, extends exclusive
 	// (try only). An extend racing the checkout's first reserve is a known
 	// defect of the PostgreSQL engine (faulttest race/extend-vs-first-
@@ -77,11 +83,34 @@ type histCheckout struct {
 	// edits is how many edits of the checkout were answered (its revision
 	// is 1 + edits), under busy held exclusively.
 	edits int64
+	// unmade: a new checkout a merge was to create, and did not.
+	unmade atomic.Bool
 }
 
-// testHistory runs seeded concurrent epochs of single-line reserve,
-// re-reserve, claim, release, extend, adjust and level calls over three keys,
-// records every call and its answer, moves the clock and sweeps between
+// histGroups are the history's key groups: merges join checkouts within a
+// group, a bundle's components are group 1's keys; each group is a
+// partition of the check.
+var histGroups = [][]int{{0, 1}, {2, 3}}
+
+func histGroup(k int) int {
+	for g, ks := range histGroups {
+		if slices.Contains(ks, k) {
+			return g
+		}
+	}
+	return -1
+}
+
+// mayHold reports whether the checkout's hold may have a line of key k:
+// merges move lines within a group.
+func (co *histCheckout) mayHold(k int) bool { return histGroup(co.key) == histGroup(k) }
+
+// testHistory runs seeded concurrent epochs of single-line and bundle
+// reserve, re-reserve, claim, release, extend, edit, merge, admin cancel,
+// hold read, adjust and level calls over four keys (two groups; named
+// buyers under per-buyer limits on a key of each; a bundle over the second
+// group's keys), records every call and its answer, moves the clock and
+// sweeps between
 // epochs with nothing running, and checks that the history is
 // linearizable against the model of a key (history.Model): every answer
 // the engine gave is one a single correct key could have given in some
@@ -102,15 +131,27 @@ func testHistory(t *testing.T, h *Harness) {
 			ctx := ctxb()
 			hist := history.NewHistory()
 			life := holdfast.HoldLifetimeMaxDefault.Microseconds()
-			keys := []holdfast.Key{key(1, 1), key(1, 2), key(1, 3)}
+			keys := []holdfast.Key{key(1, 1), key(1, 2), key(1, 3), key(1, 4)}
 			for i, k := range keys {
 				call := hist.Now()
 				e.stock(k, 12)
 				hist.Add(0, history.Input{Op: history.OpSet, Key: i, Delta: 12}, call, history.Output{Result: history.ResOK})
 			}
+			e.setBundle(1, histBundleItem, keys[2].ItemID, 1, keys[3].ItemID, 2)
+			for _, i := range histLimited {
+				call := hist.Now()
+				e.setBuyerLimit(1, keys[i].ItemID, histBuyerLimit, 0)
+				hist.Add(0, history.Input{Op: history.OpLimit, Key: i, Delta: histBuyerLimit}, call, history.Output{Result: history.ResOK})
+			}
 			var mu sync.Mutex
 			var cos []*histCheckout
-			edits := map[string]int{} // edit answers by result, under mu
+			var merges []histMerge    // merges answered, to retry; under mu
+			edits := map[string]int{} // answers of edits (by result), merges, bundle and buyer reserves; under mu
+			count := func(what string) {
+				mu.Lock()
+				edits[what]++
+				mu.Unlock()
+			}
 			pick := func(r *rand.Rand) (*histCheckout, bool) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -129,21 +170,36 @@ func testHistory(t *testing.T, h *Harness) {
 				}
 			}
 			micros := func(t time.Time) int64 { return t.UnixMicro() }
+			var busy histBusy // checkouts with operations in flight (concurrent sweeps)
 			reserve := func(w int, co *histCheckout, ttl time.Duration) {
 				co.busy.RLock()
 				defer co.busy.RUnlock()
+				busy.enter(co.num)
+				defer busy.leave(co.num)
 				now := e.Clock.Now()
 				call := hist.Now()
 				got, err := e.e.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: co.id, TTL: ttl,
-					Lines: []holdfast.Line{{ItemID: keys[co.key].ItemID, LocationID: keys[co.key].LocationID, Quantity: co.qty}}})
+					Lines: co.params(keys), BuyerID: histBuyerID(co.buyer)})
 				untyped("reserve", err)
 				out := history.Output{Result: history.Classify(err)}
 				if err == nil {
 					out.Exp, out.Replayed = micros(got.ExpiresAt), got.Replayed
+					var ok bool
+					if out.Lines, out.NLines, ok = histLines(keys, got.Lines); !ok {
+						bad.add("reserve of checkout %d answered lines %+v", co.num, got.Lines)
+					}
 				}
-				hist.Add(w, history.Input{Op: history.OpReserve, Key: co.key, CO: co.num, Qty: co.qty, Now: micros(now), TTL: ttl.Microseconds(), Life: life}, call, out)
+				in := history.Input{Op: history.OpReserve, Key: co.key, CO: co.num, Qty: co.qty, Now: micros(now), TTL: ttl.Microseconds(), Life: life,
+					Buyer: co.buyer, Bundle: co.bundle}
+				in.NCart = copy(in.Cart[:], co.cart())
+				hist.Add(w, in, call, out)
+				if co.buyer > 0 || co.bundle > 0 {
+					count("buyer/bundle reserve " + out.Result)
+				}
 			}
 			end := func(w int, op history.Op, co *histCheckout) {
+				busy.enter(co.num)
+				defer busy.leave(co.num)
 				now := e.Clock.Now()
 				call := hist.Now()
 				var got *holdfast.Hold
@@ -160,6 +216,17 @@ func testHistory(t *testing.T, h *Harness) {
 				}
 				hist.Add(w, history.Input{Op: op, Key: co.key, CO: co.num, Now: micros(now)}, call, out)
 			}
+			// newCheckout is a new checkout of key's group, exclusively
+			// locked (unlock it to let others at it).
+			newCheckout := func(key int) *histCheckout {
+				co := &histCheckout{key: key, qty: 1, id: uuid.New(), busy: &sync.RWMutex{}}
+				co.busy.Lock()
+				mu.Lock()
+				co.num = len(cos)
+				cos = append(cos, co)
+				mu.Unlock()
+				return co
+			}
 			rng := rand.New(rand.NewPCG(seed, 1))
 			for epoch := range epochs {
 				var wg sync.WaitGroup
@@ -170,7 +237,9 @@ func testHistory(t *testing.T, h *Harness) {
 						r := rand.New(rand.NewPCG(seed, uint64(epoch*1000+w+2)))
 						for range opsPerEpoch {
 							if r.IntN(25) == 0 {
+								busy.enterAll()
 								n := cancelHistory(e, hist, w, r, keys, &mu, &cos, &bad)
+								busy.leaveAll()
 								mu.Lock()
 								edits["cancel calls"]++
 								edits["cancelled"] += n
@@ -178,17 +247,55 @@ func testHistory(t *testing.T, h *Harness) {
 								continue
 							}
 							if r.IntN(8) == 0 {
-								if res := editHistory(e, hist, w, r, pick, keys, ttls); res != "" {
-									mu.Lock()
-									edits[res]++
-									mu.Unlock()
+								// The edited checkout is in flight from its pick on.
+								var picked *histCheckout
+								pickBusy := func(r *rand.Rand) (*histCheckout, bool) {
+									co, ok := pick(r)
+									if ok {
+										busy.enter(co.num)
+										picked = co
+									}
+									return co, ok
+								}
+								res := editHistory(e, hist, w, r, pickBusy, keys, ttls)
+								if picked != nil {
+									busy.leave(picked.num)
+								}
+								if res != "" {
+									count(res)
+								}
+								continue
+							}
+							if r.IntN(5) == 0 {
+								if res := mergeHistory(e, hist, w, r, pick, newCheckout, keys, &mu, &merges, &busy, &bad); res != "" {
+									count("merge " + res)
+								}
+								continue
+							}
+							if r.IntN(20) == 0 {
+								if sweepHistory(e, hist, w, &busy, &bad) {
+									count("concurrent sweep")
+								}
+								continue
+							}
+							if r.IntN(12) == 0 {
+								if co, ok := pick(r); ok {
+									holdHistory(e, hist, w, co, &mu, &cos, &bad)
+									count("hold read")
 								}
 								continue
 							}
 							switch x := r.IntN(100); {
-							case x < 35: // a new checkout
+							case x < 35: // a new checkout: a line, or bundles
+								k, qty, bundle, buyer := r.IntN(len(keys)), 1+r.IntN(3), 0, 0
+								if r.IntN(3) == 0 {
+									buyer = 1 + r.IntN(histBuyers)
+								}
+								if histGroup(k) == 1 && r.IntN(2) == 0 {
+									k, qty, bundle = 2, 1, 1+r.IntN(2)
+								}
 								mu.Lock()
-								co := &histCheckout{num: len(cos), key: r.IntN(len(keys)), qty: 1 + r.IntN(3), id: uuid.New(), busy: &sync.RWMutex{}}
+								co := &histCheckout{num: len(cos), key: k, qty: qty, bundle: bundle, buyer: buyer, id: uuid.New(), busy: &sync.RWMutex{}}
 								cos = append(cos, co)
 								mu.Unlock()
 								reserve(w, co, ttls[r.IntN(len(ttls))])
@@ -208,8 +315,10 @@ func testHistory(t *testing.T, h *Harness) {
 								if co, ok := pick(r); ok && co.busy.TryLock() {
 									ttl := ttls[r.IntN(len(ttls))]
 									now := e.Clock.Now()
+									busy.enter(co.num)
 									call := hist.Now()
 									got, err := e.e.Extend(ctx, 1, co.id, ttl)
+									busy.leave(co.num)
 									co.busy.Unlock()
 									untyped("extend", err)
 									out := history.Output{Result: history.Classify(err)}
@@ -248,11 +357,13 @@ func testHistory(t *testing.T, h *Harness) {
 				}
 				wg.Wait()
 				// Nothing runs: maybe move the clock, maybe sweep (every
-				// hold past its expiry, recorded as one sweep).
+				// hold past its expiry, recorded as one sweep). Half the
+				// time lapsed holds are left to the next epoch: to its
+				// concurrent sweeps, merges, claims and releases.
 				if rng.IntN(2) == 0 {
 					e.Clock.Advance(time.Duration(rng.IntN(20)) * time.Minute)
 				}
-				if rng.IntN(3) > 0 {
+				if rng.IntN(2) == 0 {
 					now := e.Clock.Now()
 					call := hist.Now()
 					for {

@@ -49,7 +49,11 @@ func (c *Client) mergeOnce(ctx context.Context, tx pgx.Tx, shop int64, from, int
 	}
 	if plan.Replay {
 		if dst == nil {
-			return nil, holdfast.ErrNotFound // purged since: the merge is past retention
+			// into was read absent before from's lock was granted: the
+			// merge this call repeats may have created it meanwhile.
+			if dst, err = c.getHold(ctx, tx, route, shop, into); err != nil {
+				return nil, err // ErrNotFound: purged since, the merge is past retention
+			}
 		}
 		dst.Replayed = true
 		return dst, nil

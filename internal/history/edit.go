@@ -45,7 +45,8 @@ func editFits(s keyModel, h mhold, lines []CartLine) bool {
 // succeed from s.
 func applyEdit(s keyModel, in Input) (keyModel, bool) {
 	h, exists := s.holds[in.CO]
-	if !exists || h.status != holdfast.StatusHeld || in.Rev != h.edits+2 || !editFits(s, h, in.Lines()) {
+	if !exists || h.status != holdfast.StatusHeld || in.Rev != h.edits+2 || !editFits(s, h, in.Lines()) ||
+		s.overLimit(h.buyer, grownLines(h.cart(), in.Lines()), in.CO) {
 		return s, false
 	}
 	h.exp = editExp(h, in)
@@ -94,6 +95,11 @@ func stepEdit(s keyModel, in Input, out Output) []keyModel {
 		}
 	case in.Rev != cur+1:
 		if out.Result == ResRevisionConflict {
+			return yes(s)
+		}
+	case out.Result == ResBuyerLimit:
+		// Only an edit that grows a key past the buyer's limit.
+		if s.overLimit(h.buyer, grownLines(h.cart(), in.Lines()), in.CO) {
 			return yes(s)
 		}
 	case out.Result == ResInsufficient:

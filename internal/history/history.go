@@ -62,6 +62,13 @@ func Classify(err error) string {
 	switch {
 	case err == nil:
 		return ResOK
+	case errors.Is(err, holdfast.ErrMergeInto):
+		var me *holdfast.MergeIntoError
+		if errors.As(err, &me) {
+			return ResIntoPrefix + Classify(me.Err)
+		}
+	case errors.Is(err, holdfast.ErrBuyerLimitExceeded):
+		return ResBuyerLimit
 	case errors.Is(err, holdfast.ErrInsufficientStock):
 		return ResInsufficient
 	case errors.Is(err, holdfast.ErrNotFound):
@@ -137,11 +144,18 @@ type Input struct {
 	SkipAll bool
 	// Rev is an edit's revision (OpEdit).
 	Rev int64
+	// Into is a merge's destination checkout (OpMerge; CO is the source).
+	Into int
+	// Buyer is a reservation's buyer (0: none; see merge.go).
+	Buyer int
+	// Bundle is how many bundles a reservation's cart holds, expanded
+	// into its components by the recorder (a label only; see merge.go).
+	Bundle int
 }
 
 // Lines is the cart's lines.
 func (in Input) Lines() []CartLine {
-	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep {
+	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep && in.Op != OpLimit {
 		return []CartLine{{Key: in.Key, Qty: in.Qty}}
 	}
 	return in.Cart[:in.NCart]
@@ -152,7 +166,7 @@ func (in Input) keys() []int {
 	switch in.Op {
 	case OpSweep:
 		return nil
-	case OpSet, OpAdjust, OpLevel:
+	case OpSet, OpAdjust, OpLevel, OpLimit:
 		return []int{in.Key}
 	}
 	var ks []int
@@ -182,6 +196,13 @@ type Output struct {
 	// expiry answered is the hold's as the retry read it, after any
 	// extension in between.
 	Replayed bool
+	// Lines are the answered hold's lines (reserve, merge: the
+	// destination's; NLines 0 on a reserve: not recorded).
+	Lines  [CartLinesMax]CartLine
+	NLines int
+	// Into is a hold read's Hold.MergedInto: the destination's checkout
+	// number + 1 (0: none).
+	Into int
 }
 
 type mhold struct {
@@ -190,7 +211,9 @@ type mhold struct {
 	status        holdfast.Status
 	exp, deadline int64
 	edits         int64 // the hold's revision is 1 + edits
-	editTTL       int64 // the TTL of the edit that made the revision (0: none, or the reservation)
+	editTTL       int64 // the TTL of the edit that made the revision (0: none, the reservation, or a merge)
+	into          int   // merged into this checkout number + 1 (0: not merged)
+	buyer         int   // 0: none
 }
 
 func (h mhold) cart() []CartLine { return h.lines[:h.n] }
@@ -199,8 +222,9 @@ func (h mhold) cart() []CartLine { return h.lines[:h.n] }
 // connect): each key's available stock (absent until stocked) and every
 // checkout's hold. States are never mutated: each step copies.
 type keyModel struct {
-	avail map[int]int
-	holds map[int]mhold
+	avail  map[int]int
+	holds  map[int]mhold
+	limits map[int]int // per-buyer limits by key (merge.go)
 }
 
 func (s keyModel) stocked(k int) bool { _, ok := s.avail[k]; return ok }
@@ -242,7 +266,7 @@ func (s keyModel) covered(lines []CartLine) bool {
 }
 
 func (s keyModel) with(co int, h mhold) keyModel {
-	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds)}
+	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits}
 	if n.holds == nil {
 		n.holds = map[int]mhold{}
 	}
@@ -251,7 +275,7 @@ func (s keyModel) with(co int, h mhold) keyModel {
 }
 
 func (s keyModel) withAvail(k, a int) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits}
 	if n.avail == nil {
 		n.avail = map[int]int{}
 	}
@@ -261,7 +285,7 @@ func (s keyModel) withAvail(k, a int) keyModel {
 
 // deduct is s with every line's quantity taken from its key's available.
 func (s keyModel) deduct(lines []CartLine) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits}
 	for _, l := range lines {
 		n.avail[l.Key] -= l.Qty
 	}
@@ -269,7 +293,7 @@ func (s keyModel) deduct(lines []CartLine) keyModel {
 }
 
 func newHold(in Input) mhold {
-	h := mhold{status: holdfast.StatusHeld, exp: in.Now + in.TTL, deadline: in.Now + in.Life}
+	h := mhold{status: holdfast.StatusHeld, exp: in.Now + in.TTL, deadline: in.Now + in.Life, buyer: in.Buyer}
 	h.n = copy(h.lines[:], in.Lines())
 	return h
 }
@@ -282,7 +306,7 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 	case OpSet:
 		return s.withAvail(in.Key, in.Delta), true
 	case OpReserve:
-		if !exists && s.fits(in.Lines()) {
+		if !exists && s.fits(in.Lines()) && !s.overLimit(in.Buyer, in.Lines(), in.CO) {
 			return s.with(in.CO, newHold(in)), true
 		}
 	case OpClaim:
@@ -290,7 +314,7 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 			h.status = holdfast.StatusClaimed
 			return s.with(in.CO, h).deduct(h.cart()), true
 		}
-		if exists && h.status == holdfast.StatusExpired && s.fits(h.cart()) {
+		if exists && h.status == holdfast.StatusExpired && s.fits(h.cart()) && !s.overLimit(h.buyer, h.cart(), in.CO) {
 			h.status = holdfast.StatusClaimed
 			return s.with(in.CO, h).deduct(h.cart()), true
 		}
@@ -312,6 +336,10 @@ func apply(s keyModel, in Input) (keyModel, bool) {
 		return sweep(s, in)[0], true
 	case OpEdit:
 		return applyEdit(s, in)
+	case OpMerge:
+		return applyMerge(s, in)
+	case OpLimit:
+		return s.withLimit(in.Key, in.Delta), true
 	}
 	return s, false
 }
@@ -344,7 +372,7 @@ func sweep(s keyModel, in Input) []keyModel {
 			must = append(must, co)
 		}
 	}
-	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds)}
+	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits}
 	for _, co := range must {
 		h := base.holds[co]
 		h.status = holdfast.StatusExpired
@@ -353,7 +381,7 @@ func sweep(s keyModel, in Input) []keyModel {
 	out := []keyModel{base}
 	for _, co := range may {
 		for _, st := range slices.Clone(out) {
-			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds)}
+			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds), limits: st.limits}
 			h := n.holds[co]
 			h.status = holdfast.StatusExpired
 			n.holds[co] = h
@@ -375,7 +403,23 @@ func step(s keyModel, in Input, out Output) []keyModel {
 		}
 		return []keyModel{s}
 	}
-	if in.Op != OpSet && in.Op != OpSweep {
+	if in.Op == OpReserve && out.Result == ResOK && out.NLines > 0 {
+		// The answered lines are the hold's: a bundle's components, all
+		// of them, never the bundle's item.
+		var next []keyModel
+		for _, n := range stepKnown(s, in, out) {
+			if slices.Equal(n.holds[in.CO].cart(), out.Lines[:out.NLines]) {
+				next = append(next, n)
+			}
+		}
+		return next
+	}
+	return stepKnown(s, in, out)
+}
+
+// stepKnown is step for an operation whose answer is known.
+func stepKnown(s keyModel, in Input, out Output) []keyModel {
+	if in.Op != OpSet && in.Op != OpSweep && in.Op != OpLimit {
 		for _, k := range in.keys() {
 			if !s.stocked(k) {
 				return nil
@@ -396,11 +440,13 @@ func step(s keyModel, in Input, out Output) []keyModel {
 	}
 	yes := func(n keyModel) []keyModel { return []keyModel{n} }
 	switch in.Op {
-	case OpSet:
+	case OpSet, OpLimit:
 		if out.Result == ResOK {
 			n, _ := apply(s, in)
 			return yes(n)
 		}
+	case OpMerge:
+		return stepMerge(s, in, out)
 	case OpSweep:
 		if out.Result == ResOK {
 			return sweep(s, in)
@@ -415,6 +461,10 @@ func step(s keyModel, in Input, out Output) []keyModel {
 			if out.Result == ResNotFound {
 				return yes(s)
 			}
+		case out.Into != h.into:
+			// Hold.MergedInto names where a merged source went, and only
+			// that.
+			return nil
 		case out.Result == ResOK && out.Status == h.status && (h.status != holdfast.StatusHeld || out.Exp == h.exp):
 			return yes(s)
 		case out.Result == ResOK && h.status == holdfast.StatusHeld && out.Status == holdfast.StatusExpired &&
@@ -439,6 +489,11 @@ func step(s keyModel, in Input, out Output) []keyModel {
 		}
 	case OpReserve:
 		switch {
+		case out.Result == ResBuyerLimit && !exists:
+			// Refused by the buyer's limit: only past it.
+			if s.overLimit(in.Buyer, in.Lines(), in.CO) {
+				return yes(s)
+			}
 		case out.Result == ResInsufficient && !exists:
 			// Sold out: some line's key had fewer sellable units than
 			// the line at this point (or the answer is not checked, see
@@ -460,11 +515,12 @@ func step(s keyModel, in Input, out Output) []keyModel {
 					return yes(n)
 				}
 			}
-		case h.status == holdfast.StatusHeld && out.Result == ResConflict && !slices.Equal(h.cart(), in.Lines()):
-			// An edit gave the hold other lines.
+		case h.status == holdfast.StatusHeld && out.Result == ResConflict && (!slices.Equal(h.cart(), in.Lines()) || h.buyer != in.Buyer):
+			// An edit or a merge gave the hold other lines, or it was made
+			// for another buyer (a merge's destination takes its source's).
 			return yes(s)
 		case h.status == holdfast.StatusHeld:
-			if out.Result == ResOK && out.Exp == h.exp && slices.Equal(h.cart(), in.Lines()) {
+			if out.Result == ResOK && out.Exp == h.exp && slices.Equal(h.cart(), in.Lines()) && h.buyer == in.Buyer {
 				return yes(s)
 			}
 		default:
@@ -502,6 +558,9 @@ func step(s keyModel, in Input, out Output) []keyModel {
 			// "expired" only when some line's key was short (or the answer
 			// is not checked, see Input.Strict).
 			if out.Result == ResExpired && (!in.Strict || !s.fits(h.cart())) {
+				return yes(s)
+			}
+			if out.Result == ResBuyerLimit && s.overLimit(h.buyer, h.cart(), in.CO) {
 				return yes(s)
 			}
 			if out.Result == ResOK && out.Status == holdfast.StatusClaimed {
@@ -571,7 +630,7 @@ func step(s keyModel, in Input, out Output) []keyModel {
 }
 
 func equalStates(a, b keyModel) bool {
-	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds)
+	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds) && maps.Equal(a.limits, b.limits)
 }
 
 func describeState(s keyModel) string {
@@ -586,6 +645,12 @@ func describeState(s keyModel) string {
 	for _, co := range slices.Sorted(maps.Keys(s.holds)) {
 		h := s.holds[co]
 		fmt.Fprintf(&b, " co%d=%v/%s", co, h.cart(), h.status)
+		if h.into > 0 {
+			fmt.Fprintf(&b, "->co%d", h.into-1)
+		}
+		if h.buyer > 0 {
+			fmt.Fprintf(&b, "(buyer%d)", h.buyer)
+		}
 	}
 	return b.String()
 }
@@ -618,6 +683,10 @@ var Model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("%s(key%d %d) -> %s avail=%d held=%d", in.Op, in.Key, in.Delta, out.Result, out.Available, out.Held)
 		case OpLevel:
 			return fmt.Sprintf("level(key%d) -> avail=%d held=%d", in.Key, out.Available, out.Held)
+		case OpLimit:
+			return fmt.Sprintf("limit(key%d %d per buyer) -> %s", in.Key, in.Delta, out.Result)
+		case OpMerge:
+			return fmt.Sprintf("merge(co%d into co%d, now=%d) -> %s %s %v exp=%d replayed=%v", in.CO, in.Into, in.Now, out.Result, out.Status, out.Lines[:out.NLines], out.Exp, out.Replayed)
 		case OpSweep:
 			if in.Partial {
 				return fmt.Sprintf("sweep(now=%d, concurrent, may skip %v all=%v) -> %s", in.Now, in.Skip[:in.NSkip], in.SkipAll, out.Result)
@@ -628,7 +697,20 @@ var Model = porcupine.NondeterministicModel{
 		if !in.Strict {
 			lenient = " lenient"
 		}
-		return fmt.Sprintf("%s(co%d %v%s) -> %s %s exp=%d", in.Op, in.CO, in.Lines(), lenient, out.Result, out.Status, out.Exp)
+		extra := ""
+		if in.Buyer > 0 {
+			extra += fmt.Sprintf(" buyer%d", in.Buyer)
+		}
+		if in.Bundle > 0 {
+			extra += fmt.Sprintf(" (%d bundles)", in.Bundle)
+		}
+		if out.NLines > 0 {
+			extra += fmt.Sprintf(" lines=%v", out.Lines[:out.NLines])
+		}
+		if out.Into > 0 {
+			extra += fmt.Sprintf(" merged into co%d", out.Into-1)
+		}
+		return fmt.Sprintf("%s(co%d %v%s) -> %s %s exp=%d%s", in.Op, in.CO, in.Lines(), lenient, out.Result, out.Status, out.Exp, extra)
 	},
 }
 
