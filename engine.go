@@ -101,6 +101,13 @@ type Engine interface {
 	// DeleteBundle removes a shop's bundle definition (none is no error);
 	// holds already made keep their component lines.
 	DeleteBundle(ctx context.Context, shopID, itemID int64) error
+	// SetPreorder sets (cap > 0) or turns off (cap 0) a key's pre-orders:
+	// reservations beyond its stock up to the cap, expected at ExpectedAt
+	// (preorder.go). A cap below what is outstanding is an *ArgumentError
+	// and changes nothing. It answers the setting with its counts.
+	SetPreorder(ctx context.Context, p Preorder) (*Preorder, error)
+	// Preorder reads a key's pre-order setting and counts (Cap 0: off).
+	Preorder(ctx context.Context, k Key) (*Preorder, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -28,6 +28,7 @@ func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*h
 		return nil, err
 	}
 	h, err := c.reserve(ctx, zero, true, p)
+	h, err = c.preorderIfShort(ctx, zero, true, p, h, err) // before waiting: pre-order headroom (preorder.go)
 	h, err = c.waitIfShort(ctx, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
 }
@@ -50,6 +51,7 @@ func (c *Client[TTx]) ReserveTx(ctx context.Context, tx TTx, p holdfast.ReserveP
 		return nil, err
 	}
 	h, err := c.reserve(ctx, tx, false, p)
+	h, err = c.preorderIfShort(ctx, tx, false, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, tx, false, p.ShopID, err) // in the caller's transaction: no second connection
 }
 

@@ -53,6 +53,7 @@ type Driver[TTx comparable] interface {
 	Availabilities
 	Auditor[TTx]
 	Bundler[TTx]
+	Preorders[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the
