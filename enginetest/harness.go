@@ -139,6 +139,7 @@ var tests = []struct {
 	// merge.go: merging a checkout into another
 	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces}, {"MergeConcurrent", testMergeConcurrent},
 	{"Bundles", testBundles}, // bundle.go: issue #30 item 1
+	{"Preorders", testPreorders}, // preorder.go: issue #30 item 2
 }
 
 // long reports whether the heavier forms of the tests run.
