@@ -48,6 +48,7 @@ func (s *Server) routes() {
 	s.auditRoutes()        // audit.go: admin cancel and the audit log (admin)
 	s.mergeRoutes()        // merge.go
 	s.bundleRoutes()       // bundle.go: bundle items (issue #30 item 1)
+	s.preorderRoutes()     // preorder.go: pre-orders (issue #30 item 2)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
