@@ -122,6 +122,7 @@ var sentinels = map[string]error{
 	"buyer_limit_exceeded": holdfast.ErrBuyerLimitExceeded,
 	"stock_changed":        holdfast.ErrStockChanged,
 	"merge_into_ended":     holdfast.ErrMergeInto,
+	"preordered":           holdfast.ErrPreordered,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,

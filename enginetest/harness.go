@@ -138,7 +138,7 @@ var tests = []struct {
 	{"AdminCancelAndAudit", testAdminCancelAndAudit}, // audit.go: issue #30 item 6
 	// merge.go: merging a checkout into another
 	{"Merge", testMerge}, {"MergeBuyerLimit", testMergeBuyerLimit}, {"MergeExpired", testMergeExpired}, {"MergeIntoWaiting", testMergeIntoWaiting}, {"MergeRaces", testMergeRaces}, {"MergeConcurrent", testMergeConcurrent},
-	{"Bundles", testBundles}, // bundle.go: issue #30 item 1
+	{"Bundles", testBundles},     // bundle.go: issue #30 item 1
 	{"Preorders", testPreorders}, // preorder.go: issue #30 item 2
 }
 
