@@ -248,6 +248,18 @@ func testPreorderConvertOrder(t *testing.T, h *Harness) {
 	if l := e.level(k); l.Available != 2 {
 		t.Fatalf("after the stocktake: %+v, want 2 (5 less the 3 converted)", l)
 	}
+	// An import that brings stock converts too.
+	id := e.mustReserve(shop, one(1, 4), 0)
+	if _, err := e.e.Claim(ctx, shop, id); err != nil {
+		t.Fatal(err)
+	}
+	e.wantPreorder(k, 10, 0, 2) // 2 from stock, 2 owed
+	r, err := e.e.ImportStock(ctx, holdfast.StockImport{ShopID: shop, ID: "po-1", Reason: "sync",
+		Entries: []holdfast.StockImportEntry{{ItemID: 1, LocationID: 1, Available: 3}}})
+	if err != nil || r.Levels[0].Available != 1 {
+		t.Fatalf("import of 3: %+v, %v; want 1 left after converting 2", r, err)
+	}
+	e.wantPreorder(k, 10, 0, 0)
 }
 
 // testPreorderRaces: buyers race for a key with a small stock and a small
