@@ -88,6 +88,11 @@ func testPreorderLifecycle(t *testing.T, h *Harness) {
 			t.Fatalf("level %+v: want 3 held from stock", l)
 		}
 		e.wantPreorder(k, 5, 2, 0)
+		// Availability reports the headroom left beside the sellable stock.
+		av, err := e.e.Availability(ctx, holdfast.AvailabilityQuery{ShopID: shop, Items: []int64{1}, Locations: []int64{1}})
+		if err != nil || len(av.Items) != 1 || av.Items[0].Locations[0].Sellable != 0 || av.Items[0].Locations[0].Preorder != 3 {
+			t.Fatalf("availability: %+v, %v; want 0 sellable, 3 pre-orderable", av, err)
+		}
 		// A retry answers the same hold; reading it shows it the same way.
 		if again, err := e.reserve(shop, a, one(1, 5)); err != nil || !again.Replayed || again.Lines[0].Preordered != 2 {
 			t.Fatalf("retry: %+v, %v; want the pre-ordered hold replayed", again, err)
