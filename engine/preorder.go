@@ -362,7 +362,7 @@ func (c *Client[TTx]) owe(ctx context.Context, tx TTx, own bool, h *holdfast.Hol
 		return err
 	}
 	for _, l := range pre {
-		if _, _, err := c.convertKey(ctx, tx, own, holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: -l.LocationID}, nil); err != nil {
+		if _, _, err := c.convertKey(ctx, tx, own, holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: -l.LocationID}, nil, false); err != nil {
 			return err
 		}
 	}
@@ -374,7 +374,16 @@ func (c *Client[TTx]) owe(ctx context.Context, tx TTx, own bool, h *holdfast.Hol
 // is nil) goes, at most PreorderConvertBatch lines: the units leave k's
 // available and go back to its headroom. It answers the units converted
 // and k's level after them (lvl when none).
-func (c *Client[TTx]) convertKey(ctx context.Context, tx TTx, own bool, k holdfast.Key, lvl *holdfast.Level) (int, *holdfast.Level, error) {
+//
+// buffered: the units in k's buffer count as sellable. Reservations on the
+// fast path take buffer units without k's lock, so the conversion may race
+// one: the level it leaves is checked (pooled + held <= available, read
+// after the change's shrink, which waited for such reservations) and a
+// lost race rolls the attempt back to run again (driver.ErrRetry). Without
+// buffered only the units outside the buffer count, which no reservation
+// can take without k's lock: a claim converts that way, so that it never
+// has to run again for a conversion (the worker converts the rest).
+func (c *Client[TTx]) convertKey(ctx context.Context, tx TTx, own bool, k holdfast.Key, lvl *holdfast.Level, buffered bool) (int, *holdfast.Level, error) {
 	var err error
 	if lvl == nil {
 		// The key's lock before its owed lines: the order a stock change
@@ -388,6 +397,9 @@ func (c *Client[TTx]) convertKey(ctx context.Context, tx TTx, own bool, k holdfa
 		return 0, lvl, err
 	}
 	free := lvl.Available - lvl.Safety - lvl.Held
+	if !buffered {
+		free -= lvl.Pooled
+	}
 	total := 0
 	for _, o := range owed {
 		n := min(o.Units, free-total)
@@ -403,9 +415,11 @@ func (c *Client[TTx]) convertKey(ctx context.Context, tx TTx, own bool, k holdfa
 		return 0, lvl, nil
 	}
 	after, err := c.d.ChangeStockAttempt(ctx, tx, own, holdfast.StockChange{Key: k, Delta: -total, Reason: holdfast.PreorderReason})
-	if errors.Is(err, holdfast.ErrOverCommitted) {
-		// A reservation on the fast path (no key lock) took units the
-		// level counted as free: look again.
+	var arg *holdfast.ArgumentError
+	if errors.Is(err, holdfast.ErrOverCommitted) || errors.As(err, &arg) ||
+		err == nil && after.Pooled+after.Held > after.Available {
+		// A reservation on the fast path (no key lock) took, and maybe a
+		// claim deducted, units the level counted as free: look again.
 		return 0, nil, driver.ErrRetry
 	}
 	if err != nil {
@@ -432,7 +446,7 @@ func (c *Client[TTx]) ConvertPreordersOnce(ctx context.Context) (int, error) {
 		var n int
 		err := c.run(ctx, zero, true, holdfast.RouteAdjust, true, func(tx TTx) error {
 			var err error
-			n, _, err = c.convertKey(ctx, tx, true, k, nil)
+			n, _, err = c.convertKey(ctx, tx, true, k, nil, true)
 			return err
 		})
 		if err != nil {

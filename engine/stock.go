@@ -67,7 +67,7 @@ func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch hold
 		}
 		// Stock that arrived serves owed pre-orders first, oldest first
 		// (preorder.go); the answer is the level after them.
-		_, lvl, err = c.convertKey(ctx, tx, own, ch.Key, lvl)
+		_, lvl, err = c.convertKey(ctx, tx, own, ch.Key, lvl, true)
 		return err
 	})
 	if err == nil && changed != nil {
