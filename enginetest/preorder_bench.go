@@ -64,3 +64,51 @@ func BenchReservePreorder(b *testing.B, e holdfast.Engine) {
 		b.ReportMetric(float64(d[len(d)/2].Microseconds()), "µs_p50_"+tc.name)
 	}
 }
+
+// CheckPreorderConvertPass checks an engine's conversion pass (convert,
+// the maintenance worker's step): owed pre-orders of a key whose stock
+// became sellable without a stock change (a lowered safety stock converts
+// nothing by itself) are converted by one pass, oldest first, and a second
+// pass finds nothing to do. e is a fresh engine.
+func CheckPreorderConvertPass(t *testing.T, e holdfast.Engine, convert func(context.Context) (int, error)) {
+	t.Helper()
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	two := 2
+	if _, err := e.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &two, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetSafetyStock(ctx, k, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetPreorder(ctx, holdfast.Preorder{Key: k, Cap: 5, ExpectedAt: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.New()
+	if h, err := e.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(1, 2)}); err != nil || h.Lines[0].Preordered != 2 {
+		t.Fatalf("reserve: %+v %v", h, err)
+	}
+	if _, err := e.Claim(ctx, 1, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetSafetyStock(ctx, k, 0); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.Preorder(ctx, k); err != nil || p.Owed != 2 {
+		t.Fatalf("before the pass: %+v %v; want 2 owed", p, err)
+	}
+	if n, err := convert(ctx); err != nil || n != 2 {
+		t.Fatalf("pass: %d %v; want 2 converted", n, err)
+	}
+	if n, err := convert(ctx); err != nil || n != 0 {
+		t.Fatalf("second pass: %d %v; want nothing", n, err)
+	}
+	p, err := e.Preorder(ctx, k)
+	l, lerr := e.Level(ctx, k)
+	if err != nil || lerr != nil || p.Owed != 0 || l.Available != 0 {
+		t.Fatalf("after the pass: %+v %+v %v %v; want nothing owed, 0 available", p, l, err, lerr)
+	}
+	if rep, err := e.CheckInvariant(ctx); err != nil || !rep.OK() {
+		t.Fatalf("invariant: %v %v", rep, err)
+	}
+}

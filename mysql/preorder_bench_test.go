@@ -19,3 +19,15 @@ func BenchmarkReservePreorder(b *testing.B) {
 	}
 	enginetest.BenchReservePreorder(b, c)
 }
+
+// TestPreorderConvertPass: the maintenance worker's conversion pass
+// (enginetest.CheckPreorderConvertPass).
+func TestPreorderConvertPass(t *testing.T) {
+	t.Parallel()
+	db := mysqltest.DB(t, 0)
+	c, err := mysql.New(db.DB, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CheckPreorderConvertPass(t, c, c.ConvertPreordersOnce)
+}

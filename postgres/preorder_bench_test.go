@@ -19,3 +19,15 @@ func BenchmarkReservePreorder(b *testing.B) {
 	}
 	enginetest.BenchReservePreorder(b, c)
 }
+
+// TestPreorderConvertPass: the maintenance worker's conversion pass
+// (enginetest.CheckPreorderConvertPass).
+func TestPreorderConvertPass(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 0)
+	c, err := postgres.New(db.Pool, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CheckPreorderConvertPass(t, c, c.ConvertPreordersOnce)
+}
