@@ -36,11 +36,12 @@ import (
 // first in the same transaction, at most PreorderConvertBatch per change:
 // each takes the units from the key's available (a stock change with reason
 // "preorder") and gives them back to the headroom, and writes a
-// preorder.converted event naming the checkout and the units. A claim of a
-// pre-ordered line converts too, when the key has sellable stock then, and
-// the maintenance worker's conversion pass finishes what a bounded call
-// left. A held pre-ordered line is not converted: it is converted once
-// claimed (a hold can still be released).
+// preorder.converted event naming the checkout and the units. The
+// maintenance worker's conversion pass converts what a bounded call left,
+// and what a claim made owed while the key had stock (a claim does not
+// convert: it holds level rows, which come after the key's lock in the
+// lock order). A held pre-ordered line is not converted: it is converted
+// once claimed (a hold can still be released).
 //
 // Limits. Allocated lines (location 0) never pre-order. A hold with
 // pre-ordered lines cannot be edited, partly claimed or merged

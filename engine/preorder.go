@@ -346,8 +346,8 @@ func (c *Client[TTx]) settingsOf(ctx context.Context, tx TTx, own bool, shop int
 	return set
 }
 
-// owe records a claimed hold's companion lines as owed and converts what
-// the keys' stock can serve now, in the claim's transaction.
+// owe records a claimed hold's companion lines as owed, in the claim's
+// transaction.
 func (c *Client[TTx]) owe(ctx context.Context, tx TTx, own bool, h *holdfast.Hold) error {
 	if h == nil || h.Replayed || !hasPreordered(h.Lines) {
 		return nil
@@ -358,15 +358,11 @@ func (c *Client[TTx]) owe(ctx context.Context, tx TTx, own bool, h *holdfast.Hol
 			pre = append(pre, l)
 		}
 	}
-	if err := c.d.OwePreorders(ctx, tx, h.ShopID, h.CheckoutID, h.CreatedAt, pre); err != nil {
-		return err
-	}
-	for _, l := range pre {
-		if _, _, err := c.convertKey(ctx, tx, own, holdfast.Key{ShopID: h.ShopID, ItemID: l.ItemID, LocationID: -l.LocationID}, nil, false); err != nil {
-			return err
-		}
-	}
-	return nil
+	// No conversion here: the claim holds level rows now, and a conversion
+	// takes the key's lock, which comes before them in the lock order
+	// (docs/DESIGN.md, "Lock order"); the worker or the next stock change
+	// converts.
+	return c.d.OwePreorders(ctx, tx, h.ShopID, h.CheckoutID, h.CreatedAt, pre)
 }
 
 // convertKey converts k's owed pre-orders, oldest first, as far as its
@@ -381,8 +377,7 @@ func (c *Client[TTx]) owe(ctx context.Context, tx TTx, own bool, h *holdfast.Hol
 // after the change's shrink, which waited for such reservations) and a
 // lost race rolls the attempt back to run again (driver.ErrRetry). Without
 // buffered only the units outside the buffer count, which no reservation
-// can take without k's lock: a claim converts that way, so that it never
-// has to run again for a conversion (the worker converts the rest).
+// can take without k's lock.
 func (c *Client[TTx]) convertKey(ctx context.Context, tx TTx, own bool, k holdfast.Key, lvl *holdfast.Level, buffered bool) (int, *holdfast.Level, error) {
 	var err error
 	if lvl == nil {

@@ -198,8 +198,8 @@ func testPreorderExpiry(t *testing.T, h *Harness) {
 }
 
 // testPreorderConvertOrder: owed pre-orders convert oldest first (by the
-// hold's creation), as far as the stock goes, and a claim converts at once
-// when the key has stock.
+// hold's creation), as far as the stock goes, on a stock change, a
+// stocktake and an import.
 func testPreorderConvertOrder(t *testing.T, h *Harness) {
 	e := h.newEnv(t, holdfast.Config{}, Options{})
 	t.Parallel()
@@ -243,8 +243,7 @@ func testPreorderConvertOrder(t *testing.T, h *Harness) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("conversions %v, want %v (oldest first)", got, want)
 	}
-	// Stock a claim finds converts at once: a stocked key, a new
-	// pre-order claimed while 5 units sit there after a stocktake.
+	// A stocktake converts too.
 	n := 5
 	if _, err := e.e.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &n, Reason: "stocktake"}); err != nil {
 		t.Fatal(err)
