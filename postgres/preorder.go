@@ -90,7 +90,7 @@ func (d *engineDriver) OwedPreorders(ctx context.Context, tx pgx.Tx, k holdfast.
 
 func (d *engineDriver) ConvertOwed(ctx context.Context, tx pgx.Tx, o driver.Owed, units int) error {
 	c := d.c()
-	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "preorder_convert"), o.ID, units, c.now())
+	_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteAdjust, "preorder_convert"), o.ID, units, c.now(), o.Key.ShopID)
 	return err
 }
 

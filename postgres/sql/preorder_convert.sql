@@ -1,11 +1,12 @@
 -- Convert units of an owed line: take them off (delete the line at 0) and
 -- write its preorder.converted event (delta: units converted, available:
--- units still owed). $1 id, $2 units, $3 now (NULL: database clock).
+-- units still owed). $1 id, $2 units, $3 now (NULL: database clock),
+-- $4 shop.
 WITH d AS (
-    DELETE FROM preorder_owed WHERE id = $1::bigint AND units <= $2::int
+    DELETE FROM preorder_owed WHERE shop_id = $4::bigint AND id = $1::bigint AND units <= $2::int
     RETURNING shop_id, inventory_item_id, location_id, checkout_id, 0 AS left_units
 ), u AS (
-    UPDATE preorder_owed SET units = units - $2::int WHERE id = $1::bigint AND units > $2::int
+    UPDATE preorder_owed SET units = units - $2::int WHERE shop_id = $4::bigint AND id = $1::bigint AND units > $2::int
     RETURNING shop_id, inventory_item_id, location_id, checkout_id, units AS left_units
 ), o AS (SELECT * FROM d UNION ALL SELECT * FROM u)
 INSERT INTO holdfast_events (shop_id, type, checkout_id, inventory_item_id, location_id, delta, available, reason, created_at)

@@ -21,13 +21,15 @@ CREATE TABLE preorders (
 -- checkout line of the stocked key; converted oldest first (created_at is
 -- the hold's creation), deleted once fully converted.
 CREATE TABLE preorder_owed (
-    id                BIGINT      NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    id                BIGINT      NOT NULL AUTO_INCREMENT,
     shop_id           BIGINT      NOT NULL,
     inventory_item_id BIGINT      NOT NULL,
     location_id       BIGINT      NOT NULL,
     checkout_id       BINARY(16)  NOT NULL,
     units             INT         NOT NULL,
     created_at        DATETIME(6) NOT NULL,
+    PRIMARY KEY (shop_id, id),
+    KEY preorder_owed_id (id),
     KEY preorder_owed_key (shop_id, inventory_item_id, location_id, created_at, id),
     CONSTRAINT preorder_owed_units CHECK (units > 0)
 ) ENGINE = InnoDB;

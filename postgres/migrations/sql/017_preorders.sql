@@ -22,13 +22,14 @@ CREATE TABLE preorders (
 -- checkout line of the stocked key; converted oldest first (created_at is
 -- the hold's creation), deleted once fully converted.
 CREATE TABLE preorder_owed (
-    id                bigserial   PRIMARY KEY,
+    id                bigserial,
     shop_id           bigint      NOT NULL CHECK (shop_id > 0),
     inventory_item_id bigint      NOT NULL CHECK (inventory_item_id > 0),
     location_id       bigint      NOT NULL CHECK (location_id > 0),
     checkout_id       uuid        NOT NULL,
     units             int         NOT NULL CHECK (units > 0),
-    created_at        timestamptz NOT NULL
+    created_at        timestamptz NOT NULL,
+    PRIMARY KEY (shop_id, id) -- shop_id in it: a shop move copies the table
 );
 CREATE INDEX preorder_owed_key ON preorder_owed (shop_id, inventory_item_id, location_id, created_at, id);
 
