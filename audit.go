@@ -39,6 +39,7 @@ const (
 	AuditStockSet      = "stock.set"      // ChangeStock with Set (a stocktake)
 	AuditStockAdjust   = "stock.adjust"   // ChangeStock with Delta
 	AuditStockSafety   = "stock.safety"   // SetSafetyStock
+	AuditStockPreorder = "stock.preorder" // SetPreorder
 	AuditStockStrategy = "stock.strategy" // SetStrategy
 	AuditHoldCancel    = "hold.cancel"    // one hold ended by CancelHolds
 	AuditKeyCreate     = "key.create"     // an API key created

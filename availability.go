@@ -103,4 +103,7 @@ type LocationAvailability struct {
 	Waiters bool `json:"waiters,omitempty"`
 	// NotStocked: the key never had stock set (Shortfall.NotStocked).
 	NotStocked bool `json:"not_stocked,omitempty"`
+	// Preorder is the key's pre-order headroom: what a fixed-location
+	// line could pre-order beyond Sellable (SetPreorder; preorder.go).
+	Preorder int `json:"preorder,omitempty"`
 }

@@ -107,6 +107,13 @@ type Engine interface {
 	// Drop reads a key's drop (seed and entrants once drawn); ErrNotFound
 	// when it has none.
 	Drop(ctx context.Context, k Key) (*Drop, error)
+	// SetPreorder sets (cap > 0) or turns off (cap 0) a key's pre-orders:
+	// reservations beyond its stock up to the cap, expected at ExpectedAt
+	// (preorder.go). A cap below what is outstanding is an *ArgumentError
+	// and changes nothing. It answers the setting with its counts.
+	SetPreorder(ctx context.Context, p Preorder) (*Preorder, error)
+	// Preorder reads a key's pre-order setting and counts (Cap 0: off).
+	Preorder(ctx context.Context, k Key) (*Preorder, error)
 }
 
 // StockChange is a change of a key's available stock: set it to *Set (a

@@ -88,6 +88,9 @@ type Event struct {
 	// MergedInto, on the hold.released event of a checkout a merge ended,
 	// is the checkout its lines moved into (its units stayed held).
 	MergedInto *uuid.UUID `json:"merged_into,omitempty"`
+	// Preorder, on a stock or key event, says it is about the key's
+	// pre-order headroom (its cap ledger), not its stock (preorder.go).
+	Preorder bool `json:"preorder,omitempty"`
 	// At is when the change happened (the database clock, or Config.Now).
 	At time.Time `json:"at"`
 }
@@ -120,8 +123,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Reason     string     `json:"reason,omitempty"`
 		Reference  string     `json:"reference,omitempty"`
 		MergedInto *uuid.UUID `json:"merged_into,omitempty"`
+		Preorder   bool       `json:"preorder,omitempty"`
 		At         string     `json:"at"`
-	}{e.Cursor, e.ShopID, e.Type, e.CheckoutID, e.Lines, exp, e.ItemID, e.LocationID, e.Delta, e.Available, e.Reason, e.Reference, e.MergedInto, e.At.UTC().Format(layout)})
+	}{e.Cursor, e.ShopID, e.Type, e.CheckoutID, e.Lines, exp, e.ItemID, e.LocationID, e.Delta, e.Available, e.Reason, e.Reference, e.MergedInto, e.Preorder, e.At.UTC().Format(layout)})
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 

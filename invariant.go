@@ -29,11 +29,17 @@ type InvariantReport struct {
 	// checkouts whose lines differ from their record, keys whose held
 	// counts (held_counts) differ from their lines.
 	Defects []string `json:"defects"`
+	// Preorders are keys whose pre-order accounting does not hold
+	// (PreorderBalanced: the companion's available is cap - owed, and
+	// held + owed <= cap; preorder.go).
+	Preorders []PreorderAccount `json:"preorder_violations,omitempty"`
 }
 
 // OK reports whether the database satisfies the invariant (over-committed
 // keys allowed).
-func (r *InvariantReport) OK() bool { return len(r.Violations) == 0 && len(r.Defects) == 0 }
+func (r *InvariantReport) OK() bool {
+	return len(r.Violations) == 0 && len(r.Defects) == 0 && len(r.Preorders) == 0
+}
 
 func (r *InvariantReport) String() string {
 	var b strings.Builder
@@ -43,6 +49,9 @@ func (r *InvariantReport) String() string {
 	}
 	for _, d := range r.Defects {
 		fmt.Fprintf(&b, "\n  defect %s", d)
+	}
+	for _, p := range r.Preorders {
+		fmt.Fprintf(&b, "\n  pre-order violation %+v", p)
 	}
 	return b.String()
 }

@@ -28,6 +28,11 @@ type Line struct {
 	// Split, on a line with LocationID 0, lets the engine split it across
 	// candidates when no single one can supply it.
 	Split bool `json:"split,omitempty"`
+	// Preordered, in an answer, is how many of the line's units are
+	// pre-ordered (beyond the key's stock; preorder.go), and ExpectedAt
+	// when the key expects them. Ignored on input.
+	Preordered int        `json:"preordered,omitempty"`
+	ExpectedAt *time.Time `json:"expected_at,omitempty"`
 }
 
 // Status is where a hold is in its lifecycle: held, then exactly one of

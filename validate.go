@@ -41,6 +41,9 @@ func ValidateLines(cfg Config, in []Line) ([]Line, error) {
 		return nil, err
 	}
 	lines := slices.Clone(in)
+	for i := range lines {
+		lines[i].Preordered, lines[i].ExpectedAt = 0, nil // answer-only (preorder.go)
+	}
 	slices.SortFunc(lines, CompareLines)
 	for i := 1; i < len(lines); i++ {
 		if lines[i].ItemID == lines[i-1].ItemID && lines[i].LocationID == lines[i-1].LocationID {

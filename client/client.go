@@ -126,6 +126,7 @@ var sentinels = map[string]error{
 	"drop_entered":         holdfast.ErrDropEntered,
 	"drop_full":            holdfast.ErrDropFull,
 	"drop_started":         holdfast.ErrDropStarted,
+	"preordered":           holdfast.ErrPreordered,
 	"unavailable":          holdfast.ErrUnavailable,
 	"overloaded":           holdfast.ErrUnavailable,
 	"outcome_unknown":      holdfast.ErrOutcomeUnknown,

@@ -84,7 +84,7 @@ func Available(q holdfast.AvailabilityQuery, rows []driver.KeyAvailability) (*ho
 				return nil, errAvailabilityRows(len(rows), q)
 			}
 			s := Sellable(r)
-			ia.Locations[j] = holdfast.LocationAvailability{LocationID: r.LocationID, Sellable: s, Waiters: r.Waiters, NotStocked: !r.Stocked}
+			ia.Locations[j] = holdfast.LocationAvailability{LocationID: r.LocationID, Sellable: s, Waiters: r.Waiters, NotStocked: !r.Stocked, Preorder: max(0, r.Preorder)}
 			ia.Sellable += s
 			ia.Whole = max(ia.Whole, s)
 			ia.NotStocked = ia.NotStocked && !r.Stocked

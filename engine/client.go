@@ -132,7 +132,10 @@ func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, c
 		err = c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {
 			var err error
 			h, err = c.d.ClaimAttempt(ctx, tx, own, shop, checkout)
-			return err
+			if err != nil {
+				return err
+			}
+			return c.owe(ctx, tx, own, h) // pre-ordered lines are owed (preorder.go)
 		})
 		if doubt && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, holdfast.ErrUnavailable)) {
 			// The plain path could not finish the retry of a combined
@@ -148,7 +151,7 @@ func (c *Client[TTx]) claim(ctx context.Context, tx TTx, own bool, shop int64, c
 	if !h.Replayed && h.EndedAt != nil {
 		c.cfg.Observer.Claimed(h.EndedAt.Sub(h.CreatedAt))
 	}
-	return h, nil
+	return c.viewHold(ctx, tx, own, h), nil
 }
 
 // Release gives a checkout's held units back: its lines leave
@@ -200,7 +203,7 @@ func (c *Client[TTx]) release(ctx context.Context, tx TTx, own bool, shop int64,
 	if err != nil {
 		return nil, err
 	}
-	return h, nil
+	return c.viewHold(ctx, tx, own, h), nil
 }
 
 // Extend moves a held checkout's expiry to now + ttl, never past its
@@ -243,7 +246,7 @@ func (c *Client[TTx]) extend(ctx context.Context, tx TTx, own bool, shop int64, 
 	if err != nil {
 		return nil, err
 	}
-	return h, nil
+	return c.viewHold(ctx, tx, own, h), nil
 }
 
 // Hold returns a checkout's hold or outcome. A hold past its expiry that
@@ -269,7 +272,7 @@ func (c *Client[TTx]) Hold(ctx context.Context, shopID int64, checkoutID uuid.UU
 	if err != nil {
 		return nil, c.settleLapsed(ctx, err)
 	}
-	return h, nil
+	return c.viewHold(ctx, zero, true, h), nil
 }
 
 // KeysOf is the keys of a shop's lines, in the lines' order.

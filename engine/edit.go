@@ -56,6 +56,9 @@ func (c *Client[TTx]) edit(ctx context.Context, tx TTx, own bool, p holdfast.Edi
 		mode := driver.ModeOf(level, own)
 		return c.d.Attempt(ctx, tx, own, holdfast.RouteEdit, func(tx TTx) error {
 			var err error
+			if err := c.refusePreordered(ctx, tx, p.ShopID, p.CheckoutID); err != nil {
+				return err // preorder.go
+			}
 			h, grow, err = c.d.EditAttempt(ctx, tx, own, p, lines, raw, mode)
 			return err
 		})
@@ -99,6 +102,9 @@ func (c *Client[TTx]) claimLines(ctx context.Context, tx TTx, own bool, shop int
 	var h *holdfast.Hold
 	err = c.run(ctx, tx, own, holdfast.RouteClaim, true, func(tx TTx) error {
 		var err error
+		if err := c.refusePreordered(ctx, tx, shop, checkout); err != nil {
+			return err // preorder.go
+		}
 		h, err = c.d.ClaimLinesAttempt(ctx, tx, own, shop, checkout, in, want)
 		return err
 	})

@@ -37,6 +37,7 @@ func (c *Client[TTx]) Events(ctx context.Context, shopID int64, after int64, lim
 	if err != nil {
 		return nil, err
 	}
+	viewEvents(out) // companion keys as their key's pre-orders (preorder.go)
 	return checkEventsPage(after, out, last)
 }
 

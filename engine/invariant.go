@@ -18,7 +18,15 @@ func (c *Client[TTx]) CheckInvariant(ctx context.Context) (*holdfast.InvariantRe
 	for {
 		rep, err := c.d.ReadInvariant(ctx)
 		if err == nil {
-			return rep, nil
+			var accts []holdfast.PreorderAccount
+			if accts, err = c.d.ReadPreorderAccounts(ctx); err == nil {
+				for _, a := range accts {
+					if !holdfast.PreorderBalanced(a) {
+						rep.Preorders = append(rep.Preorders, a)
+					}
+				}
+				return rep, nil
+			}
 		}
 		if again, berr := r.Again(ctx, err, c.core.cls.ConnectionLost(err) || c.core.cls.Retryable(err)); !again {
 			if berr != nil {

@@ -27,6 +27,11 @@ func (c *Client[TTx]) Holds(ctx context.Context, q holdfast.HoldQuery) (*holdfas
 	if holds == nil {
 		holds = []holdfast.Hold{}
 	}
+	for i := range holds {
+		if hasPreordered(holds[i].Lines) {
+			holds[i].Lines = foldPreordered(holds[i].ShopID, holds[i].Lines, nil) // preorder.go
+		}
+	}
 	page := &holdfast.HoldPage{Holds: holds}
 	trimHoldPage(page, q)
 	return page, nil
@@ -80,6 +85,9 @@ func (c *Client[TTx]) Keys(ctx context.Context, q holdfast.KeyQuery) ([]holdfast
 	}
 	out := make([]holdfast.Level, 0, len(keys))
 	for _, k := range keys {
+		if holdfast.IsPreorderKey(k) {
+			continue // a pre-order headroom, shown by Preorder (preorder.go)
+		}
 		l, err := c.Level(ctx, k)
 		if err != nil {
 			return nil, err

@@ -68,6 +68,9 @@ func (c *Client[TTx]) merge(ctx context.Context, tx TTx, own bool, shop int64, f
 	var h *holdfast.Hold
 	err = c.run(ctx, tx, own, holdfast.OpMerge, true, func(tx TTx) error {
 		var err error
+		if err := c.refusePreordered(ctx, tx, shop, from, into); err != nil {
+			return err // preorder.go
+		}
 		h, err = c.d.MergeAttempt(ctx, tx, own, shop, from, into)
 		if errors.Is(err, driver.ErrIntoWaits) {
 			return c.intoWaits(ctx, tx, shop, into)

@@ -28,7 +28,8 @@ func (c *Client[TTx]) Reserve(ctx context.Context, p holdfast.ReserveParams) (*h
 		return nil, err
 	}
 	h, err := c.reserve(ctx, zero, true, p)
-	h, err = c.dropIfShort(ctx, p, h, err) // a key with an open drop (drop.go)
+	h, err = c.dropIfShort(ctx, p, h, err)                 // a key with an open drop (drop.go)
+	h, err = c.preorderIfShort(ctx, zero, true, p, h, err) // before waiting: pre-order headroom (preorder.go)
 	h, err = c.waitIfShort(ctx, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, zero, true, p.ShopID, c.settleLapsed(ctx, err))
 }
@@ -51,6 +52,7 @@ func (c *Client[TTx]) ReserveTx(ctx context.Context, tx TTx, p holdfast.ReserveP
 		return nil, err
 	}
 	h, err := c.reserve(ctx, tx, false, p)
+	h, err = c.preorderIfShort(ctx, tx, false, p, h, err)
 	return h, c.d.MarkNotStocked(ctx, tx, false, p.ShopID, err) // in the caller's transaction: no second connection
 }
 

@@ -62,7 +62,13 @@ func (c *Client[TTx]) changeStock(ctx context.Context, tx TTx, own bool, ch hold
 		if err != nil || lvl.Replayed {
 			return err // a replay changed nothing: its first outcome was recorded
 		}
-		return c.audit(ctx, tx, ch.ShopID, stockAction(ch), stockDetail(ch, lvl))
+		if err := c.audit(ctx, tx, ch.ShopID, stockAction(ch), stockDetail(ch, lvl)); err != nil {
+			return err
+		}
+		// Stock that arrived serves owed pre-orders first, oldest first
+		// (preorder.go); the answer is the level after them.
+		_, lvl, err = c.convertKey(ctx, tx, own, ch.Key, lvl, true)
+		return err
 	})
 	if err == nil && changed != nil {
 		err = changed

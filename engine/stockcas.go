@@ -102,6 +102,8 @@ func (c *Client[TTx]) importStock(ctx context.Context, tx TTx, own bool, im hold
 				replayed++
 			} else if err := c.audit(ctx, tx, ch.ShopID, stockAction(ch), stockDetail(ch, l)); err != nil {
 				return err // each entry applied is a stock change the audit log records
+			} else if _, l, err = c.convertKey(ctx, tx, own, ch.Key, l, true); err != nil {
+				return err // stock that arrived serves owed pre-orders first (preorder.go)
 			}
 			l.Replayed = false
 			res.Levels[i] = *l

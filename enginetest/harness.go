@@ -144,6 +144,7 @@ var tests = []struct {
 	{"MergeExpiryRace", testMergeExpiryRace},
 	// history_mergeretry.go: one merge sent several times at once
 	{"MergeRetryRace", testMergeRetryRace},
+	{"Preorders", testPreorders}, // preorder.go: issue #30 item 2
 }
 
 // long reports whether the heavier forms of the tests run.

@@ -48,6 +48,7 @@ const (
 	CodeRevisionConflict    = "revision_conflict"      // 409 (with current_revision): an edit of an out-of-date revision
 	CodeBuyerLimitExceeded  = "buyer_limit_exceeded"   // 409 (with buyer_limit)
 	CodeStockChanged        = "stock_changed"          // 409 (with stock_changed): a compare-and-set stock change met another value
+	CodePreordered          = "preordered"             // 409: edit, partial claim or merge of a hold with pre-ordered lines (preorder.go)
 	CodeOverloaded          = "overloaded"             // 503 with Retry-After
 	CodeUnavailable         = "unavailable"            // 503 with Retry-After
 	CodeOutcomeUnknown      = "outcome_unknown"        // 500, not retryable blindly: a stock change's commit was not acknowledged
@@ -165,6 +166,8 @@ func toAPIError(route string, err error) *apiError {
 		if route == routeEdit {
 			e.Message = "this revision was already made with other lines or another ttl_seconds; read the hold and edit with its next revision"
 		}
+	case errors.Is(err, holdfast.ErrPreordered):
+		e.Code, e.Message = CodePreordered, "the hold has pre-ordered lines: edits, partial claims and merges are not offered on it; release it and reserve again"
 	case errors.Is(err, holdfast.ErrHoldClaimed):
 		e.Code, e.Message = CodeHoldClaimed, "the checkout was already claimed"
 	case errors.Is(err, holdfast.ErrCheckoutWaiting):

@@ -49,6 +49,7 @@ func (s *Server) routes() {
 	s.mergeRoutes()        // merge.go
 	s.bundleRoutes()       // bundle.go: bundle items (issue #30 item 1)
 	s.dropRoutes()         // drop.go: fair drops (issue #30 item 7)
+	s.preorderRoutes()     // preorder.go: pre-orders (issue #30 item 2)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,7 @@ func (d *engineDriver) ReadAvailability(ctx context.Context, shop int64, items, 
 	out := make([]hfdriver.KeyAvailability, 0, len(items)*max(1, len(locations)))
 	for rows.Next() {
 		var k hfdriver.KeyAvailability
-		if err := rows.Scan(&k.ItemID, &k.LocationID, &k.Free, &k.Held, &k.Waiters, &k.Stocked); err != nil {
+		if err := rows.Scan(&k.ItemID, &k.LocationID, &k.Free, &k.Held, &k.Waiters, &k.Stocked, &k.Preorder); err != nil {
 			return nil, err
 		}
 		out = append(out, k)

@@ -30,6 +30,8 @@ func (c *Client) Start(ctx context.Context) {
 		sequencing := &maint.Worker{Name: "sequencer", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sequenceStep}
 		c.sequencing.Store(sequencing)
 		c.workers = append(c.workers, waitlister, sequencing)
+		// Owed pre-orders a bounded stock change left (preorder.go).
+		c.workers = append(c.workers, &maint.Worker{Name: "preorders", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.preorderStep})
 	}
 	for _, w := range c.workers {
 		w.Start(ctx)

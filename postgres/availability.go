@@ -31,7 +31,7 @@ func (d *engineDriver) ReadAvailability(ctx context.Context, shop int64, items, 
 	out := make([]driver.KeyAvailability, 0, len(items)*max(1, len(locations)))
 	for rows.Next() {
 		var k driver.KeyAvailability
-		if err := rows.Scan(&k.ItemID, &k.LocationID, &k.Free, &k.Held, &k.Waiters, &k.Stocked); err != nil {
+		if err := rows.Scan(&k.ItemID, &k.LocationID, &k.Free, &k.Held, &k.Waiters, &k.Stocked, &k.Preorder); err != nil {
 			return nil, err
 		}
 		out = append(out, k)

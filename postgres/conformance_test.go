@@ -51,7 +51,7 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 		Grep:   containsText(db.Pool),
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
-			for _, tbl := range []string{"inventory_levels", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "waiters", "waiter_lines", "holdfast_events", "audit_log", "bundle_components", "bundle_shops", "drops", "drop_entries"} {
+			for _, tbl := range []string{"inventory_levels", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "waiters", "waiter_lines", "holdfast_events", "audit_log", "bundle_components", "bundle_shops", "drops", "drop_entries", "preorders", "preorder_owed"} {
 				var n int
 				if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl).Scan(&n); err != nil {
 					return nil, err

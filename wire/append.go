@@ -25,13 +25,7 @@ func (h *Hold) AppendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"item_id":`...)
-		b = strconv.AppendInt(b, l.ItemID, 10)
-		b = append(b, `,"location_id":`...)
-		b = strconv.AppendInt(b, l.LocationID, 10)
-		b = append(b, `,"quantity":`...)
-		b = strconv.AppendInt(b, int64(l.Quantity), 10)
-		b = append(b, '}')
+		b = appendLine(b, l)
 	}
 	b = append(b, `],"created_at":`...)
 	b = appendTime(b, h.CreatedAt.Time)
@@ -92,6 +86,25 @@ type Time struct{ time.Time }
 // MarshalJSON writes t in TimeFormat.
 func (t Time) MarshalJSON() ([]byte, error) { return appendTime(nil, t.Time), nil }
 
+// appendLine appends one line, as encoding/json writes it.
+func appendLine(b []byte, l Line) []byte {
+	b = append(b, `{"item_id":`...)
+	b = strconv.AppendInt(b, l.ItemID, 10)
+	b = append(b, `,"location_id":`...)
+	b = strconv.AppendInt(b, l.LocationID, 10)
+	b = append(b, `,"quantity":`...)
+	b = strconv.AppendInt(b, int64(l.Quantity), 10)
+	if l.Preordered != 0 {
+		b = append(b, `,"preordered":`...)
+		b = strconv.AppendInt(b, int64(l.Preordered), 10)
+	}
+	if l.ExpectedAt != nil {
+		b = append(b, `,"expected_at":`...)
+		b = appendTime(b, l.ExpectedAt.Time)
+	}
+	return append(b, '}')
+}
+
 // appendLines appends lines as a JSON array, as encoding/json writes it.
 func appendLines(b []byte, lines []Line) []byte {
 	b = append(b, '[')
@@ -99,13 +112,7 @@ func appendLines(b []byte, lines []Line) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"item_id":`...)
-		b = strconv.AppendInt(b, l.ItemID, 10)
-		b = append(b, `,"location_id":`...)
-		b = strconv.AppendInt(b, l.LocationID, 10)
-		b = append(b, `,"quantity":`...)
-		b = strconv.AppendInt(b, int64(l.Quantity), 10)
-		b = append(b, '}')
+		b = appendLine(b, l)
 	}
 	return append(b, ']')
 }

@@ -34,8 +34,8 @@ func TestAppendJSON(t *testing.T) {
 	end := Time{now.Add(time.Minute)}
 	for _, h := range []Hold{
 		{CheckoutID: uuid.MustParse("6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42"), ShopID: 1, Status: "held",
-			Lines: []Line{{1, 2, 3}}, CreatedAt: now, ExpiresAt: Time{now.Add(15 * time.Minute)}, Deadline: Time{now.Add(time.Hour)}},
-		{CheckoutID: uuid.New(), ShopID: 1 << 62, Status: "claimed", Lines: []Line{{1, 2, 3}, {9223372036854775807, 1, 10000}},
+			Lines: []Line{{1, 2, 3, 0, nil}}, CreatedAt: now, ExpiresAt: Time{now.Add(15 * time.Minute)}, Deadline: Time{now.Add(time.Hour)}},
+		{CheckoutID: uuid.New(), ShopID: 1 << 62, Status: "claimed", Lines: []Line{{1, 2, 3, 0, nil}, {9223372036854775807, 1, 10000, 0, nil}},
 			CreatedAt: Time{now.Truncate(time.Second)}, ExpiresAt: now, Deadline: now, EndedAt: &end},
 		{CheckoutID: uuid.New(), Status: "expired", Lines: []Line{}},
 	} {
@@ -50,9 +50,9 @@ func TestAppendJSONRevisionReleased(t *testing.T) {
 	now := Time{time.Date(2026, 11, 30, 18, 0, 0, 123456789, time.UTC)}
 	end := Time{now.Add(time.Minute)}
 	for _, h := range []Hold{
-		{CheckoutID: uuid.New(), ShopID: 1, Status: "held", Lines: []Line{{1, 2, 3}}, CreatedAt: now, ExpiresAt: now, Deadline: now, Revision: 7},
-		{CheckoutID: uuid.New(), ShopID: 1, Status: "claimed", Lines: []Line{{1, 2, 1}}, CreatedAt: now, ExpiresAt: now, Deadline: now,
-			EndedAt: &end, Revision: 1 << 53, Released: []Line{{1, 2, 2}, {9223372036854775807, 1, 10000}}},
+		{CheckoutID: uuid.New(), ShopID: 1, Status: "held", Lines: []Line{{1, 2, 3, 0, nil}}, CreatedAt: now, ExpiresAt: now, Deadline: now, Revision: 7},
+		{CheckoutID: uuid.New(), ShopID: 1, Status: "claimed", Lines: []Line{{1, 2, 1, 0, nil}}, CreatedAt: now, ExpiresAt: now, Deadline: now,
+			EndedAt: &end, Revision: 1 << 53, Released: []Line{{1, 2, 2, 0, nil}, {9223372036854775807, 1, 10000, 0, nil}}},
 		{CheckoutID: uuid.New(), Status: "expired", Lines: []Line{}, Claimable: true, Revision: 2, Released: []Line{}},
 	} {
 		checkAppendJSON(t, h)
@@ -90,8 +90,8 @@ func TestTimeSixDigits(t *testing.T) {
 func TestAppendJSONEveryMember(t *testing.T) {
 	now := Time{time.Date(2026, 11, 30, 18, 0, 0, 5, time.UTC)}
 	end := Time{now.Add(time.Second)}
-	full := Hold{CheckoutID: uuid.New(), ShopID: 3, Status: "expired", Lines: []Line{{1, 2, 3}},
-		CreatedAt: now, ExpiresAt: now, Deadline: now, EndedAt: &end, Claimable: true, Revision: 4, Released: []Line{{5, 6, 7}}}
+	full := Hold{CheckoutID: uuid.New(), ShopID: 3, Status: "expired", Lines: []Line{{1, 2, 3, 0, nil}, {4, 2, 5, 2, &end}},
+		CreatedAt: now, ExpiresAt: now, Deadline: now, EndedAt: &end, Claimable: true, Revision: 4, Released: []Line{{5, 6, 7, 0, nil}}}
 	into := uuid.New()
 	full.MergedInto = &into
 	v := reflect.ValueOf(full)

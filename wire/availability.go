@@ -26,6 +26,8 @@ type LocationAvailability struct {
 	Sellable   int   `json:"sellable"`
 	Waiters    bool  `json:"waiters"`
 	NotStocked bool  `json:"not_stocked"`
+	// Preorder is the key's pre-order headroom (absent: none).
+	Preorder int `json:"preorder,omitempty"`
 }
 
 // FromAvailability is a on the wire.

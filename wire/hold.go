@@ -39,6 +39,19 @@ type Line struct {
 	ItemID     int64 `json:"item_id"`
 	LocationID int64 `json:"location_id"`
 	Quantity   int   `json:"quantity"`
+	// Preordered is how many of Quantity are pre-ordered (beyond the
+	// key's stock), expected in stock at ExpectedAt (holdfast preorder.go).
+	Preordered int   `json:"preordered,omitempty"`
+	ExpectedAt *Time `json:"expected_at,omitempty"`
+}
+
+// fromLine is l on the wire.
+func fromLine(l holdfast.Line) Line {
+	out := Line{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity, Preordered: l.Preordered}
+	if l.ExpectedAt != nil {
+		out.ExpectedAt = &Time{l.ExpectedAt.UTC()}
+	}
+	return out
 }
 
 // FromHold is h on the wire: times in UTC, Claimable only on a lapsed
@@ -50,11 +63,11 @@ func FromHold(h *holdfast.Hold) Hold {
 		Claimable: h.Claimable && h.Status == holdfast.StatusExpired,
 	}
 	for i, l := range h.Lines {
-		out.Lines[i] = Line{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity}
+		out.Lines[i] = fromLine(l)
 	}
 	out.Revision = h.Revision
 	for _, l := range h.Released {
-		out.Released = append(out.Released, Line{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity})
+		out.Released = append(out.Released, fromLine(l))
 	}
 	if h.EndedAt != nil {
 		out.EndedAt = &Time{h.EndedAt.UTC()}
@@ -87,7 +100,11 @@ func toLines(ls []Line) []holdfast.Line {
 	}
 	out := make([]holdfast.Line, len(ls))
 	for i, l := range ls {
-		out[i] = holdfast.Line{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity}
+		out[i] = holdfast.Line{ItemID: l.ItemID, LocationID: l.LocationID, Quantity: l.Quantity, Preordered: l.Preordered}
+		if l.ExpectedAt != nil {
+			t := l.ExpectedAt.Time
+			out[i].ExpectedAt = &t
+		}
 	}
 	return out
 }

@@ -28,4 +28,7 @@ type KeyAvailability struct {
 	// Stocked: the key had stock set once (available > 0, or a ledger
 	// entry), as Shortfall.NotStocked says the opposite.
 	Stocked bool
+	// Preorder is the key's pre-order headroom: what a reservation could
+	// still pre-order beyond its stock (0: none, or no cap; preorder.go).
+	Preorder int
 }

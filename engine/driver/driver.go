@@ -54,6 +54,7 @@ type Driver[TTx comparable] interface {
 	Auditor[TTx]
 	Bundler[TTx]
 	Dropper[TTx] // drop.go: fair drops
+	Preorders[TTx]
 }
 
 // Lifecycle is the attempts of a hold's lifecycle. Each runs in the

@@ -10,7 +10,13 @@ SELECT i.item, s.location,
        COALESCE(l.available > 0
                 OR EXISTS (SELECT 1 FROM inventory_ledger g
                            WHERE g.shop_id = lo.shop_id AND g.inventory_item_id = i.item
-                             AND g.location_id = s.location), FALSE)
+                             AND g.location_id = s.location), FALSE),
+       -- The pre-order headroom: the companion key's (preorder.go)
+       -- available less its held units.
+       COALESCE((SELECT c.available FROM inventory_levels c
+                 WHERE c.shop_id = lo.shop_id AND c.inventory_item_id = i.item AND c.location_id = -s.location), 0)
+       - COALESCE((SELECT SUM(r.quantity) FROM reserved_quantities r
+                   WHERE r.shop_id = lo.shop_id AND r.inventory_item_id = i.item AND r.location_id = -s.location), 0)
 FROM location_orders lo
 CROSS JOIN JSON_TABLE(lo.locations, '$[*]' COLUMNS (
          n        FOR ORDINALITY,

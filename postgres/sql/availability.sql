@@ -2,7 +2,7 @@
 -- one snapshot, no locks, no writes. Per key of items × locations, in that
 -- order: available less safety stock, held (as sellable.sql counts it),
 -- whether the key has waiters, whether it was ever stocked (as
--- not_stocked.sql says). Locations empty: the shop's default location
+-- not_stocked.sql says), the pre-order headroom. Locations empty: the shop's default location
 -- order, read here too (no order: unnest(NULL), no rows). Kept plain — no
 -- CTE, no UNION — so planning it costs little: it is planned per call.
 -- $1 shop, $2 items, $3 locations.
@@ -16,7 +16,13 @@ SELECT i.item, s.location,
        coalesce(l.available > 0
                 OR EXISTS (SELECT 1 FROM inventory_ledger g
                            WHERE g.shop_id = $1::bigint AND g.inventory_item_id = i.item
-                             AND g.location_id = s.location), false)
+                             AND g.location_id = s.location), false),
+       -- The pre-order headroom: the companion key's (preorder.go)
+       -- available less its held units.
+       (coalesce((SELECT c.available FROM inventory_levels c
+                  WHERE c.shop_id = $1::bigint AND c.inventory_item_id = i.item AND c.location_id = -s.location), 0)
+        - (SELECT coalesce(sum(r.held), 0) FROM held_counts r
+           WHERE r.shop_id = $1::bigint AND r.inventory_item_id = i.item AND r.location_id = -s.location))::int
 FROM unnest($2::bigint[]) WITH ORDINALITY AS i(item, m)
 CROSS JOIN unnest(coalesce(nullif($3::bigint[], '{}'),
                            (SELECT o.locations FROM location_orders o WHERE o.shop_id = $1::bigint)))
