@@ -101,6 +101,10 @@ func fillShop(t *testing.T, db *sql.DB, eng *mysql.Client, shop int64) {
 			VALUES (?, 1, 1, UTC_TIMESTAMP(6) + INTERVAL 1 DAY, 1000000, UNHEX(REPEAT('ab', 32)), 'open')`,
 		`INSERT INTO drop_entries (shop_id, inventory_item_id, location_id, buyer_hash, checkout_id, wait_us)
 			VALUES (?, 1, 1, UNHEX(REPEAT('cd', 16)), UNHEX(REPLACE(UUID(), '-', '')), 1000000)`,
+		`INSERT INTO preorders (shop_id, inventory_item_id, location_id, cap, expected_at, updated_at)
+			VALUES (?, 1, 1, 5, UTC_TIMESTAMP(6) + INTERVAL 30 DAY, UTC_TIMESTAMP(6))`,
+		`INSERT INTO preorder_owed (shop_id, inventory_item_id, location_id, checkout_id, units, created_at)
+			VALUES (?, 1, -1, UNHEX(REPLACE(UUID(), '-', '')), 1, UTC_TIMESTAMP(6))`,
 	} {
 		var has bool
 		tbl := strings.Fields(q)[2]

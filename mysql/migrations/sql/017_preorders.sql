@@ -33,3 +33,23 @@ CREATE TABLE preorder_owed (
     KEY preorder_owed_key (shop_id, inventory_item_id, location_id, created_at, id),
     CONSTRAINT preorder_owed_units CHECK (units > 0)
 ) ENGINE = InnoDB;
+
+-- Migration 15's placement guard (shop moves), on both new shop tables.
+
+CREATE TRIGGER preorders_guard_i AFTER INSERT ON preorders
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER preorders_guard_u AFTER UPDATE ON preorders
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER preorders_guard_d AFTER DELETE ON preorders
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', OLD.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = OLD.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER preorder_owed_guard_i AFTER INSERT ON preorder_owed
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER preorder_owed_guard_u AFTER UPDATE ON preorder_owed
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', NEW.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = NEW.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
+
+CREATE TRIGGER preorder_owed_guard_d AFTER DELETE ON preorder_owed
+FOR EACH ROW IF @holdfast_move IS NULL AND (IS_USED_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', OLD.shop_id)) IS NOT NULL OR EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = OLD.shop_id)) THEN SIGNAL SQLSTATE 'HF001' SET MESSAGE_TEXT = 'holdfast: the shop is fenced on this pod (moving, arriving or moved away)'; END IF;
