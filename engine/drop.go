@@ -363,7 +363,9 @@ func (c *Client[TTx]) drawDue(ctx context.Context) (int, error) {
 			_, err = c.draw(ctx, tx, d)
 			drew = err == nil
 			return err
-		}); err != nil {
+		}); errors.Is(err, holdfast.ErrShopMoved) {
+			continue // fenced for a move: the pod that serves it draws it
+		} else if err != nil {
 			return n, err
 		}
 		if drew {

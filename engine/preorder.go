@@ -444,6 +444,9 @@ func (c *Client[TTx]) ConvertPreordersOnce(ctx context.Context) (int, error) {
 			n, _, err = c.convertKey(ctx, tx, true, k, nil, true)
 			return err
 		})
+		if errors.Is(err, holdfast.ErrShopMoved) {
+			continue // fenced for a move: the pod that serves it converts
+		}
 		if err != nil {
 			return total, err
 		}
