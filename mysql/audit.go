@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-
 	"github.com/holdfast/holdfast"
 )
 
@@ -64,4 +63,3 @@ func (d *engineDriver) ReadNow(ctx context.Context, tx *sql.Tx) (time.Time, erro
 	err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "db_now"), c.now()).Scan(&now)
 	return now, err
 }
-

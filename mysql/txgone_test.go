@@ -2,9 +2,9 @@ package mysql_test
 
 import (
 	"context"
-	"os"
 	"database/sql"
 	"errors"
+	"os"
 	"testing"
 	"time"
 

@@ -61,4 +61,3 @@ func (d *engineDriver) ReadNow(ctx context.Context, tx pgx.Tx) (time.Time, error
 	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteRead, "db_now"), c.now()).Scan(&now)
 	return now, err
 }
-
