@@ -241,8 +241,11 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		// table-sync worker, which must first wait for a consistent point
 		// (the transactions running when its slot was made): more of them
 		// at once hide that wait.
+		// Each table sync holds a slot and a WAL sender while it copies;
+		// tests move shops on one server in parallel.
 		settings = append(settings, "wal_level=logical", "max_worker_processes=16",
-			"max_logical_replication_workers=10", "max_sync_workers_per_subscription=6")
+			"max_logical_replication_workers=10", "max_sync_workers_per_subscription=6",
+			"max_replication_slots=64", "max_wal_senders=64")
 	}
 	if opts.Durable {
 		// Checkpoints on schedule, not every time 1 GB of WAL fills: after

@@ -42,6 +42,11 @@ const (
 	// markPoll is how often the catch-up looks for its mark on the target
 	// (the shop is fenced meanwhile).
 	markPoll = 2 * time.Millisecond
+	// streamErrorsMax is how many sync or apply errors of the stream's
+	// subscription (pg_stat_subscription_stats) stop the move: the server
+	// retries each (wal_retrieve_retry_interval, 5 s by default), so a
+	// passing shortage costs one or two.
+	streamErrorsMax = 5
 )
 
 // streamName is the publication, subscription and slot of a shop's stream.
@@ -134,7 +139,10 @@ func (s *Store) Stream(ctx context.Context, shopID int64, to pods.MoveStore, fro
 			return nil, fmt.Errorf("pgmove: the stream's progress: %w", err)
 		}
 		switch {
-		case errs > 0:
+		case errs >= streamErrorsMax:
+			// A sync or apply error is retried by the server (a slot or a
+			// WAL sender short for a moment passes); one that keeps
+			// coming would retry forever.
 			return nil, fmt.Errorf("pgmove: the subscription of shop %d met %d errors (the target's log says which)", shopID, errs)
 		case n > 0 && pending == 0:
 			return st, nil
