@@ -96,7 +96,7 @@ func TestPodsMoveCLIMariaDB(t *testing.T) {
 		t.Fatalf("pods move onto a PostgreSQL pod: exit %d %s%s", code, out, errOut)
 	}
 	code, out, errOut = run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "b", "--purge-delay", "1ms")
-	if code != 0 || !regexp.MustCompile(`moved shop 1 from a to b \(epoch 2\): \d+ rows, fence \d+ ms`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`moved shop 1 from a to b \(epoch 2, copy\): \d+ rows, fence \d+ ms`).MatchString(out) {
 		t.Fatalf("pods move: exit %d %s%s", code, out, errOut)
 	}
 	t.Log(strings.TrimSpace(out))
@@ -107,7 +107,7 @@ func TestPodsMoveCLIMariaDB(t *testing.T) {
 	if a, b := holds("pa"), holds("pb"); a != 0 || b != 2 {
 		t.Fatalf("after the move: holds on a %d, b %d; want 0 and 2", a, b)
 	}
-	if code, out, errOut := run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "a", "--purge-delay", "1ms"); code != 0 || !strings.Contains(out, "moved shop 1 from b to a (epoch 3)") {
+	if code, out, errOut := run(t, "pods", "move", "--pods-config", path, "--shop", "1", "--to", "a", "--purge-delay", "1ms"); code != 0 || !strings.Contains(out, "moved shop 1 from b to a (epoch 3, copy)") {
 		t.Fatalf("pods move back: exit %d %s%s", code, out, errOut)
 	}
 	if code, body := call(t, "POST", base+"/v1/shops/1/reservations/"+co2+"/claim", k, ""); code != http.StatusOK {
