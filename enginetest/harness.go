@@ -122,6 +122,7 @@ var tests = []struct {
 	{"SeedRace", testSeedRace},
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
+	{"HistoryPreorder", testHistoryPreorder},
 	{"Waitlist", testWaitlist},
 	{"Listings", testListings},
 	{"Events", testEvents},

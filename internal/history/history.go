@@ -155,7 +155,7 @@ type Input struct {
 
 // Lines is the cart's lines.
 func (in Input) Lines() []CartLine {
-	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep && in.Op != OpLimit {
+	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep && in.Op != OpLimit && in.Op != OpPreorder {
 		return []CartLine{{Key: in.Key, Qty: in.Qty}}
 	}
 	return in.Cart[:in.NCart]
@@ -166,7 +166,7 @@ func (in Input) keys() []int {
 	switch in.Op {
 	case OpSweep:
 		return nil
-	case OpSet, OpAdjust, OpLevel, OpLimit:
+	case OpSet, OpAdjust, OpLevel, OpLimit, OpPreorder:
 		return []int{in.Key}
 	}
 	var ks []int
@@ -203,6 +203,9 @@ type Output struct {
 	// Into is a hold read's Hold.MergedInto: the destination's checkout
 	// number + 1 (0: none).
 	Into int
+	// Preordered: a reserve's or hold read's pre-ordered units (the
+	// answered line's Line.Preordered; single-line carts, preorder.go).
+	Preordered int
 }
 
 type mhold struct {
@@ -225,6 +228,7 @@ type keyModel struct {
 	avail  map[int]int
 	holds  map[int]mhold
 	limits map[int]int // per-buyer limits by key (merge.go)
+	caps   map[int]int // pre-order caps by key (preorder.go)
 }
 
 func (s keyModel) stocked(k int) bool { _, ok := s.avail[k]; return ok }
@@ -266,7 +270,7 @@ func (s keyModel) covered(lines []CartLine) bool {
 }
 
 func (s keyModel) with(co int, h mhold) keyModel {
-	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits}
+	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits, caps: s.caps}
 	if n.holds == nil {
 		n.holds = map[int]mhold{}
 	}
@@ -275,7 +279,7 @@ func (s keyModel) with(co int, h mhold) keyModel {
 }
 
 func (s keyModel) withAvail(k, a int) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: s.caps}
 	if n.avail == nil {
 		n.avail = map[int]int{}
 	}
@@ -285,7 +289,7 @@ func (s keyModel) withAvail(k, a int) keyModel {
 
 // deduct is s with every line's quantity taken from its key's available.
 func (s keyModel) deduct(lines []CartLine) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: s.caps}
 	for _, l := range lines {
 		n.avail[l.Key] -= l.Qty
 	}
@@ -372,7 +376,7 @@ func sweep(s keyModel, in Input) []keyModel {
 			must = append(must, co)
 		}
 	}
-	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits}
+	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits, caps: s.caps}
 	for _, co := range must {
 		h := base.holds[co]
 		h.status = holdfast.StatusExpired
@@ -381,7 +385,7 @@ func sweep(s keyModel, in Input) []keyModel {
 	out := []keyModel{base}
 	for _, co := range may {
 		for _, st := range slices.Clone(out) {
-			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds), limits: st.limits}
+			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds), limits: st.limits, caps: st.caps}
 			h := n.holds[co]
 			h.status = holdfast.StatusExpired
 			n.holds[co] = h
@@ -394,6 +398,9 @@ func sweep(s keyModel, in Input) []keyModel {
 // step returns the states the partition can be in after in returned out,
 // none if out is impossible from s.
 func step(s keyModel, in Input, out Output) []keyModel {
+	if next, ok := stepPreorder(s, in, out); ok {
+		return next
+	}
 	if out.Result == ResUnknown || out.Result == ResUntyped {
 		if in.Op == OpSweep {
 			return append([]keyModel{s}, sweep(s, in)...)
@@ -630,7 +637,7 @@ func stepKnown(s keyModel, in Input, out Output) []keyModel {
 }
 
 func equalStates(a, b keyModel) bool {
-	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds) && maps.Equal(a.limits, b.limits)
+	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds) && maps.Equal(a.limits, b.limits) && maps.Equal(a.caps, b.caps)
 }
 
 func describeState(s keyModel) string {
@@ -640,6 +647,9 @@ func describeState(s keyModel) string {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "key%d available %d held %d", k, s.avail[k], s.heldOn(k))
+		if c, ok := s.caps[k]; ok {
+			fmt.Fprintf(&b, " cap %d owed %d", c, s.owed(k))
+		}
 	}
 	b.WriteString(":")
 	for _, co := range slices.Sorted(maps.Keys(s.holds)) {
@@ -683,6 +693,8 @@ var Model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("%s(key%d %d) -> %s avail=%d held=%d", in.Op, in.Key, in.Delta, out.Result, out.Available, out.Held)
 		case OpLevel:
 			return fmt.Sprintf("level(key%d) -> avail=%d held=%d", in.Key, out.Available, out.Held)
+		case OpPreorder:
+			return fmt.Sprintf("preorder(key%d cap %d) -> %s", in.Key, in.Delta, out.Result)
 		case OpLimit:
 			return fmt.Sprintf("limit(key%d %d per buyer) -> %s", in.Key, in.Delta, out.Result)
 		case OpMerge:
@@ -706,6 +718,9 @@ var Model = porcupine.NondeterministicModel{
 		}
 		if out.NLines > 0 {
 			extra += fmt.Sprintf(" lines=%v", out.Lines[:out.NLines])
+		}
+		if out.Preordered > 0 {
+			extra += fmt.Sprintf(" preordered=%d", out.Preordered)
 		}
 		if out.Into > 0 {
 			extra += fmt.Sprintf(" merged into co%d", out.Into-1)
