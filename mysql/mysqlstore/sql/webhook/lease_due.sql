@@ -7,7 +7,7 @@
 -- with events is served in turn, whatever their number. The subquery's
 -- rows are not locked (a locking read locks a nested subquery's rows only
 -- with its own locking clause).
-SELECT w.id, w.shop_id, w.url, w.secret, w.`cursor`, w.attempts, w.first_failed_at
+SELECT w.id, w.shop_id, w.url, w.secret, w.`cursor`, w.attempts, w.first_failed_at, w.lease_token
 FROM webhook_endpoints w
 WHERE w.`cursor` < (SELECT s.last_seq FROM holdfast_event_shops s WHERE s.shop_id = w.shop_id)
   AND (w.leased_until IS NULL OR w.leased_until < UTC_TIMESTAMP(6))
