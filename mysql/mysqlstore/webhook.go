@@ -173,11 +173,11 @@ func (s webhooks) DeleteEndpoint(ctx context.Context, shop, id int64) (*webhook.
 			return err
 		}
 		// Counted under the endpoint's lock: the deliverer adds a dead
-		// letter only while it holds the endpoint (dead_letter_skip.sql).
-		if err := tx.QueryRowContext(ctx, myEndpointDead, id).Scan(&ep.DeadLetters); err != nil {
+		// letter only under the endpoint's lock (lease_check.sql).
+		if err := tx.QueryRowContext(ctx, myEndpointDead, shop, id).Scan(&ep.DeadLetters); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, myEndpointDelete, id)
+		_, err = tx.ExecContext(ctx, myEndpointDelete, shop, id)
 		return err
 	})
 	return ep, err
