@@ -165,6 +165,10 @@ func TestModelRejectsWrongDrops(t *testing.T) {
 			seq(readAt(1, dropEnd), waitlisted),
 		good: served(1).seq(onCOAt(history.OpClaim, 2, dropEnd), claimed).seq(serveAt(dropEnd), ok).
 			seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
+	}, {
+		name: "a wait ended unservable while the stock covered it",
+		bad:  served(1).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
+		good: served(1).seq(onCOAt(history.OpClaim, 2, dropEnd), claimed).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
