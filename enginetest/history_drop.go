@@ -181,7 +181,9 @@ func testHistoryDrop(t *testing.T, h *Harness) {
 				hist.Add(w, history.Input{Op: op, Key: 0, CO: co.num, Now: now.UnixMicro()}, call, out)
 				count(string(op) + " " + out.Result)
 			}
-			serve := func(w int) {
+			// serve runs a waitlist pass; concurrent: while other calls run
+			// (history.Input.Partial: it may stop after any grant).
+			serve := func(w int, concurrent bool) {
 				now := e.Clock.Now()
 				call := hist.Now()
 				_, err := e.e.ServeWaitlist(ctx)
@@ -189,7 +191,7 @@ func testHistoryDrop(t *testing.T, h *Harness) {
 					bad.add("serve: %v", err)
 					return
 				}
-				hist.Add(w, history.Input{Op: history.OpServe, Key: 0, Now: now.UnixMicro()}, call, history.Output{Result: history.ResOK})
+				hist.Add(w, history.Input{Op: history.OpServe, Key: 0, Now: now.UnixMicro(), Partial: concurrent}, call, history.Output{Result: history.ResOK})
 			}
 			other := func(w int, r *rand.Rand, x int) {
 				switch {
@@ -268,7 +270,7 @@ func testHistoryDrop(t *testing.T, h *Harness) {
 									onCheckout(w, history.OpClaim, co)
 								}
 							case x < 76 && !inWindow:
-								serve(w) // concurrent with the rest
+								serve(w, true)
 							default:
 								other(w, r, x)
 							}
@@ -296,7 +298,7 @@ func testHistoryDrop(t *testing.T, h *Harness) {
 			// next reservation or concurrent pass.
 			e.Clock.Advance(d.EndsAt().Sub(e.Clock.Now()) + time.Duration(rng.IntN(3))*time.Minute)
 			if rng.IntN(2) == 0 {
-				serve(0)
+				serve(0, false)
 			}
 			for range after {
 				epoch(n, false)
@@ -319,10 +321,10 @@ func testHistoryDrop(t *testing.T, h *Harness) {
 					hist.Add(0, history.Input{Op: history.OpSweep, Key: -1, Now: now.UnixMicro()}, call, history.Output{Result: history.ResOK})
 				}
 				if rng.IntN(3) > 0 {
-					serve(0)
+					serve(0, false)
 				}
 			}
-			serve(0)
+			serve(0, false)
 			bad.check(t)
 			// The published draw, checked as anyone would, ranks the
 			// entries.

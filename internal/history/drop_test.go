@@ -36,6 +36,14 @@ func serveAt(now int64) history.Input {
 	return history.Input{Op: history.OpServe, Key: 0, Now: now}
 }
 
+// partialServeAt is a waitlist pass concurrent with other calls: it may
+// stop after any grant.
+func partialServeAt(now int64) history.Input {
+	in := serveAt(now)
+	in.Partial = true
+	return in
+}
+
 func readAt(co int, now int64) history.Input {
 	in := onCO(history.OpHold, co, 0)
 	in.Now = now
@@ -165,6 +173,10 @@ func TestModelRejectsWrongDrops(t *testing.T) {
 			seq(readAt(1, dropEnd), waitlisted),
 		good: served(1).seq(onCOAt(history.OpClaim, 2, dropEnd), claimed).seq(serveAt(dropEnd), ok).
 			seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
+	}, {
+		name: "a pass that ran alone stopped before the grants stock allowed",
+		bad:  two(2).seq(serveAt(dropEnd), ok).seq(readAt(2, dropEnd), granted).seq(readAt(1, dropEnd), waitlisted),
+		good: two(2).seq(partialServeAt(dropEnd), ok).seq(readAt(2, dropEnd), granted).seq(readAt(1, dropEnd), waitlisted),
 	}, {
 		name: "a wait ended unservable while the stock covered it",
 		bad:  served(1).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
