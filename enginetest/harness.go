@@ -123,6 +123,7 @@ var tests = []struct {
 	{"RandomizedSchedule", testRandomizedSchedule},
 	{"History", testHistory},
 	{"HistoryPreorder", testHistoryPreorder},
+	{"HistoryDrop", testHistoryDrop}, // history_drop.go: fair drops in the model
 	{"Waitlist", testWaitlist},
 	{"Listings", testListings},
 	{"Events", testEvents},

@@ -62,6 +62,8 @@ func Classify(err error) string {
 	switch {
 	case err == nil:
 		return ResOK
+	case classifyDrop(err) != "":
+		return classifyDrop(err)
 	case errors.Is(err, holdfast.ErrMergeInto):
 		var me *holdfast.MergeIntoError
 		if errors.As(err, &me) {
@@ -151,11 +153,15 @@ type Input struct {
 	// Bundle is how many bundles a reservation's cart holds, expanded
 	// into its components by the recorder (a label only; see merge.go).
 	Bundle int
+	// Rank, Wait and Window: drops (drop.go).
+	Rank   int
+	Wait   int64
+	Window int64
 }
 
 // Lines is the cart's lines.
 func (in Input) Lines() []CartLine {
-	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep && in.Op != OpLimit && in.Op != OpPreorder {
+	if in.NCart == 0 && in.Key >= 0 && in.Op != OpSet && in.Op != OpAdjust && in.Op != OpLevel && in.Op != OpSweep && in.Op != OpLimit && in.Op != OpPreorder && in.Op != OpDrop && in.Op != OpServe {
 		return []CartLine{{Key: in.Key, Qty: in.Qty}}
 	}
 	return in.Cart[:in.NCart]
@@ -166,7 +172,7 @@ func (in Input) keys() []int {
 	switch in.Op {
 	case OpSweep:
 		return nil
-	case OpSet, OpAdjust, OpLevel, OpLimit, OpPreorder:
+	case OpSet, OpAdjust, OpLevel, OpLimit, OpPreorder, OpDrop, OpServe:
 		return []int{in.Key}
 	}
 	var ks []int
@@ -213,10 +219,11 @@ type mhold struct {
 	n             int
 	status        holdfast.Status
 	exp, deadline int64
-	edits         int64 // the hold's revision is 1 + edits
-	editTTL       int64 // the TTL of the edit that made the revision (0: none, the reservation, or a merge)
-	into          int   // merged into this checkout number + 1 (0: not merged)
-	buyer         int   // 0: none
+	edits         int64  // the hold's revision is 1 + edits
+	editTTL       int64  // the TTL of the edit that made the revision (0: none, the reservation, or a merge)
+	into          int    // merged into this checkout number + 1 (0: not merged)
+	buyer         int    // 0: none
+	entry         mentry // a drop's entrant (drop.go); zero for other holds
 }
 
 func (h mhold) cart() []CartLine { return h.lines[:h.n] }
@@ -227,8 +234,9 @@ func (h mhold) cart() []CartLine { return h.lines[:h.n] }
 type keyModel struct {
 	avail  map[int]int
 	holds  map[int]mhold
-	limits map[int]int // per-buyer limits by key (merge.go)
-	caps   map[int]int // pre-order caps by key (preorder.go)
+	limits map[int]int   // per-buyer limits by key (merge.go)
+	caps   map[int]int   // pre-order caps by key (preorder.go)
+	drops  map[int]mdrop // drops by key (drop.go)
 }
 
 func (s keyModel) stocked(k int) bool { _, ok := s.avail[k]; return ok }
@@ -270,7 +278,7 @@ func (s keyModel) covered(lines []CartLine) bool {
 }
 
 func (s keyModel) with(co int, h mhold) keyModel {
-	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits, caps: s.caps}
+	n := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits, caps: s.caps, drops: s.drops}
 	if n.holds == nil {
 		n.holds = map[int]mhold{}
 	}
@@ -279,7 +287,7 @@ func (s keyModel) with(co int, h mhold) keyModel {
 }
 
 func (s keyModel) withAvail(k, a int) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: s.caps}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: s.caps, drops: s.drops}
 	if n.avail == nil {
 		n.avail = map[int]int{}
 	}
@@ -289,7 +297,7 @@ func (s keyModel) withAvail(k, a int) keyModel {
 
 // deduct is s with every line's quantity taken from its key's available.
 func (s keyModel) deduct(lines []CartLine) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: s.caps}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: s.caps, drops: s.drops}
 	for _, l := range lines {
 		n.avail[l.Key] -= l.Qty
 	}
@@ -376,7 +384,7 @@ func sweep(s keyModel, in Input) []keyModel {
 			must = append(must, co)
 		}
 	}
-	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits, caps: s.caps}
+	base := keyModel{avail: s.avail, holds: maps.Clone(s.holds), limits: s.limits, caps: s.caps, drops: s.drops}
 	for _, co := range must {
 		h := base.holds[co]
 		h.status = holdfast.StatusExpired
@@ -385,7 +393,7 @@ func sweep(s keyModel, in Input) []keyModel {
 	out := []keyModel{base}
 	for _, co := range may {
 		for _, st := range slices.Clone(out) {
-			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds), limits: st.limits, caps: st.caps}
+			n := keyModel{avail: st.avail, holds: maps.Clone(st.holds), limits: st.limits, caps: st.caps, drops: st.drops}
 			h := n.holds[co]
 			h.status = holdfast.StatusExpired
 			n.holds[co] = h
@@ -398,6 +406,15 @@ func sweep(s keyModel, in Input) []keyModel {
 // step returns the states the partition can be in after in returned out,
 // none if out is impossible from s.
 func step(s keyModel, in Input, out Output) []keyModel {
+	if next, ok := stepDrop(s, in, out); ok {
+		return next
+	}
+	return stepBase(s, in, out)
+}
+
+// stepBase is step without drops' rules (drop.go runs it for the
+// operations a drop leaves as they are).
+func stepBase(s keyModel, in Input, out Output) []keyModel {
 	if next, ok := stepPreorder(s, in, out); ok {
 		return next
 	}
@@ -637,7 +654,7 @@ func stepKnown(s keyModel, in Input, out Output) []keyModel {
 }
 
 func equalStates(a, b keyModel) bool {
-	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds) && maps.Equal(a.limits, b.limits) && maps.Equal(a.caps, b.caps)
+	return maps.Equal(a.avail, b.avail) && maps.Equal(a.holds, b.holds) && maps.Equal(a.limits, b.limits) && maps.Equal(a.caps, b.caps) && maps.Equal(a.drops, b.drops)
 }
 
 func describeState(s keyModel) string {
@@ -661,6 +678,13 @@ func describeState(s keyModel) string {
 		if h.buyer > 0 {
 			fmt.Fprintf(&b, "(buyer%d)", h.buyer)
 		}
+		if h.entrant() {
+			fmt.Fprintf(&b, "(rank%d until %d doomed=%v)", h.entry.rank, h.entry.until, h.entry.doomed)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.drops)) {
+		d := s.drops[k]
+		fmt.Fprintf(&b, " drop key%d [%d,%d) drawn=%v", k, d.start, d.end, d.drawn)
 	}
 	return b.String()
 }
@@ -695,6 +719,10 @@ var Model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("level(key%d) -> avail=%d held=%d", in.Key, out.Available, out.Held)
 		case OpPreorder:
 			return fmt.Sprintf("preorder(key%d cap %d) -> %s", in.Key, in.Delta, out.Result)
+		case OpDrop:
+			return fmt.Sprintf("drop(key%d from %d for %d) -> %s", in.Key, in.Now, in.Window, out.Result)
+		case OpServe:
+			return fmt.Sprintf("serve(key%d now=%d) -> %s", in.Key, in.Now, out.Result)
 		case OpLimit:
 			return fmt.Sprintf("limit(key%d %d per buyer) -> %s", in.Key, in.Delta, out.Result)
 		case OpMerge:
@@ -713,6 +741,9 @@ var Model = porcupine.NondeterministicModel{
 		if in.Buyer > 0 {
 			extra += fmt.Sprintf(" buyer%d", in.Buyer)
 		}
+		if in.Rank > 0 {
+			extra += fmt.Sprintf(" rank%d", in.Rank)
+		}
 		if in.Bundle > 0 {
 			extra += fmt.Sprintf(" (%d bundles)", in.Bundle)
 		}
@@ -725,7 +756,7 @@ var Model = porcupine.NondeterministicModel{
 		if out.Into > 0 {
 			extra += fmt.Sprintf(" merged into co%d", out.Into-1)
 		}
-		return fmt.Sprintf("%s(co%d %v%s) -> %s %s exp=%d%s", in.Op, in.CO, in.Lines(), lenient, out.Result, out.Status, out.Exp, extra)
+		return fmt.Sprintf("%s(co%d %v now=%d%s) -> %s %s exp=%d%s", in.Op, in.CO, in.Lines(), in.Now, lenient, out.Result, out.Status, out.Exp, extra)
 	},
 }
 

@@ -123,7 +123,7 @@ func grownLines(held, want []CartLine) []CartLine {
 }
 
 func (s keyModel) withLimit(k, lim int) keyModel {
-	n := keyModel{avail: s.avail, holds: s.holds, limits: maps.Clone(s.limits), caps: s.caps}
+	n := keyModel{avail: s.avail, holds: s.holds, limits: maps.Clone(s.limits), caps: s.caps, drops: s.drops}
 	if n.limits == nil {
 		n.limits = map[int]int{}
 	}

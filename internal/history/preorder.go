@@ -41,7 +41,7 @@ const CompanionOffset = 10000
 func Companion(k int) int { return k + CompanionOffset }
 
 func (s keyModel) withCap(k, c int) keyModel {
-	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: maps.Clone(s.caps)}
+	n := keyModel{avail: maps.Clone(s.avail), holds: s.holds, limits: s.limits, caps: maps.Clone(s.caps), drops: s.drops}
 	if n.avail == nil {
 		n.avail = map[int]int{}
 	}
