@@ -88,14 +88,14 @@ func newPGKillPod(t *testing.T, name string) *killPod {
 	p := newPodWith(t, name, srv, holdfast.Config{SweepInterval: 100 * time.Millisecond})
 	return &killPod{
 		name: name, eng: p.eng, pod: p.pod(), store: pgmove.New(p.pool),
-		count:   func(t *testing.T, q string) int64 { t.Helper(); return count(t, p, q) },
+		count: func(t *testing.T, q string) int64 { t.Helper(); return count(t, p, q) },
 		streams: func(t *testing.T) int64 {
 			t.Helper()
 			return count(t, p, `SELECT (SELECT count(*) FROM pg_subscription s JOIN pg_database d ON d.oid = s.subdbid AND d.datname = current_database())
 				+ (SELECT count(*) FROM pg_publication)
 				+ (SELECT count(*) FROM pg_replication_slots WHERE database = current_database())`)
 		},
-		kill: func(t *testing.T) { srv.crash(t) },
+		kill:    func(t *testing.T) { srv.crash(t) },
 		restart: func(t *testing.T) { srv.restart(t) },
 	}
 }
