@@ -425,22 +425,32 @@ func runKills(t *testing.T, x, y *killPod, cases []killCase) {
 				return nil
 			}
 		}
-		_, err = pods.MoveWithHook(ctx, p, hook)
+		rep, err := pods.MoveWithHook(ctx, p, hook)
 		failedAt := time.Now()
+		if killedAt.IsZero() {
+			t.Fatalf("%s: the move ended before the kill: %v", c, err)
+		}
 		if err == nil {
 			t.Fatalf("%s: the move succeeded", c)
 		}
-		if killedAt.IsZero() {
-			t.Fatalf("%s: the move failed before the kill: %v", c, err)
-		}
 		t.Logf("%s: the move failed %v after the kill: %v", c, failedAt.Sub(killedAt).Round(time.Millisecond), err)
-		// Not ErrMoveIncomplete: the move undid itself, nothing is left —
-		// or, the target killed after the source's gone mark, the map
-		// switched and the target could not accept the shop:
-		// ErrMoveUnresolved, the shop now the target's (once Abort has
-		// accepted it there).
+		// Killed before the gone mark, the move does not switch: it undid
+		// itself, nothing left (an untyped error), or could not
+		// (ErrMoveIncomplete). Killed after it, the move switches (the map
+		// is up): the source dead, it answers its report and the error of
+		// a cleanup (its stream's end, the purge); the target dead, it
+		// could not accept the shop: ErrMoveUnresolved. Either way Abort
+		// resolves it onto the target.
 		incomplete := errors.Is(err, pods.ErrMoveIncomplete)
 		unresolved := errors.Is(err, pods.ErrMoveUnresolved)
+		now, lerr := m.Lookup(ctx, 1)
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		switched := now.Pod == to
+		if switched != (c.point == "gone") || switched != (rep != nil) {
+			t.Errorf("%s: the map places shop 1 on %s (switched %v), the move's report %v; want a switch, reported, only when killed after the gone mark", c, now.Pod, switched, rep != nil)
+		}
 		if unresolved != (c.point == "gone" && c.victim == "target") {
 			t.Errorf("%s: ErrMoveUnresolved %v, want it only when the target dies after the gone mark", c, unresolved)
 		}
@@ -453,7 +463,7 @@ func runKills(t *testing.T, x, y *killPod, cases []killCase) {
 		back := tradingAfter(mine, upAt, "the restarted pod's own shop trading again")
 		down = append(down, window{victim.name, killedAt, back})
 
-		if !incomplete && !unresolved {
+		if !incomplete && !switched {
 			for name, st := range stores {
 				if fs, err := st.FenceState(ctx, 1); err != nil || fs != marks[name] {
 					t.Errorf("%s: the move failed without ErrMoveIncomplete, but shop 1 is marked %q on %s, was %q (%v)", c, fs, name, marks[name], err)
@@ -466,7 +476,7 @@ func runKills(t *testing.T, x, y *killPod, cases []killCase) {
 			}
 		}
 		switch {
-		case c.then == "abort" || unresolved:
+		case c.then == "abort" || switched:
 			ab, err := pods.Abort(ctx, m, stores, 1)
 			if err != nil {
 				t.Fatalf("%s: abort: %v", c, err)
@@ -499,7 +509,7 @@ func runKills(t *testing.T, x, y *killPod, cases []killCase) {
 		resolved := time.Now()
 		tradingAfter(1, resolved, "shop 1 trading after the "+c.then)
 		home := from
-		if c.then == "resume" || unresolved {
+		if c.then == "resume" || switched {
 			home = to
 		}
 		if pl, err := m.Lookup(ctx, 1); err != nil || pl.Pod != home {
