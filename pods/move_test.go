@@ -218,7 +218,12 @@ func TestMoveUnderLoad(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, func() bool { return n.Load() >= 40 && lastSeen.Load() > 0 }, "40 operations and events read before the move")
+	waitFor(t, func() bool {
+		mu.Lock()
+		shop2 := len(lats)
+		mu.Unlock()
+		return n.Load() >= 40 && lastSeen.Load() > 0 && shop2 >= 40
+	}, "40 operations and events read before the move, and 40 of shop 2's")
 	seenAtMove := lastSeen.Load()
 	// One move a → b; HOLDFAST_MOVE_BIG=1: 21, back and forth, ending on b.
 	moves := 1
@@ -252,6 +257,7 @@ func TestMoveUnderLoad(t *testing.T) {
 	stop.Store(true)
 	_ = g.Wait()
 	var before, during []time.Duration
+	mu.Lock()
 	for _, l := range lats {
 		switch {
 		case l.at.Before(moving[0].from):
@@ -260,6 +266,7 @@ func TestMoveUnderLoad(t *testing.T) {
 			during = append(during, l.d)
 		}
 	}
+	mu.Unlock()
 	t.Logf("shop 2 on b (a reserve and its release): p99 %v before the moves (%d), %v during them (%d)", p99(before), len(before), p99(during), len(during))
 	// The holds left to expire (1 s), those copied from a included, are
 	// expired by b's sweeper.
