@@ -189,15 +189,21 @@ func (c killCase) String() string {
 	return c.method + "/" + c.victim + "-killed-" + c.point + "/" + c.then
 }
 
-// TestMoveKilledUnderLoad kills the source's or the target's server in
+// TestMoveKilledUnderLoad crashes the source's or the target's server in
 // the middle of a move of shop 1 while workers trade through the router
-// on it and on a shop of each pod (2 on x, 3 on y). Each time: the move
-// fails; every answer a worker got is true of the final state (applied:
-// there exactly once; refused retriably: not applied; outcome unknown:
-// either); the other pod's shop trades with zero errors throughout the
-// outage; once the server is back, Abort (the shop trades on its source)
-// or the move again (after Abort if the move left a copy: the shop trades
-// on the target) resolves it, and the invariant holds on both pods.
+// on it and on a shop of each pod (2 on x, 3 on y). Each time the move
+// answers an error: killed before the gone mark, it did not switch and
+// either undid itself (the marks and streams as before the move) or says
+// it could not (ErrMoveIncomplete); killed after it, it switched (with its
+// report; the target dead: ErrMoveUnresolved). Every answer a worker got
+// is true of the final state (applied: there exactly once, claims equal
+// claim ledger rows and the level's drop; refused retriably: not applied;
+// outcome unknown: either); the shop of the pod that stays up has zero
+// errors, during the outage or the move; once the server is back, Abort
+// (the shop trades where the map places it) or the move again (after
+// Abort when the killed move left something: the shop trades on the
+// target) resolves it, leaving no stream, the feed without a gap and the
+// invariant on both pods.
 // Short form: two kills on PostgreSQL and one on MariaDB;
 // HOLDFAST_MOVE_BIG=1: every method × victim × point on PostgreSQL.
 func TestMoveKilledUnderLoad(t *testing.T) {
