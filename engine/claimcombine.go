@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -61,32 +60,8 @@ func (c *Client[TTx]) claimCombined(ctx context.Context, cc driver.ClaimCombiner
 		go c.runClaimBatches(cc)
 	}
 	cb.mu.Unlock()
-	answer := func(res batchResult) (*holdfast.Hold, error, bool, bool, bool) {
-		switch {
-		case !res.plain:
-			return res.h, nil, true, false, res.waitsEnded
-		case res.doubt && ctx.Err() != nil:
-			return nil, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, ctx.Err()), true, true, false
-		}
-		return nil, nil, false, res.doubt, false
-	}
-	select {
-	case res := <-r.done:
-		return answer(res)
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
-			// No batch took it, and none will: nothing happened.
-			return nil, c.core.MapErr(holdfast.RouteClaim, ctx.Err(), true, true), true, false, false
-		}
-		select {
-		case res := <-r.done:
-			return answer(res)
-		default:
-		}
-		// Its batch is running and may commit the claim: a retry finds
-		// it claimed (Replayed).
-		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteClaim, ctx.Err()), true, false, false
-	}
+	res, err, ok, doubt := c.awaitBatch(ctx, holdfast.RouteClaim, r.done, &r.state)
+	return res.h, err, ok, doubt, res.waitsEnded
 }
 
 // runClaimBatches serves the pending claims, a batch at a time, until none

@@ -110,31 +110,44 @@ func (c *Client[TTx]) reserveCombined(ctx context.Context, k holdfast.Key, req *
 		go c.runBatches()
 	}
 	cb.mu.Unlock()
-	answer := func(res batchResult) (*holdfast.Hold, error, bool, bool) {
+	res, err, ok, doubt := c.awaitBatch(ctx, holdfast.RouteReserve, r.done, &r.state)
+	return res.h, err, ok, doubt
+}
+
+// awaitBatch waits for the batch that serves a queued request (reserve or
+// claim) to answer it, or for its caller to leave, and says what the
+// caller answers: res.h when a batch served it; err when the answer is
+// decided without one (nothing happened: the caller left before any batch
+// took the request; or unknown: it left while its batch ran, or after a
+// COMMIT went unacknowledged); ok false sends the caller to the plain
+// path, doubt set when a batch may have done the work already.
+func (c *Client[TTx]) awaitBatch(ctx context.Context, route string, done <-chan batchResult, state *atomic.Int32) (res batchResult, err error, ok, doubt bool) {
+	answer := func(res batchResult) (batchResult, error, bool, bool) {
 		switch {
 		case !res.plain:
-			return res.h, nil, true, false
+			return res, nil, true, false
 		case res.doubt && ctx.Err() != nil:
-			return nil, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, ctx.Err()), true, true
+			return batchResult{}, fmt.Errorf("%w: %s: the combined commit was not acknowledged and the caller left: %v", holdfast.ErrOutcomeUnknown, route, ctx.Err()), true, true
 		}
-		return nil, nil, false, res.doubt
+		return batchResult{}, nil, false, res.doubt
 	}
 	select {
-	case res := <-r.done:
+	case res := <-done:
 		return answer(res)
 	case <-ctx.Done():
-		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+		if state.CompareAndSwap(reqQueued, reqAbandoned) {
 			// No batch took it, and none will: nothing happened.
-			return nil, c.core.MapErr(holdfast.RouteReserve, ctx.Err(), true, true), true, false
+			return batchResult{}, c.core.MapErr(route, ctx.Err(), true, true), true, false
 		}
 		select {
-		case res := <-r.done:
+		case res := <-done:
 			return answer(res)
 		default:
 		}
-		// Its batch is running and may commit the hold: a retry with the
-		// same checkout id finds it (or finds nothing, and reserves).
-		return nil, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, holdfast.RouteReserve, ctx.Err()), true, false
+		// Its batch is running and may commit the work: a retry finds it
+		// done (a hold found by its checkout id, a claim replayed) or does
+		// it.
+		return batchResult{}, fmt.Errorf("%w: %s: the caller left while its combined batch ran: %v", holdfast.ErrOutcomeUnknown, route, ctx.Err()), true, false
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,8 +327,8 @@ func TestMariaMoveUnderLoad(t *testing.T) {
 // TestMariaMoveAbort is TestMoveAbort on MariaDB pods: a move stopped
 // after its copy, or after marking the source gone, is resolved by Abort
 // from the map (the target's copy deleted, the source unchanged and
-// serving); a move onto a pod holding rows of the shop, or of a shop with
-// a webhook endpoint, is refused and changes nothing.
+// serving); a move onto a pod holding rows of the shop is refused and
+// changes nothing.
 func TestMariaMoveAbort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -428,14 +427,69 @@ func TestMariaMoveAbort(t *testing.T) {
 	if st, _ := dst.FenceState(ctx, 1); st != pods.FenceNone {
 		t.Fatalf("target mark after the refused move: %q", st)
 	}
-	if _, err := s.a.db.Exec("INSERT INTO webhook_endpoints (shop_id, url, secret, created_at) VALUES (1, 'https://example.com/hook', 's', UTC_TIMESTAMP(6))"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r}); !errors.Is(err, pods.ErrMoveRefused) || !strings.Contains(err.Error(), "webhook_endpoints") {
-		t.Fatalf("a move of a shop with a webhook endpoint: %v, want ErrMoveRefused naming webhook_endpoints", err)
-	}
 	if _, err := s.r.Reserve(ctx, cart(1)); err != nil {
 		t.Fatalf("reserve after the refused moves: %v", err)
+	}
+	checkInvariant(t, "a", s.a.eng)
+	checkInvariant(t, "b", s.b.eng)
+}
+
+// TestMariaMoveWebhooks: a MariaDB shop with a webhook endpoint and a dead
+// letter moves (migration 020 keyed their tables by shop and id): the
+// endpoint arrives with its id, cursor and retry state, beside the
+// target's own endpoint of another shop with the same id, its dead letter
+// with it, and nothing of the shop stays on the source.
+func TestMariaMoveWebhooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newMariaMoveSetup(t, pods.Config{})
+	if _, err := s.m.Assign(ctx, 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	stock(t, s.r, 1, 100)
+	fill(t, s.r, 1, 3)
+	for _, q := range []string{
+		"INSERT INTO webhook_endpoints (id, shop_id, url, secret, `cursor`, attempts, last_error, created_at, next_at) VALUES (1, 1, 'https://example.com/a', 's', 2, 3, 'answered 500', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+		"INSERT INTO webhook_dead_letters (id, endpoint_id, shop_id, `cursor`, event, attempts, last_error, dead_at) VALUES (1, 1, 1, 1, '{}', 4, 'answered 500', UTC_TIMESTAMP(6))",
+	} {
+		if _, err := s.a.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Pod b's own endpoint and dead letter of shop 2, with the same ids.
+	for _, q := range []string{
+		"INSERT INTO webhook_endpoints (id, shop_id, url, secret, created_at) VALUES (1, 2, 'https://example.com/b', 's', UTC_TIMESTAMP(6))",
+		"INSERT INTO webhook_dead_letters (id, endpoint_id, shop_id, `cursor`, event, attempts, last_error, dead_at) VALUES (1, 1, 2, 1, '{}', 1, 'x', UTC_TIMESTAMP(6))",
+	} {
+		if _, err := s.b.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const endpoint = "SELECT CONCAT(id, ' ', url, ' ', `cursor`, ' ', attempts, ' ', last_error) FROM webhook_endpoints WHERE shop_id = 1"
+	var want string
+	if err := s.a.db.QueryRow(endpoint).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Move(ctx, pods.MoveParams{ShopID: 1, To: "b", Stores: s.stores, Router: s.r, PurgeDelay: time.Millisecond}); err != nil {
+		t.Fatalf("a move of a shop with a webhook endpoint: %v", err)
+	}
+	var got string
+	if err := s.b.db.QueryRow(endpoint).Scan(&got); err != nil || got != want {
+		t.Fatalf("shop 1's endpoint on b: %q, %v; want %q as on a", got, err, want)
+	}
+	if n := s.b.count(t, "SELECT count(*) FROM webhook_dead_letters WHERE shop_id = 1 AND endpoint_id = 1 AND attempts = 4"); n != 1 {
+		t.Fatalf("shop 1's dead letter on b: %d rows", n)
+	}
+	if n := s.b.count(t, "SELECT count(*) FROM webhook_endpoints WHERE shop_id = 2 AND id = 1"); n != 1 {
+		t.Fatalf("b's own endpoint 1 of shop 2: %d rows", n)
+	}
+	for _, tbl := range []string{"webhook_endpoints", "webhook_dead_letters"} {
+		if n := s.a.count(t, "SELECT count(*) FROM "+tbl+" WHERE shop_id = 1"); n != 0 {
+			t.Fatalf("shop 1's %d rows stay in a's %s after the move's purge", n, tbl)
+		}
+	}
+	if _, err := s.r.Reserve(ctx, cart(1)); err != nil {
+		t.Fatalf("reserve after the move: %v", err)
 	}
 	checkInvariant(t, "a", s.a.eng)
 	checkInvariant(t, "b", s.b.eng)

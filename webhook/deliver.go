@@ -251,7 +251,7 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 	defer func() {
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		defer cancel()
-		_ = d.st.Unlease(c, ep.Shop, ep.ID)
+		_ = d.st.Unlease(c, ep.Shop, ep.ID, ep.Token)
 	}()
 	secret, err := openSecret(d.cfg.SecretKey, ep.Shop, ep.Secret)
 	if err != nil {
@@ -269,9 +269,9 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 			msg = "the endpoint's secret is sealed with a webhook key and this server has none: give it the key (--webhook-key, --webhook-key-file)"
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
-		_, ferr := d.st.Failed(c, ep.Shop, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
+		_, ferr := d.st.Failed(c, ep.Shop, ep.ID, ep.Token, ep.Attempts, msg, wait, d.cfg.Horizon)
 		cancel()
-		if ferr != nil || ep.Attempts == 1 {
+		if (ferr != nil && !errors.Is(ferr, ErrLeaseLost)) || (ferr == nil && ep.Attempts == 1) {
 			d.cfg.Logger.Warn("webhooks: endpoint's secret", "endpoint", ep.ID, "shop", ep.Shop, "err", err.Error(), "retry_in", wait.String())
 		}
 		return false
@@ -287,7 +287,11 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 		defer cancel()
 		body, _ := json.Marshal(purgedGap{ShopID: ep.Shop, From: expired.After + 1, To: expired.Oldest})
 		msg := fmt.Sprintf("events %d..%d were purged (past the event retention) before delivery", expired.After+1, expired.Oldest)
-		if err := d.st.DeadLetter(c, ep.ID, ep.Shop, expired.Oldest, body, ep.Attempts, msg); err != nil {
+		if err := d.st.DeadLetter(c, ep.ID, ep.Shop, ep.Token, expired.Oldest, body, ep.Attempts, msg); err != nil {
+			d.leaseLost(ep, err)
+			if errors.Is(err, ErrLeaseLost) {
+				return false
+			}
 			d.cfg.Logger.Warn("webhooks: recording purged events", "endpoint", ep.ID, "shop", ep.Shop, "err", err.Error())
 			return false
 		}
@@ -314,9 +318,10 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 		}
 		c, cancel := context.WithTimeout(bg, 5*time.Second)
 		if sendErr == nil {
-			err = d.st.Delivered(c, ep.Shop, ep.ID, ev.Cursor)
+			err = d.st.Delivered(c, ep.Shop, ep.ID, ep.Token, ev.Cursor)
 			cancel()
 			if err != nil {
+				d.leaseLost(ep, err)
 				return false
 			}
 			ep.Attempts = 0
@@ -331,17 +336,26 @@ func (d *Deliverer) deliver(ctx context.Context, ep Leased) bool {
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}
-		past, err := d.st.Failed(c, ep.Shop, ep.ID, ep.Attempts, msg, wait, d.cfg.Horizon)
+		past, err := d.st.Failed(c, ep.Shop, ep.ID, ep.Token, ep.Attempts, msg, wait, d.cfg.Horizon)
 		if err == nil && past {
-			err = d.st.DeadLetter(c, ep.ID, ep.Shop, ev.Cursor, body, ep.Attempts, msg)
+			err = d.st.DeadLetter(c, ep.ID, ep.Shop, ep.Token, ev.Cursor, body, ep.Attempts, msg)
 			if err == nil {
 				d.cfg.Logger.Warn("webhooks: dead letter", "endpoint", ep.ID, "shop", ep.Shop, "cursor", ev.Cursor, "attempts", ep.Attempts, "err", msg)
 			}
 		}
 		cancel()
+		d.leaseLost(ep, err)
 		return false
 	}
 	return len(evs) == BatchMax
+}
+
+// leaseLost logs a write refused because ep's lease ran out and another
+// deliverer holds the endpoint now (it carries on from the stored cursor).
+func (d *Deliverer) leaseLost(ep Leased, err error) {
+	if errors.Is(err, ErrLeaseLost) {
+		d.cfg.Logger.Warn("webhooks: lease lost (ran out while delivering; another deliverer has the endpoint)", "endpoint", ep.ID, "shop", ep.Shop)
+	}
 }
 
 // purgedGap is the event of a dead letter for events purged before the

@@ -26,26 +26,37 @@ type Store interface {
 	// DeadLetters returns a shop's dead letters, newest first, at most
 	// limit.
 	DeadLetters(ctx context.Context, shop int64, limit int) ([]DeadLetter, error)
-	// Lease leases up to n due endpoints for leaseFor.
+	// Lease leases up to n due endpoints for leaseFor, each with a fresh
+	// lease token.
 	Lease(ctx context.Context, leaseFor time.Duration, n int) ([]Leased, error)
-	// Unlease gives an endpoint's lease back. An endpoint is the shop's
-	// and the id's: ids repeat across shops on a pod a shop moved to.
-	Unlease(ctx context.Context, shop, id int64) error
+	// The writes below take effect only while token is the endpoint's
+	// lease token (the lease it was given by is the endpoint's latest):
+	// else they change nothing and answer ErrLeaseLost. An endpoint is the
+	// shop's and the id's: ids repeat across shops on a pod a shop moved
+	// to.
+	//
+	// Unlease gives an endpoint's lease back.
+	Unlease(ctx context.Context, shop, id, token int64) error
 	// Delivered moves an endpoint past cursor and clears its failure.
-	Delivered(ctx context.Context, shop, id, cursor int64) error
+	Delivered(ctx context.Context, shop, id, token, cursor int64) error
 	// Failed records a failed attempt, waits wait before the next, and
 	// reports whether horizon has passed since the event's first failure.
-	Failed(ctx context.Context, shop, id int64, attempts int, msg string, wait, horizon time.Duration) (past bool, err error)
+	// The endpoint stays leased (the deliverer may record a dead letter
+	// next) until Unlease.
+	Failed(ctx context.Context, shop, id, token int64, attempts int, msg string, wait, horizon time.Duration) (past bool, err error)
 	// DeadLetter keeps the event as a dead letter and moves past it.
-	DeadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error
+	DeadLetter(ctx context.Context, id, shop, token, cursor int64, event []byte, attempts int, msg string) error
 }
 
 // Leased is an endpoint leased to one deliverer: where it is, its sealed
 // secret, the last event it received and its failure so far.
 type Leased struct {
 	ID, Shop, Cursor int64
-	URL, Secret      string
-	Attempts         int
+	// Token is this lease's: the writes of the deliverer holding it
+	// (Store.Delivered, Failed, DeadLetter, Unlease) are fenced by it.
+	Token       int64
+	URL, Secret string
+	Attempts    int
 	// FirstFailed is when the event being retried first failed; nil when
 	// none is.
 	FirstFailed *time.Time

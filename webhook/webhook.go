@@ -110,6 +110,14 @@ var ErrNotFound = errors.New("webhook: no such endpoint")
 // ErrTooMany: the shop has EndpointsPerShopMax endpoints already.
 var ErrTooMany = errors.New("webhook: the shop has the most endpoints allowed")
 
+// ErrLeaseLost is what a Store answers a deliverer's write (Delivered,
+// Failed, DeadLetter, Unlease) made with a lease token that is no longer
+// the endpoint's: its lease ran out and another deliverer leased the
+// endpoint since (or the endpoint was removed). The write changed nothing;
+// the deliverer stops working on the endpoint and leaves it to the one
+// holding it now, which resumes from the cursor stored (at least once).
+var ErrLeaseLost = errors.New("webhook: the endpoint's lease was lost to another deliverer")
+
 // Registry is the endpoints of every shop, in a Store. Safe for concurrent
 // use.
 type Registry struct {

@@ -74,36 +74,36 @@ func (p podsWebhooks) Lease(context.Context, time.Duration, int) ([]webhook.Leas
 	return nil, errDeliveryPerPod
 }
 
-func (p podsWebhooks) Unlease(ctx context.Context, shop, id int64) error {
+func (p podsWebhooks) Unlease(ctx context.Context, shop, id, token int64) error {
 	s, err := p.of(ctx, shop, false)
 	if err != nil {
 		return err
 	}
-	return s.Unlease(ctx, shop, id)
+	return s.Unlease(ctx, shop, id, token)
 }
 
-func (p podsWebhooks) Delivered(ctx context.Context, shop, id, cursor int64) error {
+func (p podsWebhooks) Delivered(ctx context.Context, shop, id, token, cursor int64) error {
 	s, err := p.of(ctx, shop, false)
 	if err != nil {
 		return err
 	}
-	return s.Delivered(ctx, shop, id, cursor)
+	return s.Delivered(ctx, shop, id, token, cursor)
 }
 
-func (p podsWebhooks) Failed(ctx context.Context, shop, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
+func (p podsWebhooks) Failed(ctx context.Context, shop, id, token int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
 	s, err := p.of(ctx, shop, false)
 	if err != nil {
 		return false, err
 	}
-	return s.Failed(ctx, shop, id, attempts, msg, wait, horizon)
+	return s.Failed(ctx, shop, id, token, attempts, msg, wait, horizon)
 }
 
-func (p podsWebhooks) DeadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error {
+func (p podsWebhooks) DeadLetter(ctx context.Context, id, shop, token, cursor int64, event []byte, attempts int, msg string) error {
 	s, err := p.of(ctx, shop, false)
 	if err != nil {
 		return err
 	}
-	return s.DeadLetter(ctx, id, shop, cursor, event, attempts, msg)
+	return s.DeadLetter(ctx, id, shop, token, cursor, event, attempts, msg)
 }
 
 // podsServiceStore is the control database's service store (API keys)

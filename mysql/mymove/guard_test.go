@@ -146,6 +146,18 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 	const shop = 7
 	fillShop(t, a.DB, eng, shop)
 	tables := shopTables(t, a.DB)
+	// The webhook tables, keyed by (shop_id, id) since migration 20 so a
+	// move carries them, are guarded as every other.
+	for _, tbl := range []string{"webhook_dead_letters", "webhook_endpoints"} {
+		var pk string
+		if err := a.DB.QueryRow(`SELECT GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'`, tbl).Scan(&pk); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(tables, tbl) || pk != "shop_id,id" {
+			t.Errorf("%s: among the shop tables %v, primary key %q; want it there, keyed by shop_id,id", tbl, slices.Contains(tables, tbl), pk)
+		}
+	}
 	for _, tbl := range tables {
 		var n int
 		if err := a.DB.QueryRow("SELECT COUNT(*) FROM "+tbl+" WHERE shop_id = ?", shop).Scan(&n); err != nil {

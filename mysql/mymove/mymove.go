@@ -369,6 +369,20 @@ func (s *Store) Copy(ctx context.Context, pf pods.Fence, to pods.MoveStore, from
 		return 0, err
 	}
 	defer done()
+	// The tables are copied in name order, a table before one it refers
+	// to (webhook_dead_letters' foreign key on webhook_endpoints): the
+	// copy's foreign keys are not checked row by row — it is one
+	// consistent snapshot of the source, where they held — as a dump's
+	// restore does not check them. Set back before the session is given
+	// back (or the session is dropped).
+	if _, err := dconn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if _, err := dconn.ExecContext(context.WithoutCancel(ctx), "SET SESSION foreign_key_checks = 1"); err != nil {
+			_ = dconn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 	dtx, err := dconn.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err

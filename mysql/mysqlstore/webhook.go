@@ -29,6 +29,7 @@ var (
 	myFailedPast     = webhookStmt("failed_past")
 	myDeadLetter     = webhookStmt("dead_letter")
 	myDeadLetterSkip = webhookStmt("dead_letter_skip")
+	myLeaseCheck     = webhookStmt("lease_check")
 )
 
 // Webhooks returns the webhook registry's store in a MySQL/MariaDB database
@@ -172,11 +173,11 @@ func (s webhooks) DeleteEndpoint(ctx context.Context, shop, id int64) (*webhook.
 			return err
 		}
 		// Counted under the endpoint's lock: the deliverer adds a dead
-		// letter only while it holds the endpoint (dead_letter_skip.sql).
-		if err := tx.QueryRowContext(ctx, myEndpointDead, id).Scan(&ep.DeadLetters); err != nil {
+		// letter only under the endpoint's lock (lease_check.sql).
+		if err := tx.QueryRowContext(ctx, myEndpointDead, shop, id).Scan(&ep.DeadLetters); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, myEndpointDelete, id)
+		_, err = tx.ExecContext(ctx, myEndpointDelete, shop, id)
 		return err
 	})
 	return ep, err
@@ -212,7 +213,7 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 		for rows.Next() {
 			var l webhook.Leased
 			var ff sql.NullTime
-			if err := rows.Scan(&l.ID, &l.Shop, &l.URL, &l.Secret, &l.Cursor, &l.Attempts, &ff); err != nil {
+			if err := rows.Scan(&l.ID, &l.Shop, &l.URL, &l.Secret, &l.Cursor, &l.Attempts, &ff, &l.Token); err != nil {
 				rows.Close()
 				return err
 			}
@@ -226,10 +227,11 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, l := range out { // at most n (the free workers)
-			if _, err := tx.ExecContext(ctx, myLease, leaseFor.Microseconds(), l.ID); err != nil {
+		for i, l := range out { // at most n (the free workers)
+			if _, err := tx.ExecContext(ctx, myLease, leaseFor.Microseconds(), l.Shop, l.ID); err != nil {
 				return err
 			}
+			out[i].Token++ // lease.sql's, on the row locked since it was read
 		}
 		return nil
 	})
@@ -239,35 +241,60 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 	return out, nil
 }
 
-// Unlease, Delivered and Failed address an endpoint by its id, unique on
-// a MariaDB pod (no shop moves there yet).
-func (s webhooks) Unlease(ctx context.Context, _, id int64) error {
-	_, err := s.db.ExecContext(ctx, myUnlease, id)
-	return err
-}
-
-func (s webhooks) Delivered(ctx context.Context, _, id, cursor int64) error {
-	_, err := s.db.ExecContext(ctx, myDelivered, cursor, id)
-	return err
-}
-
-func (s webhooks) Failed(ctx context.Context, _, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
-	var past bool
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, myFailed, attempts, msg, wait.Microseconds(), id); err != nil {
+// leased runs fn in a transaction after locking the endpoint's row and
+// checking that token is still its lease token (lease_check.sql): else
+// fn does not run and the answer is webhook.ErrLeaseLost. A locking read
+// rather than the token in each UPDATE's WHERE: MariaDB counts the rows an
+// UPDATE changed, not those it matched, so an UPDATE that changes nothing
+// could not tell a lost lease from a write already made.
+func (s webhooks) leased(ctx context.Context, shop, id, token int64, fn func(tx *sql.Tx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var got int64
+		err := tx.QueryRowContext(ctx, myLeaseCheck, shop, id).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && got != token) {
+			return webhook.ErrLeaseLost
+		}
+		if err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, myFailedPast, horizon.Microseconds(), id).Scan(&past)
+		return fn(tx)
+	})
+}
+
+// Unlease, Delivered, Failed and DeadLetter address an endpoint by its
+// shop and id (ids repeat across shops on a pod a shop moved to) and are
+// fenced by the lease token.
+func (s webhooks) Unlease(ctx context.Context, shop, id, token int64) error {
+	return s.leased(ctx, shop, id, token, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, myUnlease, shop, id)
+		return err
+	})
+}
+
+func (s webhooks) Delivered(ctx context.Context, shop, id, token, cursor int64) error {
+	return s.leased(ctx, shop, id, token, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, myDelivered, cursor, shop, id)
+		return err
+	})
+}
+
+func (s webhooks) Failed(ctx context.Context, shop, id, token int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
+	var past bool
+	err := s.leased(ctx, shop, id, token, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, myFailed, attempts, msg, wait.Microseconds(), shop, id); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, myFailedPast, horizon.Microseconds(), shop, id).Scan(&past)
 	})
 	return past, err
 }
 
-func (s webhooks) DeadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+func (s webhooks) DeadLetter(ctx context.Context, id, shop, token, cursor int64, event []byte, attempts int, msg string) error {
+	return s.leased(ctx, shop, id, token, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, myDeadLetter, id, shop, cursor, string(event), attempts, msg); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, myDeadLetterSkip, cursor, id)
+		_, err := tx.ExecContext(ctx, myDeadLetterSkip, cursor, shop, id)
 		return err
 	})
 }

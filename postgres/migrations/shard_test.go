@@ -28,8 +28,6 @@ var shardExceptions = map[string]string{
 	// (listing, sampling) goes through an index led by shop_id. (Migration
 	// 15 re-keyed the ledger, the events and the hold lines by (shop_id,
 	// id) for shop moves; a move refuses a shop with rows in these.)
-	"holdfast_shadow_samples.holdfast_shadow_samples_pkey":           "bounded disagreement samples; read through holdfast_shadow_samples_shop (shop_id, id)",
-	"holdfast_shadow_mode_changes.holdfast_shadow_mode_changes_pkey": "audit trail of mode changes, written by the operator, never on the request path",
 }
 
 // TestShardByShop reads the catalog after every migration: each table with

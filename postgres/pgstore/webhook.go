@@ -100,7 +100,7 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 	var out []webhook.Leased
 	for rows.Next() {
 		var l webhook.Leased
-		if err := rows.Scan(&l.ID, &l.Shop, &l.URL, &l.Secret, &l.Cursor, &l.Attempts, &l.FirstFailed); err != nil {
+		if err := rows.Scan(&l.ID, &l.Shop, &l.URL, &l.Secret, &l.Cursor, &l.Attempts, &l.FirstFailed, &l.Token); err != nil {
 			return nil, err
 		}
 		out = append(out, l)
@@ -108,24 +108,38 @@ func (s webhooks) Lease(ctx context.Context, leaseFor time.Duration, n int) ([]w
 	return out, rows.Err()
 }
 
-func (s webhooks) Unlease(ctx context.Context, shop, id int64) error {
-	_, err := s.pool.Exec(ctx, webhookStmt("unlease"), id, shop)
-	return err
+// Unlease, Delivered, Failed and DeadLetter are fenced by the lease
+// token: no row changed means a later lease has the endpoint.
+func (s webhooks) Unlease(ctx context.Context, shop, id, token int64) error {
+	tag, err := s.pool.Exec(ctx, webhookStmt("unlease"), id, shop, token)
+	return leaseHeld(tag.RowsAffected(), err)
 }
 
-func (s webhooks) Delivered(ctx context.Context, shop, id, cursor int64) error {
-	_, err := s.pool.Exec(ctx, webhookStmt("delivered"), id, cursor, shop)
-	return err
+func (s webhooks) Delivered(ctx context.Context, shop, id, token, cursor int64) error {
+	tag, err := s.pool.Exec(ctx, webhookStmt("delivered"), id, cursor, shop, token)
+	return leaseHeld(tag.RowsAffected(), err)
 }
 
-func (s webhooks) Failed(ctx context.Context, shop, id int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
+func (s webhooks) Failed(ctx context.Context, shop, id, token int64, attempts int, msg string, wait, horizon time.Duration) (bool, error) {
 	var past bool
-	err := s.pool.QueryRow(ctx, webhookStmt("failed"), id, attempts, msg, wait.Microseconds(), horizon.Microseconds(), shop).Scan(&past)
+	err := s.pool.QueryRow(ctx, webhookStmt("failed"), id, attempts, msg, wait.Microseconds(), horizon.Microseconds(), shop, token).Scan(&past)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, webhook.ErrLeaseLost
+	}
 	return past, err
 }
 
-func (s webhooks) DeadLetter(ctx context.Context, id, shop, cursor int64, event []byte, attempts int, msg string) error {
-	_, err := s.pool.Exec(ctx, webhookStmt("dead_letter"), id, shop, cursor, event, attempts, msg)
+func (s webhooks) DeadLetter(ctx context.Context, id, shop, token, cursor int64, event []byte, attempts int, msg string) error {
+	var n int64
+	err := s.pool.QueryRow(ctx, webhookStmt("dead_letter"), id, shop, cursor, event, attempts, msg, token).Scan(&n)
+	return leaseHeld(n, err)
+}
+
+// leaseHeld answers a fenced write: ErrLeaseLost when it changed no row.
+func leaseHeld(rows int64, err error) error {
+	if err == nil && rows == 0 {
+		return webhook.ErrLeaseLost
+	}
 	return err
 }
 

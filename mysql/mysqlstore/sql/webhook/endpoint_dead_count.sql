@@ -1,3 +1,3 @@
 -- An endpoint's dead letters, counted before its removal (they go with
--- it). ? id.
-SELECT COUNT(*) FROM webhook_dead_letters WHERE endpoint_id = ?
+-- it). ? shop, id.
+SELECT COUNT(*) FROM webhook_dead_letters WHERE shop_id = ? AND endpoint_id = ?

@@ -1,3 +1,3 @@
 -- Remove an endpoint (its dead letters go with it: ON DELETE CASCADE).
--- ? id.
-DELETE FROM webhook_endpoints WHERE id = ?
+-- ? shop, id.
+DELETE FROM webhook_endpoints WHERE shop_id = ? AND id = ?

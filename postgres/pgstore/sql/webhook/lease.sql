@@ -6,9 +6,11 @@
 -- failed.sql puts it after its backoff), so every endpoint with events is
 -- served in turn, whatever their number: round robin over the due ones.
 -- The subquery on holdfast_event_shops is not locked (FOR UPDATE applies
--- to the FROM list). $1 lease µs, $2 how many.
+-- to the FROM list). Each lease gets a new token (lease_token): the
+-- deliverer's writes are fenced by it. $1 lease µs, $2 how many.
 UPDATE webhook_endpoints e
-SET leased_until = clock_timestamp() + $1::bigint * interval '1 microsecond'
+SET leased_until = clock_timestamp() + $1::bigint * interval '1 microsecond',
+    lease_token = e.lease_token + 1
 FROM (
     SELECT w.shop_id, w.id FROM webhook_endpoints w
     WHERE w.cursor < (SELECT s.last_seq FROM holdfast_event_shops s WHERE s.shop_id = w.shop_id)
@@ -21,4 +23,4 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE e.shop_id = due.shop_id AND e.id = due.id
-RETURNING e.id, e.shop_id, e.url, e.secret, e.cursor, e.attempts, e.first_failed_at
+RETURNING e.id, e.shop_id, e.url, e.secret, e.cursor, e.attempts, e.first_failed_at, e.lease_token
