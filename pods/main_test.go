@@ -59,7 +59,11 @@ type server struct {
 }
 
 func startServer(ctx context.Context) (*server, error) {
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Logical: true})
+	return startServerWith(ctx, pgcluster.Options{Logical: true})
+}
+
+func startServerWith(ctx context.Context, opts pgcluster.Options) (*server, error) {
+	c, err := pgcluster.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

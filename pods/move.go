@@ -149,6 +149,15 @@ var (
 	// are refused everywhere) until `holdfast pods abort` (or the same
 	// move again) resolves it from the map.
 	ErrMoveUnresolved = errors.New("pods: the move's switch is unresolved")
+	// ErrMoveIncomplete: the move failed before the switch and could not
+	// undo all it did — a pod was unreachable (its server down, say). The
+	// map still places the shop on its source; what the move left (a
+	// copy marked incoming on the target, a stream, the source's gone
+	// mark) stays until `holdfast pods abort` (Abort), once the pods are
+	// reachable, resolves the shop from the map. Meanwhile the shop's
+	// writes are served by the source, or refused retriably where a mark
+	// stays: never lost, never applied twice.
+	ErrMoveIncomplete = errors.New("pods: the move stopped and could not undo itself (run pods abort)")
 	// ErrStreamUnavailable: the pods cannot stream a shop (PostgreSQL's
 	// wal_level is not logical, a schema without the move marks, a role
 	// that may not replicate); MethodAuto falls back to the fenced copy.
@@ -311,10 +320,10 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 	undoStream := func(cause error) error {
 		uctx := context.WithoutCancel(ctx)
 		if err := stopStream(); err != nil {
-			return fmt.Errorf("%w; ending the stream failed too (run pods abort): %w", cause, err)
+			return fmt.Errorf("%w: %w; ending the stream failed too: %w", ErrMoveIncomplete, cause, err)
 		}
 		if err := dst.Discard(uctx, p.ShopID); err != nil && !errors.Is(err, ErrMoveRefused) {
-			return fmt.Errorf("%w; deleting the target's copy failed too (run pods abort): %w", cause, err)
+			return fmt.Errorf("%w: %w; deleting the target's copy failed too: %w", ErrMoveIncomplete, cause, err)
 		}
 		return cause
 	}
@@ -367,7 +376,7 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 			errs = append(errs, fmt.Errorf("unmarking the source: %w", err))
 		}
 		if len(errs) > 0 {
-			return fmt.Errorf("%w; undoing it failed too (run pods abort): %w", cause, errors.Join(errs...))
+			return fmt.Errorf("%w: %w; undoing it failed too: %w", ErrMoveIncomplete, cause, errors.Join(errs...))
 		}
 		return cause
 	}

@@ -169,6 +169,31 @@ func TestMoveUnderLoad(t *testing.T) {
 			return nil
 		})
 	}
+	// Shop 2 (on b) trades meanwhile, a reserve and its release at a
+	// time: its latency before and during the moves is logged (never
+	// asserted).
+	type lat struct {
+		at time.Time
+		d  time.Duration
+	}
+	var lats []lat
+	g.Go(func() error {
+		for !stop.Load() {
+			start := time.Now()
+			p := cart(2)
+			if _, err := s.r.Reserve(ctx, p); err != nil {
+				t.Errorf("shop 2 reserve: %v", err)
+				continue
+			}
+			if _, err := s.r.Release(ctx, 2, p.CheckoutID); err != nil {
+				t.Errorf("shop 2 release: %v", err)
+			}
+			mu.Lock()
+			lats = append(lats, lat{start, time.Since(start)})
+			mu.Unlock()
+		}
+		return nil
+	})
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -192,7 +217,12 @@ func TestMoveUnderLoad(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, func() bool { return n.Load() >= 40 && lastSeen.Load() > 0 }, "40 operations and events read before the move")
+	waitFor(t, func() bool {
+		mu.Lock()
+		shop2 := len(lats)
+		mu.Unlock()
+		return n.Load() >= 40 && lastSeen.Load() > 0 && shop2 >= 40
+	}, "40 operations and events read before the move, and 40 of shop 2's")
 	seenAtMove := lastSeen.Load()
 	// One move a → b; HOLDFAST_MOVE_BIG=1: 21, back and forth, ending on b.
 	moves := 1
@@ -201,13 +231,17 @@ func TestMoveUnderLoad(t *testing.T) {
 	}
 	var rep *pods.MoveReport
 	var fences []time.Duration
+	type span struct{ from, to time.Time }
+	var moving []span
 	for i := range moves {
 		to := "b"
 		if i%2 == 1 {
 			to = "a"
 		}
 		var err error
+		began := time.Now()
 		rep, err = pods.Move(ctx, pods.MoveParams{ShopID: 1, To: to, Stores: s.stores, Router: s.r, PurgeDelay: 200 * time.Millisecond})
+		moving = append(moving, span{began, time.Now()})
 		if err != nil {
 			stop.Store(true)
 			_ = g.Wait()
@@ -221,6 +255,18 @@ func TestMoveUnderLoad(t *testing.T) {
 	t.Logf("%d moves under load: fence min %v, median %v, max %v", moves, fences[0], fences[len(fences)/2], fences[len(fences)-1])
 	stop.Store(true)
 	_ = g.Wait()
+	var before, during []time.Duration
+	mu.Lock()
+	for _, l := range lats {
+		switch {
+		case l.at.Before(moving[0].from):
+			before = append(before, l.d)
+		case slices.ContainsFunc(moving, func(m span) bool { return !l.at.Before(m.from) && l.at.Before(m.to) }):
+			during = append(during, l.d)
+		}
+	}
+	mu.Unlock()
+	t.Logf("shop 2 on b (a reserve and its release): p99 %v before the moves (%d), %v during them (%d)", p99(before), len(before), p99(during), len(during))
 	// The holds left to expire (1 s), those copied from a included, are
 	// expired by b's sweeper.
 	waitFor(t, func() bool {
