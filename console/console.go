@@ -8,7 +8,9 @@
 // every request that the key is still a live admin key. It reads only:
 // per shop the keys by activity (available, held, pooled, sellable) and
 // recent holds, updated live by polling a small JSON endpoint; a key's
-// holds and ledger; a hold and what became of it; the doctor's findings;
+// holds and ledger, its pre-orders and its drop (a drawn drop's lottery
+// verified with holdfast.VerifyDrop); a hold and what became of it; the
+// doctor's findings;
 // charts of new holds per second and reservation p99 latency, per shop and
 // server-wide, from the answers the server reports to Observe; and, when
 // the server runs the shadow layer, each shop's mode and agreement.
@@ -333,6 +335,9 @@ func linesText(ls []holdfast.Line) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
 		parts[i] = fmt.Sprintf("%d × item %d @ %d", l.Quantity, l.ItemID, l.LocationID)
+		if l.Preordered > 0 {
+			parts[i] += fmt.Sprintf(" (%d pre-ordered)", l.Preordered)
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -552,7 +557,16 @@ func (c *Console) shop(w http.ResponseWriter, r *http.Request, _ int64) error {
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d", shop), "Shop": shop, "Live": v, "Charts": c.chartsView(shop)}
+	drops, err := c.settings(r.Context(), shop, holdfast.AuditDropSet)
+	if err != nil {
+		return err
+	}
+	preorders, err := c.settings(r.Context(), shop, holdfast.AuditStockPreorder)
+	if err != nil {
+		return err
+	}
+	data := map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d", shop), "Shop": shop, "Live": v, "Charts": c.chartsView(shop),
+		"Drops": drops, "Preorders": preorders, "SettingsShown": SettingsShown}
 	if c.cfg.Shadow != nil {
 		data["ShadowOn"] = true
 		if m, ok := c.cfg.Shadow.Mode(shop); ok {
@@ -619,6 +633,14 @@ func (c *Console) key(w http.ResponseWriter, r *http.Request, _ int64) error {
 	if err != nil {
 		return err
 	}
+	pre, err := c.preorderView(ctx, k)
+	if err != nil {
+		return err
+	}
+	drop, err := c.dropView(ctx, k)
+	if err != nil {
+		return err
+	}
 	hv := make([]liveHold, len(holds.Holds))
 	for i, h := range holds.Holds {
 		hv[i] = toLiveHold(h)
@@ -626,7 +648,8 @@ func (c *Console) key(w http.ResponseWriter, r *http.Request, _ int64) error {
 	c.render(w, r, http.StatusOK, "key", map[string]any{
 		"Authed": true, "Title": fmt.Sprintf("Shop %d: item %d @ location %d", k.ShopID, k.ItemID, k.LocationID),
 		"Key": k, "Level": lvl, "Holds": hv, "HoldsNext": holds.Next, "Ledger": ledger.Entries, "LedgerNext": ledger.Next,
-		"LedgerCursor": q.Get("ledger"), "HoldsCursor": q.Get("holds"),
+		"LedgerCursor": q.Get("ledger"), "HoldsCursor": q.Get("holds"), "Preorder": pre, "Drop": drop,
+		"EntrantsShown": DropEntrantsShown,
 	})
 	return nil
 }
