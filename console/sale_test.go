@@ -29,10 +29,14 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 	ctx := context.Background()
 	key := func(item int64) holdfast.Key { return holdfast.Key{ShopID: 1, ItemID: item, LocationID: 1} }
 
-	// Pre-orders on item 1: 2 in stock, cap 5. Checkout a takes 3 (1
-	// pre-ordered) and is claimed: 1 owed. Checkout b pre-orders 2: held.
+	// Pre-orders on item 1: 2 in stock, cap 3 then 5 (the shop page
+	// shows the newest). Checkout a takes 3 (1 pre-ordered) and is
+	// claimed: 1 owed. Checkout b pre-orders 2: held.
 	s.stock(1, 2)
 	expected := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := s.hc.SetPreorder(ctx, holdfast.Preorder{Key: key(1), Cap: 3, ExpectedAt: expected.AddDate(0, 1, 0)}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.hc.SetPreorder(ctx, holdfast.Preorder{Key: key(1), Cap: 5, ExpectedAt: expected}); err != nil {
 		t.Fatal(err)
 	}
