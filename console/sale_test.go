@@ -128,9 +128,14 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 			cell("cap"), cell("held"), cell("owed"), cell("headroom"), cell("expected"), expected.Format(console.TimeLayout)),
 		wait, `document.querySelector('#preorder').innerText`)
 	br.poll("item 1 has no drop", `!!document.querySelector('#drop-none')`, wait, `document.body.innerText`)
-	br.do("open checkout b", chromedp.Navigate(fmt.Sprintf("%s/console/shops/1/holds/%s", s.url, b)), chromedp.WaitVisible(chromedp.CSS("#hold")))
-	br.poll("checkout b's pre-ordered line", fmt.Sprintf(`%s === %q`, text("#hold-lines td.preordered"), "2, expected "+expected.Format(console.TimeLayout)),
-		wait, `document.querySelector('#hold-lines').innerText`)
+	for _, h := range []struct {
+		id   uuid.UUID
+		says string
+	}{{a, "1, expected "}, {b, "2, expected "}} {
+		br.do("open checkout "+h.id.String(), chromedp.Navigate(fmt.Sprintf("%s/console/shops/1/holds/%s", s.url, h.id)), chromedp.WaitVisible(chromedp.CSS("#hold")))
+		br.poll("checkout "+h.id.String()+"'s pre-ordered units", fmt.Sprintf(`%s === %q`, text("#hold-lines td.preordered"), h.says+expected.Format(console.TimeLayout)),
+			wait, `document.querySelector('#hold-lines').innerText`)
+	}
 
 	keyPage(2)
 	dropIs := func(what string, d *holdfast.Drop, phase string, entries int) {
