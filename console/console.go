@@ -7,13 +7,14 @@
 // HttpOnly, SameSite=Strict session cookie naming the key, and checks on
 // every request that the key is still a live admin key. It reads only:
 // per shop the keys by activity (available, held, pooled, sellable) and
-// recent holds, updated live by polling a small JSON endpoint; a key's
-// holds and ledger, its pre-orders and its drop (a drawn drop's lottery
-// verified with holdfast.VerifyDrop); a hold and what became of it; the
-// doctor's findings;
-// charts of new holds per second and reservation p99 latency, per shop and
-// server-wide, from the answers the server reports to Observe; and, when
-// the server runs the shadow layer, each shop's mode and agreement.
+// recent holds, updated live by polling a small JSON endpoint, and its
+// latest drop and pre-order settings (sale.go); a key's holds and ledger,
+// its pre-orders and its drop (a drawn drop's lottery checked with
+// holdfast.VerifyDrop); a hold and what became of it; the doctor's
+// findings; charts of new holds per second and reservation p99 latency,
+// per shop and server-wide, from the answers the server reports to
+// Observe; and, when the server runs the shadow layer, each shop's mode
+// and agreement.
 package console
 
 import (
