@@ -7,10 +7,10 @@
 // HttpOnly, SameSite=Strict session cookie naming the key, and checks on
 // every request that the key is still a live admin key. It reads only:
 // per shop the keys by activity (available, held, pooled, sellable) and
-// recent holds, updated live by polling a small JSON endpoint, and its
-// latest drop and pre-order settings (sale.go); a key's holds and ledger,
-// its pre-orders and its drop (a drawn drop's lottery checked with
-// holdfast.VerifyDrop); a hold and what became of it; the doctor's
+// recent holds, updated live by polling a small JSON endpoint, and (a
+// page of its own) its latest drop and pre-order settings; a key's holds
+// and ledger, its pre-orders and its drop (a drawn drop's lottery checked
+// with holdfast.VerifyDrop); a hold and what became of it; the doctor's
 // findings; charts of new holds per second and reservation p99 latency,
 // per shop and server-wide, from the answers the server reports to
 // Observe; and, when the server runs the shadow layer, each shop's mode
@@ -150,7 +150,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		charts: newCharts(cfg.ChartInterval), reads: make(chan struct{}, ReadsMax)}
-	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error", "audit"} {
+	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error", "audit", "sales"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", page, err)
@@ -169,6 +169,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/keys/{item}/{location}", c.authed(c.key))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/holds/{checkout}", c.authed(c.hold))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/audit", c.authed(c.audit))
+	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/sales", c.authed(c.sales))
 	c.mux.HandleFunc("GET "+Prefix+"/doctor", c.authed(c.doctor))
 	c.mux.HandleFunc("GET "+Prefix+"/charts", c.authed(c.chartsFragment))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/charts", c.authed(c.chartsFragment))
@@ -558,16 +559,7 @@ func (c *Console) shop(w http.ResponseWriter, r *http.Request, _ int64) error {
 	if err != nil {
 		return err
 	}
-	drops, err := c.settings(r.Context(), shop, holdfast.AuditDropSet)
-	if err != nil {
-		return err
-	}
-	preorders, err := c.settings(r.Context(), shop, holdfast.AuditStockPreorder)
-	if err != nil {
-		return err
-	}
-	data := map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d", shop), "Shop": shop, "Live": v, "Charts": c.chartsView(shop),
-		"Drops": drops, "Preorders": preorders, "SettingsShown": SettingsShown}
+	data := map[string]any{"Authed": true, "Title": fmt.Sprintf("Shop %d", shop), "Shop": shop, "Live": v, "Charts": c.chartsView(shop)}
 	if c.cfg.Shadow != nil {
 		data["ShadowOn"] = true
 		if m, ok := c.cfg.Shadow.Mode(shop); ok {

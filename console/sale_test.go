@@ -22,7 +22,7 @@ import (
 // held, units owed, headroom and expected date; each drop's state, window,
 // entrants and commitment, and after the draw its seed, VerifyDrop's
 // verdict, the lottery order and each entrant's outcome; the shop page's
-// list of drop and pre-order settings. Every check polls the page.
+// drops and pre-orders page. Every check polls the page.
 func TestConsolePreordersAndDrops(t *testing.T) {
 	path := chromium(t)
 	s := newServer(t)
@@ -162,7 +162,8 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 		wait, `document.querySelector('#drop').innerText + ' ' + `+order)
 	br.shot("key-drop")
 
-	br.do("open shop 1", chromedp.Navigate(s.url+"/console/shops/1"), chromedp.WaitVisible(chromedp.CSS("#shop-drops")))
+	br.do("open shop 1's drops and pre-orders", chromedp.Navigate(s.url+"/console/shops/1"), chromedp.WaitVisible(chromedp.CSS("#sales-link")),
+		chromedp.Click(chromedp.CSS("#sales-link")), chromedp.WaitVisible(chromedp.CSS("#shop-drops")))
 	keys := func(table string) string {
 		return fmt.Sprintf(`JSON.stringify(Array.from(document.querySelectorAll('#%s tbody tr[data-key]')).map(function (tr) { return tr.dataset.key + ' ' + tr.cells[1].textContent; }))`, table)
 	}
