@@ -51,7 +51,7 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 	}
 
 	// Drops: item 2's opens in an hour; item 3's is open with one entrant;
-	// item 4's window is 3 s with three entrants, then drawn.
+	// item 4's window is 5 s with three entrants, then drawn.
 	enter := func(item int64, buyer string) uuid.UUID {
 		t.Helper()
 		id := uuid.New()
@@ -74,7 +74,7 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	enter(3, "open-0")
-	drawn, err := s.hc.SetDrop(ctx, holdfast.DropParams{Key: key(4), Window: 3 * time.Second})
+	drawn, err := s.hc.SetDrop(ctx, holdfast.DropParams{Key: key(4), Window: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +127,11 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 		fmt.Sprintf(`%s === '5' && %s === '2' && %s === '1' && %s === '2' && %s === %q`,
 			cell("cap"), cell("held"), cell("owed"), cell("headroom"), cell("expected"), expected.Format(console.TimeLayout)),
 		wait, `document.querySelector('#preorder').innerText`)
+	// (b, all of whose units are pre-ordered, is not in the key's list:
+	// Engine.Holds by key matches lines with units from the key's stock.)
+	br.poll("item 1's holds show their pre-ordered units",
+		fmt.Sprintf(`%s === '3 × item 1 @ 1 (1 pre-ordered)'`, text(fmt.Sprintf(`#key-holds tr[data-checkout="%s"] td:nth-child(3)`, a))),
+		wait, `document.querySelector('#key-holds').innerText`)
 	br.poll("item 1 has no drop", `!!document.querySelector('#drop-none')`, wait, `document.body.innerText`)
 	for _, h := range []struct {
 		id   uuid.UUID
