@@ -7,11 +7,14 @@
 // HttpOnly, SameSite=Strict session cookie naming the key, and checks on
 // every request that the key is still a live admin key. It reads only:
 // per shop the keys by activity (available, held, pooled, sellable) and
-// recent holds, updated live by polling a small JSON endpoint; a key's
-// holds and ledger; a hold and what became of it; the doctor's findings;
-// charts of new holds per second and reservation p99 latency, per shop and
-// server-wide, from the answers the server reports to Observe; and, when
-// the server runs the shadow layer, each shop's mode and agreement.
+// recent holds, updated live by polling a small JSON endpoint, and (a
+// page of its own) its latest drop and pre-order settings; a key's holds
+// and ledger, its pre-orders and its drop (a drawn drop's lottery checked
+// with holdfast.VerifyDrop); a hold and what became of it; the doctor's
+// findings; charts of new holds per second and reservation p99 latency,
+// per shop and server-wide, from the answers the server reports to
+// Observe; and, when the server runs the shadow layer, each shop's mode
+// and agreement.
 package console
 
 import (
@@ -147,7 +150,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		charts: newCharts(cfg.ChartInterval), reads: make(chan struct{}, ReadsMax)}
-	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error", "audit"} {
+	for _, page := range []string{"login", "overview", "shop", "key", "hold", "doctor", "error", "audit", "sales"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", page, err)
@@ -166,6 +169,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/keys/{item}/{location}", c.authed(c.key))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/holds/{checkout}", c.authed(c.hold))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/audit", c.authed(c.audit))
+	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/sales", c.authed(c.sales))
 	c.mux.HandleFunc("GET "+Prefix+"/doctor", c.authed(c.doctor))
 	c.mux.HandleFunc("GET "+Prefix+"/charts", c.authed(c.chartsFragment))
 	c.mux.HandleFunc("GET "+Prefix+"/shops/{shop}/charts", c.authed(c.chartsFragment))
@@ -333,6 +337,9 @@ func linesText(ls []holdfast.Line) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
 		parts[i] = fmt.Sprintf("%d × item %d @ %d", l.Quantity, l.ItemID, l.LocationID)
+		if l.Preordered > 0 {
+			parts[i] += fmt.Sprintf(" (%d pre-ordered)", l.Preordered)
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -619,6 +626,14 @@ func (c *Console) key(w http.ResponseWriter, r *http.Request, _ int64) error {
 	if err != nil {
 		return err
 	}
+	pre, err := c.preorderView(ctx, k)
+	if err != nil {
+		return err
+	}
+	drop, err := c.dropView(ctx, k)
+	if err != nil {
+		return err
+	}
 	hv := make([]liveHold, len(holds.Holds))
 	for i, h := range holds.Holds {
 		hv[i] = toLiveHold(h)
@@ -626,7 +641,8 @@ func (c *Console) key(w http.ResponseWriter, r *http.Request, _ int64) error {
 	c.render(w, r, http.StatusOK, "key", map[string]any{
 		"Authed": true, "Title": fmt.Sprintf("Shop %d: item %d @ location %d", k.ShopID, k.ItemID, k.LocationID),
 		"Key": k, "Level": lvl, "Holds": hv, "HoldsNext": holds.Next, "Ledger": ledger.Entries, "LedgerNext": ledger.Next,
-		"LedgerCursor": q.Get("ledger"), "HoldsCursor": q.Get("holds"),
+		"LedgerCursor": q.Get("ledger"), "HoldsCursor": q.Get("holds"), "Preorder": pre, "Drop": drop,
+		"EntrantsShown": DropEntrantsShown,
 	})
 	return nil
 }

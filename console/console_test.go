@@ -476,6 +476,8 @@ func TestConsoleBadInput(t *testing.T) {
 		{"/console/shops/1/audit?cursor=garbage", 400, "cursor"},
 		{"/console/shops/1/audit?action=Bad!", 400, "action"},
 		{"/console/shops/1/audit?x=1", 400, "unknown query parameter"},
+		{"/console/shops/1/sales?x=1", 400, "no query parameters"},
+		{"/console/shops/0/sales", 400, "shop must be a positive integer"},
 		{"/console/shops/1/holds/" + uuid.NewString(), 404, "not found"},
 		{"/console/shops/2/holds/" + id.String(), 404, "not found"},
 		{"/console/open?shop=x", 400, "shop must be a positive integer"},
@@ -493,6 +495,7 @@ func TestConsoleBadInput(t *testing.T) {
 		"/console/shops/1/holds/" + id.String():   "held",
 		"/console/shops/1/audit":                  "stock.set",
 		"/console/shops/1/audit?action=stock.set": "stocktake",
+		"/console/shops/1/sales":                  "No drops set.",
 	} {
 		if res, body := get(t, c, s.url+path); res.StatusCode != http.StatusOK || !strings.Contains(body, says) {
 			t.Errorf("%s: %d, want 200 with %q", path, res.StatusCode, says)
