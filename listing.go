@@ -168,6 +168,20 @@ func decodeCursor(s, prefix string, n int) ([]byte, error) {
 	return b, nil
 }
 
+// CompanionLinesFilter is LinesFilter for the pre-orders of the query's
+// location: the same filter at the negated location, where a hold keeps
+// its pre-ordered units of a key (PreorderKey). A hold matching either
+// filter is listed. Nil when the query has no location (a filter on the
+// item alone matches companion lines already).
+func (q HoldQuery) CompanionLinesFilter() []byte {
+	if q.LocationID == 0 {
+		return nil
+	}
+	c := q
+	c.LocationID = -q.LocationID
+	return c.LinesFilter()
+}
+
 // Validate checks q and returns it with its defaults filled in, and its
 // cursor (nil on the first page). A rejected query is an *ArgumentError
 // naming the field (shop_id, item_id, location_id, status, limit, cursor).

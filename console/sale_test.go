@@ -127,10 +127,12 @@ func TestConsolePreordersAndDrops(t *testing.T) {
 		fmt.Sprintf(`%s === '5' && %s === '2' && %s === '1' && %s === '2' && %s === %q`,
 			cell("cap"), cell("held"), cell("owed"), cell("headroom"), cell("expected"), expected.Format(console.TimeLayout)),
 		wait, `document.querySelector('#preorder').innerText`)
-	// (b, all of whose units are pre-ordered, is not in the key's list:
-	// Engine.Holds by key matches lines with units from the key's stock.)
+	// b, all of whose units are pre-ordered, is listed too (they sit on
+	// the key's companion; Engine.Holds by key matches both).
 	br.poll("item 1's holds show their pre-ordered units",
-		fmt.Sprintf(`%s === '3 × item 1 @ 1 (1 pre-ordered)'`, text(fmt.Sprintf(`#key-holds tr[data-checkout="%s"] td:nth-child(3)`, a))),
+		fmt.Sprintf(`%s === '3 × item 1 @ 1 (1 pre-ordered)' && %s === '2 × item 1 @ 1 (2 pre-ordered)'`,
+			text(fmt.Sprintf(`#key-holds tr[data-checkout="%s"] td:nth-child(3)`, a)),
+			text(fmt.Sprintf(`#key-holds tr[data-checkout="%s"] td:nth-child(3)`, b))),
 		wait, `document.querySelector('#key-holds').innerText`)
 	br.poll("item 1 has no drop", `!!document.querySelector('#drop-none')`, wait, `document.body.innerText`)
 	for _, h := range []struct {

@@ -24,6 +24,7 @@ func testPreorders(t *testing.T, h *Harness) {
 	t.Run("ExpiryGivesHeadroomBack", func(t *testing.T) { testPreorderExpiry(t, h) })
 	t.Run("ConvertOldestFirst", func(t *testing.T) { testPreorderConvertOrder(t, h) })
 	t.Run("Races", func(t *testing.T) { testPreorderRaces(t, h) })
+	t.Run("ListedByKey", func(t *testing.T) { testPreorderListed(t, h) })
 }
 
 // setPreorder sets k's pre-order cap, expected at.
@@ -194,6 +195,52 @@ func testPreorderExpiry(t *testing.T, h *Harness) {
 	e.wantPreorder(k, 2, 0, 0)
 	if l := e.level(k); l.Held != 0 || l.Available != 1 {
 		t.Fatalf("after expiry: %+v", l)
+	}
+}
+
+// testPreorderListed: a hold whose units of a key are all pre-ordered (they
+// sit on the key's companion) is listed by a filter on the key, on its
+// location and on its item, as a partly pre-ordered one is, and shown
+// with its pre-ordered units; a filter on another location leaves it out.
+func testPreorderListed(t *testing.T, h *Harness) {
+	e := h.newEnv(t, holdfast.Config{}, Options{})
+	t.Parallel()
+	const shop = 3
+	k := key(shop, 1)
+	e.stock(k, 1)
+	e.setPreorder(k, 5, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	partly, all := uuid.New(), uuid.New()
+	if _, err := e.reserve(shop, partly, one(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	hd, err := e.reserve(shop, all, one(1, 3))
+	if err != nil || hd.Lines[0].Preordered != 3 {
+		t.Fatalf("reserve 3 with no stock left: %+v, %v; want 3 pre-ordered", hd, err)
+	}
+	for _, q := range []holdfast.HoldQuery{
+		{ShopID: shop, ItemID: 1, LocationID: 1},
+		{ShopID: shop, LocationID: 1},
+		{ShopID: shop, ItemID: 1},
+		{ShopID: shop, ItemID: 1, LocationID: 1, Status: holdfast.StatusHeld},
+	} {
+		page, err := e.e.Holds(ctxb(), q)
+		if err != nil {
+			t.Fatalf("holds %+v: %v", q, err)
+		}
+		got := map[uuid.UUID]int{}
+		for _, hd := range page.Holds {
+			if len(hd.Lines) != 1 || hd.Lines[0].LocationID != 1 {
+				t.Fatalf("holds %+v: %s listed with lines %+v, want one line at location 1", q, hd.CheckoutID, hd.Lines)
+			}
+			got[hd.CheckoutID] = hd.Lines[0].Preordered
+		}
+		if len(got) != 2 || got[partly] != 1 || got[all] != 3 {
+			t.Fatalf("holds %+v: pre-ordered units by checkout %v; want both checkouts (%s: 1, %s: 3)", q, got, partly, all)
+		}
+	}
+	page, err := e.e.Holds(ctxb(), holdfast.HoldQuery{ShopID: shop, LocationID: 2})
+	if err != nil || len(page.Holds) != 0 {
+		t.Fatalf("holds at location 2: %+v, %v; want none", page, err)
 	}
 }
 

@@ -26,9 +26,13 @@ func (c *Client) listHolds(ctx context.Context, tx *sql.Tx, q holdfast.HoldQuery
 	if f := q.LinesFilter(); f != nil {
 		filter = string(f)
 	}
+	var companion any
+	if f := q.CompanionLinesFilter(); f != nil {
+		companion = string(f)
+	}
 	status := string(q.Status)
 	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "list_holds"),
-		c.now(), q.ShopID, at, at, id, filter, filter, status, status, q.Limit+1)
+		c.now(), q.ShopID, at, at, id, filter, filter, companion, status, status, q.Limit+1)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,12 @@ func (c *Client) listHolds(ctx context.Context, tx pgx.Tx, q holdfast.HoldQuery,
 		s := string(f)
 		filter = &s
 	}
-	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "list_holds"), q.ShopID, filter, string(q.Status), at, id, q.Limit+1, c.now())
+	var companion *string
+	if f := q.CompanionLinesFilter(); f != nil {
+		s := string(f)
+		companion = &s
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteRead, "list_holds"), q.ShopID, filter, string(q.Status), at, id, q.Limit+1, c.now(), companion)
 	if err != nil {
 		return nil, err
 	}
