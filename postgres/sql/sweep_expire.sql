@@ -12,6 +12,11 @@ WITH batch AS (
     WHERE status = 'held' AND expires_at < (SELECT coalesce($1::timestamptz, clock_timestamp()))
       -- a shop arriving or gone (a move, migration 15) is not this pod's to sweep
       AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = holds.shop_id)
+      -- nor, for now, a shop a move is copying (the mover holds its lock
+      -- exclusively; the guard would refuse the whole batch): the lock
+      -- taken shared here is the one the guard takes, so a mover that
+      -- comes later waits for this batch as for any write in flight
+      AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(holds.shop_id::text))
     ORDER BY expires_at
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED
