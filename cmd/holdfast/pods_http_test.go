@@ -180,9 +180,12 @@ func TestPodsMoveHTTP(t *testing.T) {
 		t.Fatal("holdfast_pods_moves_in_progress is not 1 while a move runs")
 	}
 	ab, err := adm.AbortMove(ctx, 2)
-	if err != nil || ab.Pod != "a" || ab.Cancelled == nil || ab.Cancelled.ID != m2.ID || ab.Cancelled.State != "failed" ||
+	if err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	if ab.Pod != "a" || ab.Cancelled == nil || ab.Cancelled.ID != m2.ID || ab.Cancelled.State != "failed" ||
 		!ab.Cancelled.Aborted || ab.Cancelled.Error == nil || ab.Cancelled.Error.Code != "move_cancelled" {
-		t.Fatalf("abort: %+v (cancelled %+v), %v", ab, ab.Cancelled, err)
+		t.Fatalf("abort: %+v (cancelled %+v)", ab, ab.Cancelled)
 	}
 	if m, _ := adm.Move(ctx, m2.ID); m.State != "failed" || m.Error == nil || m.Error.Code != "move_cancelled" {
 		t.Fatalf("the aborted move: %+v", m)
