@@ -143,6 +143,10 @@ func TestPodsMoveHTTP(t *testing.T) {
 		t.Fatalf("the move: %+v (report %+v, error %+v)", m, m.Report, m.Error)
 	}
 	t.Logf("moved shop 1 over HTTP: %d rows, fence %.1f ms", m.Report.Rows, m.Report.FenceMS)
+	for _, u := range []string{"/v1/admin/pods", "/v1/admin/pods/shops/1", fmt.Sprintf("/v1/admin/pods/moves/%d", m.ID)} {
+		_, body := call(t, "GET", base+u, admin, "")
+		t.Logf("GET %s: %s", u, body) // docs/API.md's example answers
+	}
 	if pl := placement(1); pl.Pod != "b" || pl.Epoch != 2 || pl.MoveID != 0 {
 		t.Fatalf("shop 1 after the move: %+v", pl)
 	}
@@ -179,13 +183,20 @@ func TestPodsMoveHTTP(t *testing.T) {
 	if metric(t, base, admin, "holdfast_pods_moves_in_progress") != 1 {
 		t.Fatal("holdfast_pods_moves_in_progress is not 1 while a move runs")
 	}
-	ab, err := adm.AbortMove(ctx, 2)
-	if err != nil {
-		t.Fatalf("abort: %v", err)
+	// The abort through raw HTTP (its answer logged for docs/API.md); a
+	// second abort, through the client, finds nothing to cancel.
+	code, body := call(t, "POST", base+"/v1/admin/pods/shops/2/abort", admin, "")
+	t.Logf("POST /v1/admin/pods/shops/2/abort: %d %s", code, body)
+	var ab *wire.MoveAbort
+	if err := json.Unmarshal(body, &ab); err != nil || code != http.StatusOK {
+		t.Fatalf("abort: %d %s", code, body)
 	}
 	if ab.Pod != "a" || ab.Cancelled == nil || ab.Cancelled.ID != m2.ID || ab.Cancelled.State != "failed" ||
 		!ab.Cancelled.Aborted || ab.Cancelled.Error == nil || ab.Cancelled.Error.Code != "move_cancelled" {
 		t.Fatalf("abort: %+v (cancelled %+v)", ab, ab.Cancelled)
+	}
+	if again, err := adm.AbortMove(ctx, 2); err != nil || again.Cancelled != nil || again.Pod != "a" {
+		t.Fatalf("abort again: %+v, %v", again, err)
 	}
 	if m, _ := adm.Move(ctx, m2.ID); m.State != "failed" || m.Error == nil || m.Error.Code != "move_cancelled" {
 		t.Fatalf("the aborted move: %+v", m)
