@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,8 @@ import (
 // shop, the shop's own pod, a bad method, a shop key — is a 4xx with its
 // code and field and changes nothing. A move held before its fence is
 // aborted over HTTP: cancelled, undone, the shop served by its source.
+// Two moves held at once fill the server's bound (a third is 409
+// moves_full); a graceful shutdown cancels them, undone, and exits 0.
 func TestPodsMoveHTTP(t *testing.T) {
 	ctx := context.Background()
 	c, err := pgcluster.Start(ctx, pgcluster.Options{})
@@ -53,19 +56,20 @@ func TestPodsMoveHTTP(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Shop 2's moves wait before their fence until cancelled: the move
-	// the abort below cancels.
-	held := make(chan struct{}, 1)
+	// Shops 2 and 3's moves wait before their fence until cancelled: the
+	// moves the abort and the shutdown below cancel.
+	held, released := make(chan struct{}, 2), make(chan struct{}, 3)
 	podsMoveBeforeFence = func(ctx context.Context, shop int64) error {
-		if shop != 2 {
+		if shop == 1 {
 			return nil
 		}
 		held <- struct{}{}
 		<-ctx.Done()
+		released <- struct{}{}
 		return ctx.Err()
 	}
 	t.Cleanup(func() { podsMoveBeforeFence = nil })
-	base := startServe(t, "--pods-config", path)
+	base, stop := startServeStop(t, "--pods-config", path)
 	t.Setenv("DATABASE_URL", c.URL("control"))
 	newKey := func(args ...string) string {
 		code, out, errOut := run(t, append([]string{"keys", "create"}, args...)...)
@@ -78,7 +82,7 @@ func TestPodsMoveHTTP(t *testing.T) {
 	admin := newKey("--admin")
 	adm := client.New(base, admin)
 	// Shops 1 and 2 trade on pod a (the default pod).
-	for _, shop := range []string{"1", "2"} {
+	for _, shop := range []string{"1", "2", "3"} {
 		if code, body := call(t, "PUT", base+"/v1/shops/"+shop+"/inventory/42/1", admin, `{"available": 10, "reason": "stocktake"}`); code != http.StatusOK {
 			t.Fatalf("stock of shop %s: %d %s", shop, code, body)
 		}
@@ -91,6 +95,7 @@ func TestPodsMoveHTTP(t *testing.T) {
 	}
 	reserve("1", "6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e42")
 	reserve("2", "6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e43")
+	reserve("3", "6f1c2b9e-1d2a-4c53-9a51-3f5f1b0c7e46")
 	rows := func(db string, shop int) int64 {
 		return countRows(t, c.URL(db), fmt.Sprintf("SELECT count(*) FROM holds WHERE shop_id = %d", shop))
 	}
@@ -106,7 +111,7 @@ func TestPodsMoveHTTP(t *testing.T) {
 		t.Fatalf("shop 1 before the move: %+v", pl)
 	}
 	pl, err := adm.Pods(ctx)
-	if err != nil || len(pl) != 2 || pl[0].Name != "a" || pl[0].Shops != 2 || !pl[0].Up || !pl[0].Configured || pl[1].Shops != 0 {
+	if err != nil || len(pl) != 2 || pl[0].Name != "a" || pl[0].Shops != 3 || !pl[0].Up || !pl[0].Configured || pl[1].Shops != 0 {
 		t.Fatalf("pods: %+v, %v", pl, err)
 	}
 
@@ -213,6 +218,90 @@ func TestPodsMoveHTTP(t *testing.T) {
 	}
 	if _, err := adm.Move(ctx, 99); !isAPIError(err, "not_found", "move_id") {
 		t.Fatalf("an unknown move: %v", err)
+	}
+
+	// Two moves held: the server's bound; then a graceful shutdown.
+	for _, shop := range []int64{2, 3} {
+		if _, err := adm.StartMove(ctx, shop, "b", ""); err != nil {
+			t.Fatalf("move of shop %d: %v", shop, err)
+		}
+		<-held
+	}
+	if _, err := adm.StartMove(ctx, 1, "a", ""); !isAPIError(err, "moves_full", "") {
+		t.Fatalf("a third move at once: %v", err)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d with moves running", code)
+	}
+	// Both held moves were cancelled before serve returned (the abort's
+	// is the first of the three).
+	if n := len(released); n != 3 {
+		t.Fatalf("%d held moves cancelled by the abort and the shutdown, want 3", n)
+	}
+	code, out, errOut := run(t, "pods", "list", "--pods-config", path, "--shops", "--json")
+	var places []struct {
+		ShopID int64  `json:"shop_id"`
+		Pod    string `json:"pod"`
+		Epoch  int64  `json:"epoch"`
+	}
+	if err := json.Unmarshal([]byte(out), &places); code != 0 || err != nil || len(places) != 3 {
+		t.Fatalf("pods list --shops: %d %s%s", code, out, errOut)
+	}
+	for _, p := range places[1:] {
+		if p.Pod != "a" || p.Epoch != 1 {
+			t.Fatalf("shop %d after the shutdown: on %s at epoch %d, want a at 1", p.ShopID, p.Pod, p.Epoch)
+		}
+	}
+	for _, db := range []string{"pa", "pb"} {
+		if n := countRows(t, c.URL(db), "SELECT count(*) FROM holdfast_shop_fences WHERE shop_id IN (2, 3)"); n != 0 {
+			t.Fatalf("%d fence marks of shops 2 and 3 left on %s after the shutdown", n, db)
+		}
+	}
+	if b := rows("pb", 2) + rows("pb", 3); b != 0 {
+		t.Fatalf("%d holds of shops 2 and 3 on pod b after the shutdown", b)
+	}
+}
+
+// startServeStop is startServe with stop, which shuts serve down
+// gracefully (as SIGTERM does) and answers its exit code.
+func startServeStop(t *testing.T, args ...string) (string, func() int) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var outb, errb bytes.Buffer
+	go func() {
+		done <- execute(ctx, append([]string{"serve", "--addr", addr, "--log-format", "text"}, args...), &outb, &errb)
+	}()
+	code, stopped := 0, false
+	stop := func() int {
+		if !stopped {
+			stopped = true
+			cancel()
+			code = <-done
+		}
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	base := "http://" + addr
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		res, err := http.Get(base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return base, stop
+			}
+		}
+		select {
+		case code := <-done:
+			stopped = true
+			t.Fatalf("serve %q exited %d before it was ready\n%s%s", args, code, &outb, &errb)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve %q was not ready within 2 minutes", args)
+		}
 	}
 }
 
