@@ -200,8 +200,12 @@ func podsError(err error, shopField string) error {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the server is shutting down", RetryAfter: 5, cause: err}
 	case errors.Is(err, pods.ErrMoveRefused):
 		return &apiError{Status: http.StatusConflict, Code: CodeMoveRefused, Field: "to", Message: trimPods(err), cause: err}
-	case errors.Is(err, pods.ErrUnknownPod):
+	case errors.Is(err, pods.ErrUnknownPod) && shopField == "shop":
 		return &apiError{Status: http.StatusUnprocessableEntity, Code: CodeInvalidArgument, Field: "to", Message: "no such pod on this server: " + trimPods(err), cause: err}
+	case errors.Is(err, pods.ErrUnknownPod):
+		// The map places the shop on a pod this server is not configured
+		// with: an operator's configuration, not the request, is at fault.
+		return &apiError{Status: http.StatusConflict, Code: CodeMoveRefused, Message: trimPods(err) + ": the map places the shop on a pod not in this server's pods file", cause: err}
 	case errors.Is(err, holdfast.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
