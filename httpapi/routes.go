@@ -50,6 +50,7 @@ func (s *Server) routes() {
 	s.bundleRoutes()       // bundle.go: bundle items (issue #30 item 1)
 	s.dropRoutes()         // drop.go: fair drops (issue #30 item 7)
 	s.preorderRoutes()     // preorder.go: pre-orders (issue #30 item 2)
+	s.podsRoutes()         // pods.go: pods and shop moves (admin; issue #28 item 2)
 	s.precreateSeries()
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -132,6 +132,10 @@ type Config struct {
 	// keys only). Defaults to Engine when that is a *shadow.Engine; nil,
 	// those routes answer 404 shadow_off.
 	Shadow *shadow.Engine
+	// Pods is the deployment over pods the admin routes /v1/admin/pods/…
+	// show and move shops across (serve --pods-config: a *pods.Mover). Nil:
+	// they answer 404 pods_off.
+	Pods Pods
 	// NoMetricsRoute leaves /metrics off the API handler (serve it with
 	// MetricsHandler on its own listener). On the API handler /metrics
 	// needs an admin key.
@@ -605,6 +609,7 @@ type routeOpts struct {
 	optional bool  // a JSON body is allowed (must be {} when sent)
 	scope    Scope // the key's scope the route needs ("": any)
 	admin    bool  // an admin key is required (operator settings)
+	pods     bool  // an admin route of the pods (pods.go), not of the shadow layer
 }
 
 type handlerFunc func(c *call) (int, any, error)

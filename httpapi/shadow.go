@@ -91,10 +91,16 @@ func (s *Server) prepareAdmin(c *call, info *reqInfo, o routeOpts) error {
 		return err
 	}
 	info.keyID = p.keyID
-	if !p.admin {
+	switch {
+	case !p.admin && o.pods:
+		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "the pods admin routes need an admin key (holdfast keys create --admin)"}
+	case !p.admin:
 		return &apiError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "the shadow admin routes need an admin key (holdfast keys create --admin)"}
+	case o.pods && s.cfg.Pods == nil:
+		return &apiError{Status: http.StatusNotFound, Code: CodePodsOff,
+			Message: "this server does not run over pods: start holdfast serve with --pods-config to move shops across pods"}
 	}
-	if s.cfg.Shadow == nil {
+	if !o.pods && s.cfg.Shadow == nil {
 		return &apiError{Status: http.StatusNotFound, Code: CodeShadowOff,
 			Message: "the shadow layer is off: start holdfast serve with --legacy redis://… (HOLDFAST_LEGACY) to put it in front of the legacy store"}
 	}

@@ -219,6 +219,9 @@ type MoveReport struct {
 	Switch    time.Duration `json:"switch"`
 	Purged    int64         `json:"purged"`
 	Tables    []TableDigest `json:"tables"`
+	// Purge is how long the purge of the source's rows took (after
+	// PurgeDelay).
+	Purge time.Duration `json:"purge,omitempty"`
 }
 
 // Move moves a shop to another pod. Streamed (MethodStream, chosen by
@@ -234,10 +237,11 @@ type MoveReport struct {
 // target's copy deleted, the source serving the shop. It is not safe to
 // run two moves of one shop at once from processes that do not share the
 // source's fence; the fence serializes them on the source.
-func Move(ctx context.Context, p MoveParams) (*MoveReport, error) { return move(ctx, p, nil) }
+func Move(ctx context.Context, p MoveParams) (*MoveReport, error) { return observedMove(ctx, p, nil) }
 
-// move is Move; hook, when not nil (tests), runs after the steps "fenced",
-// "copied", "verified" and "gone", and its error fails the step.
+// move is Move; hook, when not nil (tests, Mover's progress), runs after
+// the steps "fenced", "copied", "verified", "gone" and "switched", and its
+// error fails the step.
 func move(ctx context.Context, p MoveParams, hook func(step string) error) (*MoveReport, error) {
 	if hook == nil {
 		hook = func(string) error { return nil }
@@ -465,6 +469,9 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 	}
 	rep.Fence = time.Since(start)
 	release()
+	if err := hook("switched"); err != nil {
+		return rep, err
+	}
 	log.Info("pods: shop moved", "shop", p.ShopID, "from", pl.Pod, "to", p.To, "method", rep.Method, "rows", rows, "fence_ms", rep.Fence.Milliseconds())
 	// The stream ends before the purge: the source's deletes must not
 	// reach the target.
@@ -478,8 +485,9 @@ func move(ctx context.Context, p MoveParams, hook func(step string) error) (*Mov
 			return rep, nil // purged by pods abort or a later purge
 		case <-time.After(p.PurgeDelay):
 		}
+		t = time.Now()
 		n, err := PurgeMoved(ctx, src, p.ShopID)
-		rep.Purged = n
+		rep.Purged, rep.Purge = n, time.Since(t)
 		if err != nil {
 			return rep, fmt.Errorf("pods: move: shop %d moved; purging its rows on %s: %w", p.ShopID, pl.Pod, err)
 		}

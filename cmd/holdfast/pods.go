@@ -373,12 +373,20 @@ func runPodsServe(ctx context.Context, f *serveFlags, log *slog.Logger, ln, mln 
 		}
 		deliverers = append(deliverers, d)
 	}
+	// The admin routes' moves (/v1/admin/pods/moves): stopped, undone
+	// before their switch, ahead of the router and the pools.
+	mover, closeMoves, err := newPodsMover(ctx, pf, router, log)
+	if err != nil {
+		return err
+	}
+	defer closeMoves()
 	srv, err := httpapi.New(httpapi.Config{
 		Engine: router, Store: podsServiceStore{Store: pgstore.Service(set.control), hooks: hooks}, Logger: log,
-		Collectors: append(router.Collectors(), observer,
+		Collectors: append(append(router.Collectors(), pods.MoveCollectors()...), observer,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		Registry:     prometheus.NewRegistry(),
-		Workers:      []httpapi.Worker{router, deliverers},
+		Workers:      []httpapi.Worker{router, deliverers, mover},
+		Pods:         mover,
 		Webhooks:     hookOpts,
 		MaxInFlight:  inFlight,
 		DrainTimeout: f.drain, RequestTimeout: f.reqTimeout, NoMetricsRoute: mln != nil,

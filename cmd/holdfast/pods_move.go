@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +25,26 @@ const podsMoveConns = 4
 // ones. A shop moves between pods of one engine (Copy refuses a target of
 // the other).
 func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.MoveStore, func(), error) {
+	cu, err := pf.Control.url("control")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	control, err := pgPool(ctx, cu, 2, "holdfast-pods-move")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("control database: %w", err)
+	}
+	stores, closeStores, err := podMoveStores(ctx, pf)
+	if err != nil {
+		control.Close()
+		return nil, nil, nil, err
+	}
+	return podmap.New(control), stores, func() { closeStores(); control.Close() }, nil
+}
+
+// podMoveStores opens a move store on every pod of pf, each on a pool of
+// its own of podsMoveConns (serve's moves too: a move's fence, copy and
+// verify do not take the API's connections).
+func podMoveStores(ctx context.Context, pf *podsFile) (map[string]pods.MoveStore, func(), error) {
 	var pools []*pgxpool.Pool
 	var dbs []*sql.DB
 	closeAll := func() {
@@ -34,27 +55,18 @@ func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.Mo
 			d.Close()
 		}
 	}
-	cu, err := pf.Control.url("control")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	control, err := pgPool(ctx, cu, 2, "holdfast-pods-move")
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("control database: %w", err)
-	}
-	pools = append(pools, control)
 	stores := map[string]pods.MoveStore{}
 	for _, p := range pf.Pods {
 		u, err := p.url("pod " + p.Name)
 		if err != nil {
 			closeAll()
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if p.Engine == engineMySQL {
 			db, err := mariaDBPool(u, podsMoveConns)
 			if err != nil {
 				closeAll()
-				return nil, nil, nil, fmt.Errorf("pod %s: %w", p.Name, err)
+				return nil, nil, fmt.Errorf("pod %s: %w", p.Name, err)
 			}
 			dbs = append(dbs, db)
 			stores[p.Name] = mymove.New(db)
@@ -63,12 +75,42 @@ func moveStores(ctx context.Context, pf *podsFile) (pods.Map, map[string]pods.Mo
 		pool, err := pgPool(ctx, u, podsMoveConns, "holdfast-pods-move-"+p.Name)
 		if err != nil {
 			closeAll()
-			return nil, nil, nil, fmt.Errorf("pod %s: %w", p.Name, err)
+			return nil, nil, fmt.Errorf("pod %s: %w", p.Name, err)
 		}
 		pools = append(pools, pool)
 		stores[p.Name] = pgmove.New(pool)
 	}
-	return podmap.New(control), stores, closeAll, nil
+	return stores, closeAll, nil
+}
+
+// podsMoveBeforeFence, when set (tests), holds serve's moves before their
+// fence (pods.MoverConfig.BeforeFence).
+var podsMoveBeforeFence func(ctx context.Context, shopID int64) error
+
+// newPodsMover is serve's mover over pods: the admin routes' moves
+// (httpapi.Pods), between pods of one engine, on move stores of their own.
+func newPodsMover(ctx context.Context, pf *podsFile, router *pods.Router, log *slog.Logger) (*pods.Mover, func(), error) {
+	stores, closeStores, err := podMoveStores(ctx, pf)
+	if err != nil {
+		return nil, nil, err
+	}
+	engineOf := map[string]string{}
+	for _, p := range pf.Pods {
+		engineOf[p.Name] = p.Engine
+	}
+	m, err := pods.NewMover(pods.MoverConfig{Router: router, Stores: stores, Logger: log, BeforeFence: podsMoveBeforeFence,
+		Check: func(shop int64, from, to string) error {
+			if engineOf[from] != engineOf[to] {
+				return fmt.Errorf("%w: shop %d lives on pod %s (%s); pod %s is a %s pod: a shop moves between pods of one engine",
+					pods.ErrMoveRefused, shop, from, engineOf[from], to, engineOf[to])
+			}
+			return nil
+		}})
+	if err != nil {
+		closeStores()
+		return nil, nil, err
+	}
+	return m, closeStores, nil
 }
 
 func newPodsMoveCmd() *cobra.Command {
