@@ -316,7 +316,14 @@ func (c *Client[TTx]) draw(ctx context.Context, tx TTx, d *driver.DropRow) (int,
 		if !ok {
 			continue
 		}
-		req := &driver.Reservation{Shop: d.ShopID, Checkout: e.Checkout, Lines: e.Lines, LinesRaw: e.LinesRaw, TTL: e.TTL}
+		// The entrant's buyer goes with its wait: the grant records it on
+		// the hold (the buyer's retry replays it; it counts towards the
+		// buyer's limits).
+		buyer, err := hex.DecodeString(e.Ticket)
+		if err != nil {
+			return 0, err
+		}
+		req := &driver.Reservation{Shop: d.ShopID, Checkout: e.Checkout, Lines: e.Lines, LinesRaw: e.LinesRaw, TTL: e.TTL, BuyerHash: buyer}
 		if err := c.d.Enqueue(ctx, tx, req, e.Lines, e.Short, e.Wait); err != nil {
 			return 0, err
 		}

@@ -92,15 +92,13 @@ func validateStockChange(ch holdfast.StockChange) error {
 }
 
 // validateWaitCart refuses a wait the waitlist cannot serve correctly: a
-// grant is made by the waitlist server, which neither holds a buyer to its
-// limits nor allocates (the queue is per key). Every engine's Reserve
-// checks it.
+// grant is made by the waitlist server, which does not allocate (the queue
+// is per key). A wait with a buyer id is served: the wait keeps the
+// buyer's hash, the grant holds it to its limits and records it on the
+// hold. Every engine's Reserve checks it.
 func validateWaitCart(p holdfast.ReserveParams) error {
 	if p.Wait == 0 {
 		return nil
-	}
-	if p.BuyerID != "" {
-		return holdfast.NewArgumentError("wait", "waiting is not offered to a reservation with a buyer id")
 	}
 	if holdfast.HasAllocation(p.Lines) {
 		return holdfast.NewArgumentError("wait", "waiting is not offered to a cart with allocated lines (location_id 0)")

@@ -26,6 +26,12 @@ func (c *Client[TTx]) waitIfShort(ctx context.Context, p holdfast.ReserveParams,
 	if verr != nil {
 		return nil, verr
 	}
+	// The wait keeps its buyer (read before the transaction, as every
+	// buyer hash is): the grant records it on the hold, so the buyer's
+	// retry replays the hold and the hold counts towards its limits.
+	if req.BuyerHash, verr = c.buyerHash(ctx, req); verr != nil {
+		return nil, verr
+	}
 	const route = holdfast.RouteReserve
 	start := time.Now()
 	var out *holdfast.Hold

@@ -125,6 +125,7 @@ var tests = []struct {
 	{"HistoryPreorder", testHistoryPreorder},
 	{"HistoryDrop", testHistoryDrop}, // history_drop.go: fair drops in the model
 	{"Waitlist", testWaitlist},
+	{"WaitlistBuyer", testWaitBuyer}, // waitbuyer.go: a granted wait keeps its buyer
 	{"Listings", testListings},
 	{"Events", testEvents},
 	{"EventsBadArguments", testEventsBadArguments},

@@ -16,9 +16,12 @@ import (
 
 // Per-buyer limits (holdfast.BuyerLimit) on MySQL/MariaDB. A reservation
 // with a buyer id locks one buyer_locks row per limited item of its cart,
-// in item order, before anything else it locks (the lock order: nothing
-// else ever locks these rows but the purge, which skips locked ones, so no
-// cycle can go through them), then counts in the next statement — under
+// in item order, before anything else it locks (the lock order: only the
+// purge, which skips locked ones, and the waitlist server's grant to a
+// waiter with a buyer lock these rows otherwise; the grant does so after
+// the keys' lock rows, and a cycle with a reservation of the same buyer on
+// the same keys is a deadlock InnoDB reports at once and the retry
+// clears), then counts in the next statement — under
 // READ COMMITTED a fresh read view, which sees every hold of the buyer that
 // committed before the lock — what the buyer has: units in held holds
 // (expired but unswept included) plus units claimed within the limit's

@@ -124,7 +124,7 @@ func (d *engineDriver) EnterDrop(ctx context.Context, tx *sql.Tx, k holdfast.Key
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, c.q(ctx, route, "drop_wait"), r.Shop, r.Checkout[:], string(r.LinesRaw), string(shortRaw), r.TTL.Microseconds(), c.now(), until.UTC())
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "drop_wait"), r.Shop, r.Checkout[:], string(r.LinesRaw), string(shortRaw), r.TTL.Microseconds(), c.now(), until.UTC(), r.BuyerHash)
 	if isDup(err) {
 		return errRetry // the checkout waits (or waited) already: answer it
 	}

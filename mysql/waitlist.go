@@ -68,7 +68,7 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, req *reservation, shor
 		return err
 	}
 	res, err := tx.ExecContext(ctx, c.q(ctx, route, "waitlist_enqueue"), req.Shop, req.Checkout[:], string(req.LinesRaw), string(shortRaw),
-		req.TTL.Microseconds(), wait.Microseconds(), c.now())
+		req.TTL.Microseconds(), wait.Microseconds(), req.BuyerHash, c.now())
 	if isDup(err) {
 		return errRetry // enqueued meanwhile: answer it
 	}
@@ -300,7 +300,7 @@ func (c *Client) waitHeads(ctx context.Context, tx *sql.Tx, keys []holdfast.Key)
 		var w waiterRow
 		var id, raw []byte
 		var ttl int64
-		if err := rows.Scan(&w.Shop, &id, &w.Seq, &raw, &ttl); err != nil {
+		if err := rows.Scan(&w.Shop, &id, &w.Seq, &raw, &ttl, &w.BuyerHash); err != nil {
 			return nil, err
 		}
 		copy(w.Checkout[:], id)
@@ -492,6 +492,23 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 			return false, nil
 		}
 	}
+	if w.BuyerHash != nil {
+		// Held to the buyer's limits as a reservation of the buyer is: its
+		// lock rows of the cart's items, then the count. Taken here after
+		// the keys' lock rows, against a reservation's order (buyer rows,
+		// then keys): a reservation of the buyer in flight on these keys
+		// is a deadlock InnoDB detects at once, and the retry clears.
+		over, err := c.enforceBuyer(ctx, tx, true, route, w.Shop, w.Checkout, w.Lines, w.BuyerHash)
+		if err != nil {
+			return false, err
+		}
+		if over != nil {
+			// The grant would take the buyer past a limit: the wait ends
+			// as unservable, and stops holding up the key.
+			_, ok, err := c.endWait(ctx, tx, route, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
+			return ok, err
+		}
+	}
 	// Make room: units still in a buffer (keys of the cart without
 	// waiters) go back to unallocated, as many as the line needs.
 	for _, l := range w.Lines {
@@ -541,6 +558,13 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 		return true, c.InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistExpired, &w.Checkout, w.Lines, nil)
 	case err != nil:
 		return false, err
+	}
+	if w.BuyerHash != nil {
+		// The wait's buyer is the hold's: its retry replays the hold, and
+		// the hold counts towards its limits.
+		if _, err := tx.ExecContext(ctx, c.q(ctx, route, "buyer_tag"), w.BuyerHash, w.Shop, w.Checkout[:]); err != nil {
+			return false, err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "hold_lines_create"), w.Shop, w.Checkout[:]); err != nil {
 		return false, err

@@ -108,7 +108,7 @@ func (d *engineDriver) EnterDrop(ctx context.Context, tx pgx.Tx, k holdfast.Key,
 		return err
 	}
 	var seq int64
-	err = tx.QueryRow(ctx, c.q(ctx, route, "drop_wait"), r.Shop, r.Checkout, string(r.LinesRaw), string(shortRaw), r.TTL.Microseconds(), until, c.now()).Scan(&seq)
+	err = tx.QueryRow(ctx, c.q(ctx, route, "drop_wait"), r.Shop, r.Checkout, string(r.LinesRaw), string(shortRaw), r.TTL.Microseconds(), until, c.now(), r.BuyerHash).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errRetry // the checkout waits (or waited) already: answer it
 	}

@@ -71,7 +71,7 @@ func (c *Client) enqueue(ctx context.Context, tx pgx.Tx, req *reservation, short
 	}
 	var seq int64
 	err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "waitlist_enqueue"), req.Shop, req.Checkout, string(req.LinesRaw), string(shortRaw),
-		req.TTL.Microseconds(), wait.Microseconds(), c.now()).Scan(&seq)
+		req.TTL.Microseconds(), wait.Microseconds(), c.now(), req.BuyerHash).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errRetry // enqueued meanwhile: answer it
 	}
@@ -255,7 +255,7 @@ func (c *Client) waitHeads(ctx context.Context, tx pgx.Tx, keys []holdfast.Key) 
 		var w waiterRow
 		var raw []byte
 		var ttl int64
-		if err := r.Scan(&w.Shop, &w.Checkout, &w.Seq, &raw, &ttl); err != nil {
+		if err := r.Scan(&w.Shop, &w.Checkout, &w.Seq, &raw, &ttl, &w.BuyerHash); err != nil {
 			return w, err
 		}
 		w.TTL = time.Duration(ttl) * time.Microsecond
@@ -503,6 +503,19 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 			return nil, false, nil
 		}
 	}
+	if w.BuyerHash != nil {
+		free, over, err := c.grantBuyer(ctx, tx, w)
+		if err != nil || !free {
+			return nil, false, err
+		}
+		if over != nil {
+			// The grant would take the buyer past a limit: the wait ends
+			// as unservable (it may be served no more than any other
+			// reservation of the buyer), and stops holding up the key.
+			_, ok, err := c.endWait(ctx, tx, holdfast.RouteReplenish, w.Shop, w.Checkout, "unservable", holdfast.EventWaitlistUnservable)
+			return nil, ok, err
+		}
+	}
 	// Make room: units still in a buffer (keys of the cart without
 	// waiters) go back to unallocated, as much as the line needs.
 	for _, l := range w.Lines {
@@ -541,9 +554,46 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 	if err != nil {
 		return nil, false, err
 	}
+	if w.BuyerHash != nil {
+		// The wait's buyer is the hold's: its retry replays the hold, and
+		// the hold counts towards its limits.
+		if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "buyer_tag"), w.Shop, w.Checkout, w.BuyerHash); err != nil {
+			return nil, false, err
+		}
+	}
 	items, locs, qtys := columns(w.Lines)
 	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_lines_create"), w.Checkout, w.Shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
 		return nil, false, err
 	}
 	return h, true, InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistHeld, &w.Checkout, w.Lines, &h.ExpiresAt)
+}
+
+// grantBuyer holds a grant to w's buyer's limits, as a reservation of the
+// buyer is held: the buyer's locks of the cart's items in item order, then
+// the count in a statement after them. The grant runs under the keys'
+// locks, after a reservation's place for the buyer's locks, so it only
+// tries them: free false when one is taken (a reservation of the buyer is
+// in flight; a later pass grants). over: the limit the grant would exceed.
+func (c *Client) grantBuyer(ctx context.Context, tx pgx.Tx, w waiterRow) (free bool, over *holdfast.BuyerLimitError, err error) {
+	const route = holdfast.RouteReplenish
+	items, qtys := holdfast.BuyerItemQuantities(w.Lines)
+	for _, item := range items {
+		k1, k2 := buyerLockKey(w.Shop, item, w.BuyerHash)
+		if err := tx.QueryRow(ctx, c.q(ctx, route, "buyer_trylock"), k1, k2).Scan(&free); err != nil || !free {
+			return false, nil, err
+		}
+	}
+	rows, err := tx.Query(ctx, c.q(ctx, route, "buyer_count"), w.Shop, w.BuyerHash, w.Checkout, items, c.now())
+	if err != nil {
+		return false, nil, err
+	}
+	counts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.BuyerCount, error) {
+		var n driver.BuyerCount
+		err := r.Scan(&n.ItemID, &n.Limit, &n.Held)
+		return n, err
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	return true, engine.OverBuyerLimits(counts, items, qtys), nil
 }

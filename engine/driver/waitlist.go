@@ -45,6 +45,10 @@ type Waiter struct {
 	Seq      int64           // its place in the queues (enqueue order)
 	Lines    []holdfast.Line // its cart, sorted
 	TTL      time.Duration   // the TTL its hold gets when granted
+	// BuyerHash is the keyed hash of the buyer id it was enqueued with
+	// (nil: none): the granted hold records it, so the buyer's retry
+	// replays the hold and the hold counts towards the buyer's limits.
+	BuyerHash []byte
 }
 
 // Waitlist is the waitlist server's primitives: one pass of the server

@@ -398,15 +398,6 @@ func stepDrop(s keyModel, in Input, out Output) ([]keyModel, bool) {
 	if h, exists := s.holds[in.CO]; exists && h.waits() {
 		return stepWait(s, in, out, h, unknown), true
 	}
-	if h, exists := s.holds[in.CO]; exists && h.entrant() && in.Op == OpReserve && out.Result == ResConflict &&
-		h.status == holdfast.StatusHeld && h.buyer == in.Buyer && slices.Equal(h.cart(), in.Lines()) {
-		// Known defect, tolerated here and reported (docs/FAULTS.md): a
-		// waitlist grant writes the hold without its buyer (waiters carry
-		// no buyer hash), so both engines answer the entrant's own retry
-		// as made for another buyer. A replay is the right answer and is
-		// accepted below (stepBase).
-		return []keyModel{s}, true
-	}
 	k, ok := s.dropKey(in)
 	if in.Op != OpReserve || !ok {
 		return nil, false

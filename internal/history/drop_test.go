@@ -178,6 +178,11 @@ func TestModelRejectsWrongDrops(t *testing.T) {
 		bad:  two(2).seq(serveAt(dropEnd), ok).seq(readAt(2, dropEnd), granted).seq(readAt(1, dropEnd), waitlisted),
 		good: two(2).seq(partialServeAt(dropEnd), ok).seq(readAt(2, dropEnd), granted).seq(readAt(1, dropEnd), waitlisted),
 	}, {
+		// The defect HistoryDrop found: the grant recorded no buyer.
+		name: "a granted entrant's own retry answered as another buyer's",
+		bad:  served(1).seq(readAt(2, dropEnd), granted).seq(entry(2, 1, 2, 1, dropEnd), res(history.ResConflict)),
+		good: served(1).seq(readAt(2, dropEnd), granted).seq(entry(2, 1, 2, 1, dropEnd), granted),
+	}, {
 		name: "a wait ended unservable while the stock covered it",
 		bad:  served(1).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
 		good: served(1).seq(onCOAt(history.OpClaim, 2, dropEnd), claimed).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),

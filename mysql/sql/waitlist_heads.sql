@@ -4,7 +4,7 @@
 -- Waits past their deadline block nobody (the server ends them).
 -- ? now, ? keys JSON [[shop, item, location], …], ? now, ? now (NULL: the
 -- database clock).
-SELECT w.shop_id, w.checkout_id, w.seq, w.cart, w.ttl_us
+SELECT w.shop_id, w.checkout_id, w.seq, w.cart, w.ttl_us, w.buyer_hash
 FROM waiters w
 WHERE w.status = 'waiting' AND w.wait_until > COALESCE(?, UTC_TIMESTAMP(6))
   AND (w.shop_id, w.checkout_id) IN (

@@ -18,7 +18,7 @@ WITH t AS (
         ORDER BY l.seq
         LIMIT 1) h
 )
-SELECT w.shop_id, w.checkout_id, w.seq, w.lines, w.ttl_us
+SELECT w.shop_id, w.checkout_id, w.seq, w.lines, w.ttl_us, w.buyer_hash
 FROM f
 JOIN waiters w ON w.shop_id = f.shop_id AND w.checkout_id = f.checkout_id
 CROSS JOIN t

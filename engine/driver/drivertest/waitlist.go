@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -16,9 +17,10 @@ import (
 // testWaitlistPrimitives: the waitlist server's primitives, in one
 // maintenance transaction as the engine's pass runs them. AnyWaiting says
 // whether anybody waits; WaitWindow answers the keys with waiters;
-// WaitHeads the front waiter with its cart and TTL; LockWaitKey locks a
-// stocked key; GrantWait grants nothing while the key's units are held by
-// others, and the whole cart as a held hold once they are back.
+// WaitHeads the front waiter with its cart, TTL and buyer hash; LockWaitKey
+// locks a stocked key; GrantWait grants nothing while the key's units are
+// held by others, and the whole cart as a held hold once they are back,
+// the hold recording the waiter's buyer (BuyerOf).
 func testWaitlistPrimitives[TTx comparable](t *testing.T, h Harness[TTx]) {
 	ctx := context.Background()
 	in := h.New(t)
@@ -36,13 +38,14 @@ func testWaitlistPrimitives[TTx comparable](t *testing.T, h Harness[TTx]) {
 		t.Fatal(err)
 	}
 	var we *holdfast.WaitlistedError
-	if _, err := in.Engine.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: b, Lines: line(2), Wait: time.Minute, TTL: 2 * time.Minute}); !errors.As(err, &we) {
+	if _, err := in.Engine.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: b, Lines: line(2), Wait: time.Minute, TTL: 2 * time.Minute, BuyerID: "bee"}); !errors.As(err, &we) {
 		t.Fatalf("Reserve with wait on a held key: %v, want *WaitlistedError", err)
 	}
 	if waiting, err := d.AnyWaiting(ctx); err != nil || !waiting {
 		t.Fatalf("AnyWaiting with a waiter: %v, %v", waiting, err)
 	}
 	// pass runs the primitives up to the grant; commit keeps what it did.
+	var buyer []byte
 	pass := func(commit bool) (bool, error) {
 		var done bool
 		err := d.MaintenanceAttempt(ctx, holdfast.RouteReplenish, func(tx TTx) error {
@@ -62,6 +65,9 @@ func testWaitlistPrimitives[TTx comparable](t *testing.T, h Harness[TTx]) {
 			}
 			if len(heads) != 1 || heads[0].Checkout != b || heads[0].Shop != 1 || !slices.Equal(heads[0].Lines, line(2)) || heads[0].TTL != 2*time.Minute {
 				t.Fatalf("WaitHeads: %+v, want b waiting for 2 with a TTL of 2m", heads)
+			}
+			if buyer = heads[0].BuyerHash; len(buyer) != 32 {
+				t.Fatalf("WaitHeads: buyer hash %x, want the 32-byte hash of b's buyer", buyer)
 			}
 			if ok, err := d.LockWaitKey(ctx, tx, k); err != nil || !ok {
 				return errors.Join(err, errors.New("LockWaitKey of a stocked key: false"))
@@ -95,6 +101,16 @@ func testWaitlistPrimitives[TTx comparable](t *testing.T, h Harness[TTx]) {
 	}
 	if waiting, err := d.AnyWaiting(ctx); err != nil || waiting {
 		t.Fatalf("AnyWaiting after the grant: %v, %v; want nobody", waiting, err)
+	}
+	var zero TTx
+	if err := d.Attempt(ctx, zero, true, holdfast.RouteRead, func(tx TTx) error {
+		held, err := d.BuyerOf(ctx, tx, holdfast.RouteRead, 1, b)
+		if err == nil && !bytes.Equal(held, buyer) {
+			t.Errorf("BuyerOf b's granted hold: %x, want its wait's buyer %x", held, buyer)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
