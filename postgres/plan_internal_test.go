@@ -8,8 +8,8 @@ import (
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
-// TestReservePathStatementsRunGenericPlans: sellable.sql and refill.sql,
-// run as the engine runs them (pgx's cached prepared statements, one key's
+// TestReservePathStatementsRunGenericPlans: sellable.sql, refill.sql and
+// availability.sql, run as the engine runs them (pgx's cached prepared statements, one key's
 // arrays), settle on their cached generic plan after PostgreSQL's five
 // custom ones instead of being planned on every call — planning them cost
 // several times their run, and made every probe added to them (the drops
@@ -35,9 +35,13 @@ func TestReservePathStatementsRunGenericPlans(t *testing.T) {
 	const calls = 12
 	sellable := c.q(ctx, holdfast.RouteReserve, "sellable")
 	refill := c.q(ctx, holdfast.RouteReplenish, "refill")
+	avail := c.q(ctx, holdfast.RouteRead, "availability")
 	for i := range calls {
 		items := []int64{int64(1 + i%3)} // a different array each call, as carts are
 		if _, err := conn.Exec(ctx, sellable, int64(1), items, []int64{1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, avail, int64(1), items, []int64{1}); err != nil {
 			t.Fatal(err)
 		}
 		tx, err := conn.Begin(ctx)
@@ -50,7 +54,7 @@ func TestReservePathStatementsRunGenericPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, text := range map[string]string{"sellable": sellable, "refill": refill} {
+	for name, text := range map[string]string{"sellable": sellable, "refill": refill, "availability": avail} {
 		var generic, custom int64
 		if err := conn.QueryRow(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", text).Scan(&generic, &custom); err != nil {
 			t.Fatalf("%s: %v", name, err)
