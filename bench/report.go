@@ -59,8 +59,12 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if r.Failed() {
 			check = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, xm, r.P50ms, r.P95ms, r.P99ms, r.Maxms,
+		p95, pmax := fmt.Sprintf("%.2f", r.P95ms), fmt.Sprintf("%.1f", r.Maxms)
+		if r.Scenario == ScenarioAvail {
+			p95, pmax = "-", "-" // hotbench measures p50 and p99 only
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, xm, r.P50ms, p95, r.P99ms, pmax,
 			codes(r.Errors, r.ErrorsByCode), codes(r.Retries, r.RetriesByCode), r.DeadTuples,
 			costCell(r.ServerCPUus), costCell(r.BackendCPUus), costCell(r.GoCPUus), costCell(r.LogBytes), check)
 	}
