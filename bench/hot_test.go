@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/bench/hotbench"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
@@ -117,5 +119,42 @@ func TestAvailabilityVsReserve(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAvailScenario runs avail beside hot as `holdfast bench --scenarios
+// hot,avail` does: engine strategies only, every read checked (hotbench's
+// avail fails a read that answers the wrong sellable), the cost per read
+// measured, and the ratio to hot's holds/s under the table.
+func TestAvailScenario(t *testing.T) {
+	t.Parallel()
+	o := smokeOptions()
+	o.Scenarios = []string{ScenarioHot, ScenarioAvail}
+	o.Strategies = []string{string(holdfast.StrategyBatch), "pessimistic"}
+	o.Duration = 300 * time.Millisecond
+	o.NoLimit = true
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	avail := 0
+	for _, r := range rep.Runs {
+		if r.Scenario != ScenarioAvail {
+			continue
+		}
+		avail++
+		if r.Strategy != string(holdfast.StrategyBatch) || r.Holds == 0 || r.HoldsPerSec <= 0 || r.Errors != 0 || r.Failed() || r.ServerCPUus <= 0 || r.GoCPUus <= 0 {
+			t.Errorf("avail run: %+v", r)
+		}
+	}
+	if avail != 1 {
+		t.Fatalf("%d avail runs, want 1 (engine strategies only)", avail)
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("availability vs reserve, batch at %d clients: ", smokeClients); !strings.Contains(table.String(), want) {
+		t.Errorf("table has no %q:\n%s", want, table.String())
 	}
 }

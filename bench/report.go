@@ -59,8 +59,12 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if r.Failed() {
 			check = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, xm, r.P50ms, r.P95ms, r.P99ms, r.Maxms,
+		p95, pmax := fmt.Sprintf("%.2f", r.P95ms), fmt.Sprintf("%.1f", r.Maxms)
+		if r.Scenario == ScenarioAvail {
+			p95, pmax = "-", "-" // hotbench measures p50 and p99 only
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Clients, r.Strategy, r.HoldsPerSec, xc, xl, xm, r.P50ms, p95, r.P99ms, pmax,
 			codes(r.Errors, r.ErrorsByCode), codes(r.Retries, r.RetriesByCode), r.DeadTuples,
 			costCell(r.ServerCPUus), costCell(r.BackendCPUus), costCell(r.GoCPUus), costCell(r.LogBytes), check)
 	}
@@ -79,6 +83,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				r.Strategy, r.HeldUnits, r.Holds+r.SoldOut+r.Errors, r.ElapsedMs, r.SoldOut, r.Errors)
 		}
 	}
+	rep.writeAvail(w)
 	for i := range rep.Runs {
 		if r := &rep.Runs[i]; r.Failed() {
 			fmt.Fprintf(w, "FAIL %s %s c=%d: oversold %d: %s\n", r.Strategy, r.Scenario, r.Clients, r.Oversold, r.Problem)
@@ -203,4 +208,23 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeAvail prints, for every avail run with a hot run at the same
+// clients and strategy, availability reads/s against reservations/s
+// (issue #30 item 4's target: at least 10×).
+func (rep *Report) writeAvail(w io.Writer) {
+	for i := range rep.Runs {
+		a := &rep.Runs[i]
+		if a.Scenario != ScenarioAvail {
+			continue
+		}
+		for j := range rep.Runs {
+			h := &rep.Runs[j]
+			if h.Scenario == ScenarioHot && h.Strategy == a.Strategy && h.Clients == a.Clients && h.HoldsPerSec > 0 {
+				fmt.Fprintf(w, "availability vs reserve, %s at %d clients: %.0f reads/s ÷ %.0f holds/s = %.1f×\n",
+					a.Strategy, a.Clients, a.HoldsPerSec, h.HoldsPerSec, a.HoldsPerSec/h.HoldsPerSec)
+			}
+		}
+	}
 }

@@ -61,7 +61,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if sc.engineOnly && !IsEngine(st) {
 					continue
 				}
-				res, err := r.run(ctx, st, sc, c)
+				run := r.run
+				if sc.avail {
+					run = r.runAvail
+				}
+				res, err := run(ctx, st, sc, c)
 				if err != nil {
 					return rep, fmt.Errorf("bench: %s %s c=%d: %w", st, name, c, err)
 				}
@@ -264,6 +268,25 @@ func (r *runner) limit(ctx context.Context) ([]*hotbench.Result, error) {
 	r.progress("durable limit: %d connections x %d holds per transaction", hotbench.LimitConns, hotbench.LimitBatch)
 	t := &HotTarget{srv: r.srv, meter: r.meter}
 	return hotbench.MeasureLimit(ctx, t, hotbench.Options{Duration: r.o.Duration, Warmup: r.o.Warmup})
+}
+
+// runAvail measures availability reads of the hot key (hotbench's avail:
+// AvailHolds holds on it, each read checked against what it has left, an
+// audit after) on a fresh database of the bench's server. Reads/s go in
+// HoldsPerSec, the CPU per read in the costs.
+func (r *runner) runAvail(ctx context.Context, strategy string, sc *scenario, clients int) (*Result, error) {
+	r.progress("%-10s %-8s c=%-3d reading", strategy, sc.name, clients)
+	t := &HotTarget{srv: r.srv, meter: r.meter}
+	h, err := hotbench.RunOne(ctx, t, hotbench.Options{Duration: r.o.Duration, Warmup: r.o.Warmup, HotStock: r.o.HotStock}, hotbench.ScenarioAvail, strategy, clients)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		Strategy: strategy, Scenario: sc.name, Clients: clients,
+		HoldsPerSec: h.HoldsPerSec, P50ms: h.P50ms, P99ms: h.P99ms,
+		Holds: h.Holds, Errors: h.Errors, ErrorsByCode: h.ErrorKinds,
+		Oversold: int64(h.Oversold), Problem: h.Problem, Cost: h.Cost,
+	}, nil
 }
 
 // op is one attempt: the units it reserved, or why not.

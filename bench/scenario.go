@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/bench/hotbench"
 )
 
 // Scenario names.
@@ -15,6 +16,12 @@ const (
 	ScenarioSpread  = "spread"
 	ScenarioCart    = "cart"
 	ScenarioSoldout = "soldout"
+	// ScenarioAvail reads the hot key's availability instead of reserving
+	// it (hotbench.ScenarioAvail, issue #30 item 4): reads/s in the holds/s
+	// column, and, when hot ran at the same clients and strategy, the
+	// ratio of the two under the table. Engine strategies only; not in the
+	// default set.
+	ScenarioAvail = hotbench.ScenarioAvail
 )
 
 // Scenarios lists every scenario in the order the bench runs them.
@@ -40,6 +47,8 @@ type scenario struct {
 	lines func(r *rand.Rand) []holdfast.Line
 	// engineOnly: the baselines cannot run it (allocation scenarios).
 	engineOnly bool
+	// avail: availability reads of the hot key, run by hotbench (runAvail).
+	avail bool
 }
 
 func keyRange(n int) []holdfast.Key {
@@ -85,11 +94,16 @@ func newScenario(name string, o *Options) (*scenario, error) {
 				return lines
 			},
 		}, nil
+	case ScenarioAvail:
+		return &scenario{
+			name: name, keySet: "hot", keys: keyRange(1), units: o.HotStock, engineOnly: true, avail: true,
+			lines: func(*rand.Rand) []holdfast.Line { return oneLine(1) },
+		}, nil
 	case ScenarioSoldout:
 		return &scenario{
 			name: name, keySet: "soldout", keys: keyRange(1), units: o.SoldoutUnits,
 			lines: func(*rand.Rand) []holdfast.Line { return oneLine(1) },
 		}, nil
 	}
-	return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", name, strings.Join(Scenarios(), ", "))
+	return nil, fmt.Errorf("bench: unknown scenario %q (known: %s, and %s, %s, %s)", name, strings.Join(Scenarios(), ", "), ScenarioFixedLoc, ScenarioAlloc3, ScenarioAvail)
 }

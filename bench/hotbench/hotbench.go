@@ -256,6 +256,22 @@ type runner struct {
 	t Target
 }
 
+// RunOne runs one (scenario, strategy, clients) on t on a fresh database
+// and audits it, without the commit ceiling or the durable limit: how
+// package bench runs avail on PostgreSQL beside its own hot runs.
+func RunOne(ctx context.Context, t Target, o Options, scenario, strategy string, clients int) (*Result, error) {
+	if t == nil {
+		return nil, errors.New("hotbench: a Target is required")
+	}
+	o.Scenarios, o.Strategies, o.Clients = []string{scenario}, []string{strategy}, []int{clients}
+	o = o.withDefaults(t)
+	if err := o.validate(t); err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, t: t}
+	return r.run(ctx, scenario, strategy, clients)
+}
+
 // ceilingSlack and poolSlack are the connections a ceiling's and a run's
 // pool have beyond its clients (a run's: the engine's maintenance, the
 // audit).

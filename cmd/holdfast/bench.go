@@ -31,7 +31,7 @@ needs CREATEDB) or of a throwaway durable embedded cluster, and fails (exit 1) o
 	}
 	f := &benchFlags{}
 	fs := cmd.Flags()
-	fs.StringVar(&f.scenarios, "scenarios", strings.Join(bench.Scenarios(), ","), "scenarios to run, comma-separated (also: "+strings.Join(bench.AllocationScenarios(), ", ")+", allocation against a fixed location, engine strategies only)")
+	fs.StringVar(&f.scenarios, "scenarios", strings.Join(bench.Scenarios(), ","), "scenarios to run, comma-separated (also: "+strings.Join(bench.AllocationScenarios(), ", ")+", allocation against a fixed location, engine strategies only; "+bench.ScenarioAvail+", availability reads of the hot key, with hot: reads/s ÷ holds/s)")
 	fs.StringVar(&f.strategies, "strategies", strings.Join(bench.Strategies(), ","), "strategies to run, comma-separated (engine strategies and the baselines pessimistic, optimistic)")
 	fs.StringVar(&f.clients, "clients", "1,8,32,64", "client counts, comma-separated")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measured time per run")
@@ -119,7 +119,7 @@ func runBench(ctx context.Context, stdout io.Writer, f *benchFlags) error {
 		TxWork:     f.txWork,
 		Progress:   os.Stderr,
 	}
-	if err := known("scenario", opts.Scenarios, append(bench.Scenarios(), bench.AllocationScenarios()...)); err != nil {
+	if err := known("scenario", opts.Scenarios, append(append(bench.Scenarios(), bench.AllocationScenarios()...), bench.ScenarioAvail)); err != nil {
 		return err
 	}
 	if err := known("strategy", opts.Strategies, bench.Strategies()); err != nil {

@@ -9,9 +9,14 @@
 -- amount added is least(cap - pooled, available - safety - held -
 -- pooled): never units of the key's safety stock.
 -- $1 shops, $2 items, $3 locations, $4 default strategy, $5 default pool cap,
--- $6 slots per slotted key.
+-- $6 slots per slotted key. The arrays are read through subqueries so that
+-- a custom plan cannot see their length: no custom plan then looks cheaper
+-- than the cached generic one, which runtime partition pruning serves as
+-- well, and the statement is not planned per call (planning it, over
+-- reservation_units' partitions, cost several times its run;
+-- docs/PERFORMANCE.md, "Costs of the commerce features").
 WITH k AS (
-    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(shop_id, item, location)
+    SELECT * FROM unnest((SELECT $1::bigint[]), (SELECT $2::bigint[]), (SELECT $3::bigint[])) AS k(shop_id, item, location)
 ), st AS (
     SELECT k.shop_id, k.item, k.location,
            coalesce(l.strategy, $4::text) AS strategy,

@@ -1,0 +1,66 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres/pgtest"
+)
+
+// TestReservePathStatementsRunGenericPlans: sellable.sql, refill.sql and
+// availability.sql, run as the engine runs them (pgx's cached prepared statements, one key's
+// arrays), settle on their cached generic plan after PostgreSQL's five
+// custom ones instead of being planned on every call — planning them cost
+// several times their run, and made every probe added to them (the drops
+// one) cost planning too (docs/PERFORMANCE.md, "Costs of the commerce
+// features"). pg_prepared_statements counts each statement's plans.
+func TestReservePathStatementsRunGenericPlans(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 2)
+	c, err := New(db.Pool, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	if _, err := c.SetAvailable(ctx, k, 20, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	const calls = 12
+	sellable := c.q(ctx, holdfast.RouteReserve, "sellable")
+	refill := c.q(ctx, holdfast.RouteReplenish, "refill")
+	avail := c.q(ctx, holdfast.RouteRead, "availability")
+	for i := range calls {
+		items := []int64{int64(1 + i%3)} // a different array each call, as carts are
+		if _, err := conn.Exec(ctx, sellable, int64(1), items, []int64{1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, avail, int64(1), items, []int64{1}); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.Exec(ctx, refill, []int64{1}, items, []int64{1}, string(holdfast.StrategyCounter), 100, 4)
+		_ = tx.Rollback(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, text := range map[string]string{"sellable": sellable, "refill": refill, "availability": avail} {
+		var generic, custom int64
+		if err := conn.QueryRow(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", text).Scan(&generic, &custom); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if custom > 5 || generic < calls-5 {
+			t.Errorf("%s.sql: %d custom plans and %d generic ones in %d calls; want at most PostgreSQL's first 5 custom, the rest generic", name, custom, generic, calls)
+		}
+	}
+}
