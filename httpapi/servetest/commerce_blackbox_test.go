@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ func TestCommerceBlackBox(t *testing.T) {
 			t.Run("BundleMaxComponentsRace", b.bundleMaxComponentsRace)
 			t.Run("BundlesAndSingles", b.bundlesAndSingles)
 			t.Run("MergeRaces", b.mergeRaces)
+			t.Run("MergeFanIn", b.mergeFanIn)
 			t.Run("CASRacingClaims", b.casRacingClaims)
 			t.Run("AvailabilityFlashSale", b.availabilityFlashSale)
 			t.Run("PreorderRace", b.preorderRace)
@@ -311,6 +313,11 @@ func outcomeKnown(t *testing.T, what string, a answer) bool {
 	return true
 }
 
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(b))
+}
+
 func sumLines(lines []bbLine, item int64) int {
 	n := 0
 	for _, l := range lines {
@@ -325,6 +332,8 @@ func sumLines(lines []bbLine, item int64) int {
 // Bad input: every bad field of every new route answers 4xx with a code
 // and the field, and changes nothing.
 
+var requestID = regexp.MustCompile(`"request_id":"[^"]*"`)
+
 func (b *blackBox) snapshot(t *testing.T, items []int64) string {
 	t.Helper()
 	var sb strings.Builder
@@ -337,8 +346,8 @@ func (b *blackBox) snapshot(t *testing.T, items []int64) string {
 	}
 	sb.WriteString(b.do("GET", b.shopPath("/holds?limit=500"), b.key, nil).String())
 	sb.WriteString(b.do("GET", b.shopPath("/audit?limit=500"), b.admin, nil).String())
-	// request ids differ per answer; levels and listings do not carry them.
-	return sb.String()
+	// Request ids differ per answer; the state does not.
+	return requestID.ReplaceAllString(sb.String(), `"request_id":"…"`)
 }
 
 func (b *blackBox) badInput(t *testing.T) {
@@ -432,7 +441,7 @@ func (b *blackBox) badInput(t *testing.T) {
 		{"availability no items", "GET", b.shopPath("/availability?locations=1"), false, nil, "items"},
 		{"availability item text", "GET", b.shopPath("/availability?items=1,x&locations=1"), false, nil, "items[1]"},
 		{"availability item 0", "GET", b.shopPath("/availability?items=0&locations=1"), false, nil, "items[0]"},
-		{"availability duplicate item", "GET", b.shopPath("/availability?items=5,5&locations=1"), false, nil, "items"},
+		{"availability duplicate item", "GET", b.shopPath("/availability?items=5,5&locations=1"), false, nil, "items[1]"},
 		{"availability 101 items", "GET", b.shopPath("/availability?items=%s&locations=1", manyIDs(101)), false, nil, "items"},
 		{"availability 17 locations", "GET", b.shopPath("/availability?items=1&locations=%s", manyIDs(17)), false, nil, "locations"},
 		{"availability no order", "GET", b.shopPath("/availability?items=1"), false, nil, "locations"},
@@ -496,7 +505,6 @@ func (b *blackBox) sizes(t *testing.T) {
 		e = append(e, map[string]any{"item_id": 10000 + i, "location_id": 1, "available": 5 + i%7})
 	}
 	imp := map[string]any{"import_id": "size-1000", "reason": "sync", "entries": e[:1000]}
-	a := b.must(t, 200, "PUT", b.shopPath("/inventory"), b.key, imp)
 	var res struct {
 		Replayed bool `json:"replayed"`
 		Levels   []struct {
@@ -504,19 +512,36 @@ func (b *blackBox) sizes(t *testing.T) {
 			Available int   `json:"available"`
 		} `json:"levels"`
 	}
-	a.decode(t, &res)
-	if res.Replayed || len(res.Levels) != 1000 {
-		t.Fatalf("import of 1000: replayed %v, %d levels", res.Replayed, len(res.Levels))
-	}
-	for i, l := range res.Levels {
-		if l.ItemID != int64(10000+i) || l.Available != 5+i%7 {
-			t.Fatalf("import level %d: %+v", i, l)
+	began := time.Now()
+	a := b.do("PUT", b.shopPath("/inventory"), b.key, imp)
+	took := time.Since(began)
+	t.Logf("%s: import of 1000 entries answered %d in %v (load %s)", b.engine, a.status, took.Round(time.Millisecond), loadAvg())
+	if a.err != nil || a.status != 200 {
+		// The documented maximum must fit in serve's default request
+		// timeout (10s). Keep going with 10 imports of 100, so the checks
+		// below still run.
+		t.Errorf("import of 1000 entries (the documented maximum): %s after %v", a, took)
+		if a.status == 500 && a.code() != "outcome_unknown" {
+			t.Errorf("a failed import must answer outcome_unknown: %s", a)
 		}
-	}
-	a = b.must(t, 200, "PUT", b.shopPath("/inventory"), b.key, imp)
-	a.decode(t, &res)
-	if !res.Replayed {
-		t.Fatalf("import retry not a replay: %s", a)
+		for c := 0; c < 10; c++ {
+			b.must(t, 200, "PUT", b.shopPath("/inventory"), b.key, map[string]any{"import_id": fmt.Sprintf("size-100-%d", c), "reason": "sync", "entries": e[c*100 : c*100+100]})
+		}
+	} else {
+		a.decode(t, &res)
+		if res.Replayed || len(res.Levels) != 1000 {
+			t.Fatalf("import of 1000: replayed %v, %d levels", res.Replayed, len(res.Levels))
+		}
+		for i, l := range res.Levels {
+			if l.ItemID != int64(10000+i) || l.Available != 5+i%7 {
+				t.Fatalf("import level %d: %+v", i, l)
+			}
+		}
+		a = b.must(t, 200, "PUT", b.shopPath("/inventory"), b.key, imp)
+		a.decode(t, &res)
+		if !res.Replayed {
+			t.Fatalf("import retry not a replay: %s", a)
+		}
 	}
 	// Every entry applied, once: the level of the last entry.
 	if l := b.level(t, 10999, 1); l.Available != 5+999%7 {
@@ -861,6 +886,107 @@ func (b *blackBox) mergeRaces(t *testing.T) {
 	// Units: only claims took stock; the held are the live holds' lines.
 	if l := b.level(t, item, 1); l.Available != stock-claimedUnits {
 		t.Errorf("item %d: %+v; the answers claimed %d of %d", item, l, claimedUnits, stock)
+	}
+	b.invariant(t)
+}
+
+// ---------------------------------------------------------------------
+// Merges at once: two guests into one new checkout; one guest into two
+// customers; the same merge sent three times at once.
+
+func (b *blackBox) mergeFanIn(t *testing.T) {
+	groups := b.size.clients / 3
+	const item = 15501
+	b.setStock(t, item, 1, groups*20)
+	type group struct {
+		g1, g2, c1, c2, dest string
+		fan, split           [2]answer
+		same                 [3]answer
+		sg, sc               string // the same-merge guest and customer
+	}
+	gs := make([]group, groups)
+	res := func(id string, q int) {
+		b.must(t, 201, "POST", b.shopPath("/reservations"), b.key, map[string]any{"checkout_id": id, "lines": []bbLine{{ItemID: item, LocationID: 1, Quantity: q}}})
+	}
+	for i := range gs {
+		g := &gs[i]
+		g.g1, g.g2, g.c1, g.c2, g.dest, g.sg, g.sc = uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+		res(g.g1, 2)
+		res(g.g2, 3)
+		res(g.c1, 1)
+		res(g.c2, 1)
+		res(g.sg, 2)
+		res(g.sc, 1)
+	}
+	merge := func(from, into string) answer {
+		return b.do("POST", b.shopPath("/reservations/%s/merge", from), b.key, map[string]any{"into": into})
+	}
+	parallel(groups*7, func(j int) {
+		g := &gs[j/7]
+		switch k := j % 7; {
+		case k < 2: // two guests into one new checkout
+			g.fan[k] = merge([]string{g.g1, g.g2}[k], g.dest)
+		case k < 4: // a second guest (the first of this group's fan) into two customers
+			// g1 is in the fan race too: use a guest of its own
+			g.split[k-2] = merge(g.sg, []string{g.c1, g.c2}[k-2])
+		default: // the same merge three times (the split guest into c1 again)
+			g.same[k-4] = merge(g.sg, g.c1)
+		}
+	})
+	for _, g := range gs {
+		// Fan-in: each guest's merge is done or changed nothing.
+		want := 0
+		for k, a := range g.fan {
+			from := []string{g.g1, g.g2}[k]
+			q := []int{2, 3}[k]
+			if !outcomeKnown(t, "fan merge", a) {
+				continue
+			}
+			_, h := b.hold(t, from)
+			if a.status == 200 {
+				want += q
+				if h.Status != "released" || h.MergedInto != g.dest {
+					t.Errorf("fan-in: merged %s reads %+v", from, h)
+				}
+			} else if h.Status != "held" || sumLines(h.Lines, item) != q {
+				t.Errorf("fan-in: refused merge %s (%s) left %+v", from, a, h)
+			}
+		}
+		r, d := b.hold(t, g.dest)
+		if want > 0 && (d.Status != "held" || sumLines(d.Lines, item) != want) {
+			t.Errorf("fan-in: destination reads %s, the merges that answered 200 moved %d (answers %s | %s)", r, want, g.fan[0], g.fan[1])
+		}
+		if want == 0 && r.status != 404 {
+			t.Errorf("fan-in: no merge done, destination reads %s", r)
+		}
+		// The guest sg went to c1 or c2 (split), and was merged into c1 by
+		// the same-merges: all of these are one guest; exactly one
+		// destination got its 2 units.
+		_, c1 := b.hold(t, g.c1)
+		_, c2 := b.hold(t, g.c2)
+		_, sg := b.hold(t, g.sg)
+		got := sumLines(c1.Lines, item) + sumLines(c2.Lines, item) - 2
+		if sg.Status != "released" || got != 2 || (sg.MergedInto != g.c1 && sg.MergedInto != g.c2) {
+			t.Errorf("one guest into two customers: guest %+v, c1 %+v, c2 %+v (split %s | %s, same %s | %s | %s)", sg, c1, c2, g.split[0], g.split[1], g.same[0], g.same[1], g.same[2])
+		}
+		for _, a := range append(g.split[:], g.same[:]...) {
+			if !outcomeKnown(t, "merge", a) {
+				continue
+			}
+			if a.status == 200 {
+				var dh bbHold
+				a.decode(t, &dh)
+				if dh.CheckoutID != sg.MergedInto {
+					t.Errorf("a merge answered 200 into %s, the guest went to %s", dh.CheckoutID, sg.MergedInto)
+				}
+			} else if a.status != 409 || a.code() != "hold_released" {
+				t.Errorf("merge of a guest merged elsewhere: %s", a)
+			}
+		}
+	}
+	// Every unit is still held, none claimed or given back.
+	if l := b.level(t, item, 1); l.Held != groups*10 || l.Available != groups*20 {
+		t.Errorf("item %d after the merges: %+v, want %d held", item, l, groups*10)
 	}
 	b.invariant(t)
 }
