@@ -720,6 +720,26 @@ func (b *blackBox) bundlesAndSingles(t *testing.T) {
 				}
 				continue
 			}
+			// The hold's lines are the components × the line's quantity,
+			// summed with the singles of the same item.
+			expand := map[int64]int{}
+			for _, l := range x.lines {
+				if l.ItemID == bundle {
+					expand[a1] += l.Quantity
+					expand[a2] += 2 * l.Quantity
+					expand[a3] += l.Quantity
+				} else {
+					expand[l.ItemID] += l.Quantity
+				}
+			}
+			var got bbHold
+			x.reserve.decode(t, &got)
+			for _, it := range []int64{a1, a2, a3} {
+				if sumLines(got.Lines, it) != expand[it] || sumLines(h.Lines, it) != expand[it] {
+					t.Errorf("reserve %v answered lines %v, reads %v: want %v", x.lines, got.Lines, h.Lines, expand)
+					break
+				}
+			}
 			want := "held"
 			if x.act != 0 {
 				if !outcomeKnown(t, "finish", x.finish) {
