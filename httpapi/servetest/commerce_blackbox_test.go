@@ -60,6 +60,9 @@ func TestCommerceBlackBox(t *testing.T) {
 			t.Run("PreorderRace", b.preorderRace)
 			t.Run("CancelRacingClaims", b.cancelRacingClaims)
 			t.Run("DropEntries", b.dropEntries)
+			if os.Getenv("HOLDFAST_LONG") != "" {
+				t.Run("CancelScanWindow", b.cancelScanWindow)
+			}
 		})
 	}
 }
@@ -1418,6 +1421,77 @@ func (b *blackBox) cancelRacingClaims(t *testing.T) {
 		t.Errorf("audit: %d hold.cancel entries for %d cancelled holds", entries, len(cancelled))
 	}
 	t.Logf("%s: %d holds, %d claimed, %d cancelled in %d calls", b.engine, H, claimedN, len(cancelled), len(pages))
+	b.invariant(t)
+}
+
+// ---------------------------------------------------------------------
+// Admin cancel by item and buyer over more held holds of the item than
+// one call examines (5000): the calls follow the cursor, end exactly the
+// buyer's holds, each once, and nothing else. Long form only (it makes
+// 5200 holds).
+
+func (b *blackBox) cancelScanWindow(t *testing.T) {
+	const item = 19501
+	const H, buyers = 5200, 50
+	b.setStock(t, item, 1, H)
+	ids := make([]string, H)
+	n := b.size.clients
+	parallel(n, func(w int) {
+		for i := w; i < H; i += n {
+			ids[i] = uuid.NewString()
+			if a := b.reserve(ids[i], []bbLine{{ItemID: item, LocationID: 1, Quantity: 1}}, map[string]any{"buyer_id": fmt.Sprintf("scan-%d", i%buyers)}); a.status != 201 {
+				t.Errorf("reserve: %s", a)
+			}
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	cancelled := map[string]int{}
+	calls, sawMore := 0, false
+	for cursor := ""; calls < 100; {
+		body := map[string]any{"item_id": item, "buyer_id": "scan-7", "reason": "fraud", "limit": 500}
+		if cursor != "" {
+			body["cursor"] = cursor
+		}
+		var r holdfast.CancelResult
+		b.must(t, 200, "POST", b.shopPath("/holds/cancel"), b.admin, body).decode(t, &r)
+		calls++
+		for _, c := range r.Cancelled {
+			cancelled[c.CheckoutID.String()]++
+		}
+		if !r.More {
+			break
+		}
+		sawMore = true
+		if r.Next == "" {
+			t.Fatalf("more without next after %d calls", calls)
+		}
+		cursor = r.Next
+	}
+	if !sawMore {
+		t.Errorf("%d held holds of the item, one call answered more=false", H)
+	}
+	for i, id := range ids {
+		_, h := b.hold(t, id)
+		mine := i%buyers == 7
+		switch {
+		case cancelled[id] > 1:
+			t.Errorf("hold %s cancelled %d times", id, cancelled[id])
+		case mine && (cancelled[id] != 1 || h.Status != "released"):
+			t.Errorf("hold %d of buyer scan-7: cancelled %d times, reads %s", i, cancelled[id], h.Status)
+		case !mine && (cancelled[id] != 0 || h.Status != "held"):
+			t.Errorf("hold %d of another buyer: cancelled %d times, reads %s", i, cancelled[id], h.Status)
+		}
+	}
+	want := (H + buyers - 1 - 7) / buyers
+	if len(cancelled) != want {
+		t.Errorf("%d cancelled, buyer scan-7 had %d", len(cancelled), want)
+	}
+	if l := b.level(t, item, 1); l.Held != H-want || l.Available != H {
+		t.Errorf("item %d: %+v after cancelling %d", item, l, want)
+	}
+	t.Logf("%s: %d holds of buyer scan-7 cancelled in %d calls among %d", b.engine, len(cancelled), calls, H)
 	b.invariant(t)
 }
 
