@@ -60,6 +60,7 @@ func TestCommerceBlackBox(t *testing.T) {
 			t.Run("PreorderRace", b.preorderRace)
 			t.Run("CancelRacingClaims", b.cancelRacingClaims)
 			t.Run("DropEntries", b.dropEntries)
+			t.Run("TightDeadlines", b.tightDeadlines)
 			if os.Getenv("HOLDFAST_LONG") != "" {
 				t.Run("CancelScanWindow", b.cancelScanWindow)
 			}
@@ -204,6 +205,25 @@ func (b *blackBox) do(method, path, key string, body any) answer {
 		return answer{status: res.StatusCode, err: err}
 	}
 	return answer{status: res.StatusCode, body: rb}
+}
+
+// doBy is do with an X-Request-Timeout header.
+func (b *blackBox) doBy(timeout, method, path, key string, body any) answer {
+	j, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, b.url+path, bytes.NewReader(j))
+	if err != nil {
+		return answer{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("X-Request-Timeout", timeout)
+	res, err := b.hc.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer res.Body.Close()
+	rb, err := io.ReadAll(res.Body)
+	return answer{status: res.StatusCode, body: rb, err: err}
 }
 
 // must is do that fails the test unless the answer has status want.
@@ -1492,6 +1512,146 @@ func (b *blackBox) cancelScanWindow(t *testing.T) {
 		t.Errorf("item %d: %+v after cancelling %d", item, l, want)
 	}
 	t.Logf("%s: %d holds of buyer scan-7 cancelled in %d calls among %d", b.engine, len(cancelled), calls, H)
+	b.invariant(t)
+}
+
+// ---------------------------------------------------------------------
+// Tight deadlines (X-Request-Timeout of a few milliseconds) on merges,
+// bundle reservations, compare-and-set adjustments and admin cancels, at
+// full concurrency: a 2xx was done, a 4xx changed nothing, and a 5xx is
+// outcome-unknown: a retry without the deadline settles it, and the final
+// state is what the settled answers say.
+
+func (b *blackBox) tightDeadlines(t *testing.T) {
+	n := b.size.clients
+	const a1, a2, bundle, cas, guestItem = 21001, 21002, 21100, 21200, 21300
+	b.setStock(t, a1, 1, 10000)
+	b.setStock(t, a2, 1, 10000)
+	b.setStock(t, cas, 1, 1000)
+	b.setStock(t, guestItem, 1, 10000)
+	b.must(t, 200, "PUT", b.shopPath("/bundles/%d", bundle), b.key, map[string]any{"components": []map[string]any{{"item_id": a1, "quantity": 1}, {"item_id": a2, "quantity": 3}}})
+	deadlines := []string{"5ms", "40ms", "120ms", "300ms", "700ms"}
+	type op struct {
+		kind                   int // 0 merge, 1 bundle reserve, 2 adjust, 3 cancel by buyer
+		guest, customer, buyer string
+		id                     string
+		first, settled         answer
+	}
+	ops := make([]op, n*4)
+	for i := range ops {
+		o := &ops[i]
+		o.kind = i % 4
+		o.id = uuid.NewString()
+		switch o.kind {
+		case 0:
+			o.guest, o.customer = uuid.NewString(), uuid.NewString()
+			b.must(t, 201, "POST", b.shopPath("/reservations"), b.key, map[string]any{"checkout_id": o.guest, "lines": []bbLine{{ItemID: guestItem, LocationID: 1, Quantity: 2}}})
+			b.must(t, 201, "POST", b.shopPath("/reservations"), b.key, map[string]any{"checkout_id": o.customer, "lines": []bbLine{{ItemID: guestItem, LocationID: 1, Quantity: 1}}})
+		case 3:
+			o.buyer = "tight-" + strconv.Itoa(i)
+			for k := 0; k < 3; k++ {
+				b.must(t, 201, "POST", b.shopPath("/reservations"), b.key, map[string]any{"checkout_id": uuid.NewString(), "buyer_id": o.buyer, "lines": []bbLine{{ItemID: guestItem, LocationID: 1, Quantity: 1}}})
+			}
+		}
+	}
+	send := func(o *op, timeout string) answer {
+		switch o.kind {
+		case 0:
+			return b.doBy(timeout, "POST", b.shopPath("/reservations/%s/merge", o.guest), b.key, map[string]any{"into": o.customer})
+		case 1:
+			return b.doBy(timeout, "POST", b.shopPath("/reservations"), b.key, map[string]any{"checkout_id": o.id, "lines": []bbLine{{ItemID: bundle, LocationID: 1, Quantity: 1}}})
+		case 2:
+			return b.doBy(timeout, "POST", b.shopPath("/inventory/%d/1/adjust", cas), b.key, map[string]any{"delta": 1, "reason": "tight", "adjustment_id": o.id})
+		default:
+			return b.doBy(timeout, "POST", b.shopPath("/holds/cancel"), b.admin, map[string]any{"buyer_id": o.buyer, "reason": "tight", "limit": 500})
+		}
+	}
+	parallel(len(ops), func(i int) { ops[i].first = send(&ops[i], deadlines[i%len(deadlines)]) })
+	unknown, refused := 0, 0
+	answers := map[string]int{}
+	for i := range ops {
+		o := &ops[i]
+		answers[fmt.Sprintf("%d %s", o.first.status, o.first.code())]++
+		switch {
+		case o.first.err != nil || o.first.status >= 500:
+			unknown++
+			if o.first.err == nil && o.first.status != 503 && o.first.code() != "outcome_unknown" {
+				t.Errorf("kind %d: a 5xx that is neither 503 nor outcome_unknown: %s", o.kind, o.first)
+			}
+		case o.first.status >= 400:
+			refused++
+		}
+		// Settle: the same request without a tight deadline.
+		o.settled = send(o, "10s")
+	}
+	claimedCancel := map[string]bool{}
+	adjusted := 0
+	for _, o := range ops {
+		f, s := o.first, o.settled
+		definite := f.err == nil && f.status < 500
+		switch o.kind {
+		case 0:
+			_, g := b.hold(t, o.guest)
+			_, c := b.hold(t, o.customer)
+			if s.status != 200 || g.MergedInto != o.customer || sumLines(c.Lines, guestItem) != 3 {
+				t.Errorf("merge: first %s, settled %s; guest %+v customer %+v", f, s, g, c)
+			}
+			if definite && f.status >= 400 {
+				t.Errorf("merge under a tight deadline refused with %s, yet a retry merged it", f)
+			}
+		case 1:
+			r, h := b.hold(t, o.id)
+			if definite && f.status >= 400 {
+				// Refused: the retry makes it afresh (201).
+				if s.status != 201 {
+					t.Errorf("bundle reserve refused (%s), the retry answered %s", f, s)
+				}
+			} else if definite && f.status == 201 && s.status != 200 {
+				t.Errorf("bundle reserve held (%s), the retry answered %s, not a replay", f, s)
+			}
+			if r.status != 200 || h.Status != "held" || sumLines(h.Lines, a2) != 3 {
+				t.Errorf("bundle hold %s after settling: %s", o.id, r)
+			}
+		case 2:
+			if s.status != 200 {
+				t.Errorf("adjust: first %s, settled %s", f, s)
+				continue
+			}
+			adjusted++
+			if definite && f.status >= 400 && !strings.Contains(string(s.body), `"available"`) {
+				t.Errorf("adjust refused (%s), retry %s", f, s)
+			}
+		case 3:
+			var rs []holdfast.CancelResult
+			for _, a := range []answer{f, s} {
+				if a.err == nil && a.status == 200 {
+					var r holdfast.CancelResult
+					a.decode(t, &r)
+					rs = append(rs, r)
+				}
+			}
+			for _, r := range rs {
+				for _, c := range r.Cancelled {
+					if claimedCancel[c.CheckoutID.String()] {
+						t.Errorf("hold %s listed as cancelled by two answers (first %s, settled %s)", c.CheckoutID, f, s)
+					}
+					claimedCancel[c.CheckoutID.String()] = true
+				}
+			}
+			listed := 0
+			for _, r := range rs {
+				listed += len(r.Cancelled)
+			}
+			if definite && listed != 3 {
+				t.Errorf("cancel of buyer %s: first %s and settled %s list %d holds of its 3", o.buyer, f, s, listed)
+			}
+		}
+	}
+	// Each adjustment applied exactly once, whatever its first answer.
+	if l := b.level(t, cas, 1); l.Available != 1000+adjusted {
+		t.Errorf("item %d: %+v after %d settled adjustments", cas, l, adjusted)
+	}
+	t.Logf("%s: %d operations under deadlines of 5-700ms: %d outcome-unknown, %d refused with 4xx; first answers %v", b.engine, len(ops), unknown, refused, answers)
 	b.invariant(t)
 }
 
