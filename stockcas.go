@@ -41,8 +41,12 @@ func (e *StockChangedError) Error() string {
 func (e *StockChangedError) Is(target error) bool { return target == ErrStockChanged }
 
 // StockImportEntriesMax bounds StockImport.Entries: one import is one
-// transaction holding every entry's key lock until it commits.
-const StockImportEntriesMax = 1000
+// transaction holding every entry's key lock until it commits, and one at
+// the maximum must finish inside serve's default request timeout (10 s) on
+// a loaded machine: on 2 cores a 1,000-entry import took 2.4 s
+// (PostgreSQL) and 5.5–6.6 s (MariaDB) at load 5–7, and up to 25 s on
+// PostgreSQL at load 20 before its plans were cached (docs/PERFORMANCE.md).
+const StockImportEntriesMax = 500
 
 // StockImport sets many keys' available stock of one shop in one call (a
 // sync from an external source of truth): one transaction, all or nothing,

@@ -77,7 +77,7 @@ current value. With --id a retry answers the first outcome.` + where,
 PUT /v1/shops/{shop}/inventory does: --file holds its JSON body,
 {"import_id": "...", "reason": "...", "entries": [{"item_id": 42,
 "location_id": 1, "available": 8, "expected_available": 5}, ...]} (at most
-1000 entries). An entry's expected_available that does not match refuses
+500 entries). An entry's expected_available that does not match refuses
 the whole import; a retry with the same import_id answers the first
 outcome.` + where,
 		Args: noArgs,

@@ -473,7 +473,7 @@ func (b *blackBox) badInput(t *testing.T) {
 		{"set expected negative", "PUT", b.shopPath("/inventory/%d/1", stocked), false, `{"available": 3, "expected_available": -1, "reason": "x"}`, "expected_available"},
 		{"set expected too large", "PUT", b.shopPath("/inventory/%d/1", stocked), false, `{"available": 3, "expected_available": 2147483648, "reason": "x"}`, "expected_available"},
 		{"adjust expected text", "POST", b.shopPath("/inventory/%d/1/adjust", stocked), false, `{"delta": 1, "expected_available": "10", "reason": "x"}`, "expected_available"},
-		{"import 1001 entries", "PUT", importPath, false, map[string]any{"import_id": "big", "reason": "sync", "entries": entries(1001)}, "entries"},
+		{"import one entry too many", "PUT", importPath, false, map[string]any{"import_id": "big", "reason": "sync", "entries": entries(holdfast.StockImportEntriesMax + 1)}, "entries"},
 		{"import no entries", "PUT", importPath, false, `{"import_id": "none", "reason": "sync", "entries": []}`, "entries"},
 		{"import duplicate key", "PUT", importPath, false, `{"import_id": "dup", "reason": "sync", "entries": [{"item_id": 7001, "location_id": 1, "available": 1}, {"item_id": 7001, "location_id": 1, "available": 2}]}`, "entries[1]"},
 		{"import available negative", "PUT", importPath, false, `{"import_id": "neg", "reason": "sync", "entries": [{"item_id": 7001, "location_id": 1, "available": 1}, {"item_id": 7002, "location_id": 1, "available": -1}]}`, "entries[1].available"},
@@ -522,12 +522,13 @@ func (b *blackBox) badInput(t *testing.T) {
 // Sizes: the documented maxima and one over.
 
 func (b *blackBox) sizes(t *testing.T) {
-	// Bulk import: 1000 entries apply; 1001 change nothing.
+	// Bulk import: the most entries apply; one more changes nothing.
+	const max = holdfast.StockImportEntriesMax
 	var e []map[string]any
-	for i := 0; i < 1001; i++ {
+	for i := 0; i < max+1; i++ {
 		e = append(e, map[string]any{"item_id": 10000 + i, "location_id": 1, "available": 5 + i%7})
 	}
-	imp := map[string]any{"import_id": "size-1000", "reason": "sync", "entries": e[:1000]}
+	imp := map[string]any{"import_id": "size-max", "reason": "sync", "entries": e[:max]}
 	var res struct {
 		Replayed bool `json:"replayed"`
 		Levels   []struct {
@@ -538,22 +539,22 @@ func (b *blackBox) sizes(t *testing.T) {
 	began := time.Now()
 	a := b.do("PUT", b.shopPath("/inventory"), b.key, imp)
 	took := time.Since(began)
-	t.Logf("%s: import of 1000 entries answered %d in %v (load %s)", b.engine, a.status, took.Round(time.Millisecond), loadAvg())
+	t.Logf("%s: import of %d entries answered %d in %v (load %s)", b.engine, max, a.status, took.Round(time.Millisecond), loadAvg())
 	if a.err != nil || a.status != 200 {
 		// The documented maximum must fit in serve's default request
-		// timeout (10s). Keep going with 10 imports of 100, so the checks
+		// timeout (10s). Keep going with imports of 100, so the checks
 		// below still run.
-		t.Errorf("import of 1000 entries (the documented maximum): %s after %v", a, took)
+		t.Errorf("import of %d entries (the documented maximum): %s after %v", max, a, took)
 		if a.status == 500 && a.code() != "outcome_unknown" {
 			t.Errorf("a failed import must answer outcome_unknown: %s", a)
 		}
-		for c := 0; c < 10; c++ {
+		for c := 0; c < max/100; c++ {
 			b.must(t, 200, "PUT", b.shopPath("/inventory"), b.key, map[string]any{"import_id": fmt.Sprintf("size-100-%d", c), "reason": "sync", "entries": e[c*100 : c*100+100]})
 		}
 	} else {
 		a.decode(t, &res)
-		if res.Replayed || len(res.Levels) != 1000 {
-			t.Fatalf("import of 1000: replayed %v, %d levels", res.Replayed, len(res.Levels))
+		if res.Replayed || len(res.Levels) != max {
+			t.Fatalf("import of %d: replayed %v, %d levels", max, res.Replayed, len(res.Levels))
 		}
 		for i, l := range res.Levels {
 			if l.ItemID != int64(10000+i) || l.Available != 5+i%7 {
@@ -567,16 +568,16 @@ func (b *blackBox) sizes(t *testing.T) {
 		}
 	}
 	// Every entry applied, once: the level of the last entry.
-	if l := b.level(t, 10999, 1); l.Available != 5+999%7 {
-		t.Fatalf("item 10999 after the import: %+v", l)
+	if l := b.level(t, 10000+max-1, 1); l.Available != 5+(max-1)%7 {
+		t.Fatalf("item %d after the import: %+v", 10000+max-1, l)
 	}
-	over := map[string]any{"import_id": "size-1001", "reason": "sync", "entries": e}
+	over := map[string]any{"import_id": "size-over", "reason": "sync", "entries": e}
 	a = b.do("PUT", b.shopPath("/inventory"), b.key, over)
 	if a.status != 422 || a.field() != "entries" {
-		t.Fatalf("import of 1001: %s, want 422 on entries", a)
+		t.Fatalf("import of %d: %s, want 422 on entries", max+1, a)
 	}
-	if a := b.do("GET", b.shopPath("/inventory/%d/1", 11000), b.key, nil); a.status == 200 && strings.Contains(string(a.body), `"available":6`) {
-		t.Fatalf("the refused import set item 11000: %s", a)
+	if a := b.do("GET", b.shopPath("/inventory/%d/1", 10000+max), b.key, nil); a.status == 200 && strings.Contains(string(a.body), fmt.Sprintf(`"available":%d`, 5+max%7)) {
+		t.Fatalf("the refused import set item %d: %s", 10000+max, a)
 	}
 
 	// Availability for the most items (100), all stocked by the import, and
