@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -52,6 +53,27 @@ func TestDoctorReplication(t *testing.T) {
 		sp, err := pgxpool.New(ctx, cluster.NodeURL(n, "holdfast"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The standby must have replayed the migrations run above first (the
+		// doctor refuses an outdated schema): poll its replay position
+		// up to the primary's.
+		var at string
+		if err := super.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var caught bool
+			if err := sp.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", at).Scan(&caught); err != nil {
+				t.Fatal(err)
+			}
+			if caught {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("standby %s has not replayed up to %s after 60 s", n, at)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		f := finding(t, ctx, sp, "replication.synchronous")
 		sp.Close()
