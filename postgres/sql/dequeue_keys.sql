@@ -6,6 +6,7 @@ WITH b AS (
     FROM replenish_queue
     -- A shop being moved here or away is not this pod's to refill.
     WHERE NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = replenish_queue.shop_id)
+      AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(replenish_queue.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
     ORDER BY queued_at
     LIMIT $1::int
     FOR UPDATE SKIP LOCKED

@@ -9,6 +9,10 @@ WITH batch AS MATERIALIZED (
       -- a shop arriving or gone (a move, migration 15): its events are
       -- sequenced on the pod that serves it
       AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = holdfast_events.shop_id)
+      -- nor, for now, a shop a move is copying (its lock held exclusively:
+      -- the guard would refuse the whole batch); the shared lock is the
+      -- guard's own, as in sweep_expire.sql
+      AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(holdfast_events.shop_id::text))
     ORDER BY id LIMIT $1::int
 ), counts AS (
     SELECT shop_id, count(*) AS n FROM batch GROUP BY shop_id

@@ -13,6 +13,7 @@ WITH k AS (
     JOIN k ON c.shop_id = k.shop_id AND c.inventory_item_id = k.item AND c.location_id = k.location
     WHERE c.stripe <> 0
       AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = c.shop_id)
+      AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(c.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
     FOR UPDATE OF c SKIP LOCKED
 ), d AS (
     DELETE FROM held_counts c USING mine

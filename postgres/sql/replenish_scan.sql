@@ -10,6 +10,7 @@ WITH page AS (
     FROM inventory_levels
     WHERE (shop_id, inventory_item_id, location_id) > ($1::bigint, $2::bigint, $3::bigint)
       AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = inventory_levels.shop_id)
+      AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(inventory_levels.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
     ORDER BY shop_id, inventory_item_id, location_id
     LIMIT $4::int
 ), st AS (

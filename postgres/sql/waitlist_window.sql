@@ -17,4 +17,11 @@ WITH RECURSIVE k AS (
         ORDER BY w.shop_id, w.inventory_item_id, w.location_id
         LIMIT 1) n
 )
-SELECT shop_id, inventory_item_id, location_id FROM k LIMIT $4::int
+SELECT shop_id, inventory_item_id, location_id FROM k
+-- A shop arriving or gone (a move, migration 15) is served by the pod that
+-- has it; a shop a move is copying (its lock held exclusively: the guard
+-- would refuse the whole pass) waits for the fence's end. The shared lock
+-- is the guard's own, as in sweep_expire.sql.
+WHERE NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = k.shop_id)
+  AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(k.shop_id::text))
+LIMIT $4::int
