@@ -22,6 +22,37 @@ func testWaitBuyer(t *testing.T, h *Harness) {
 	t.Run("DropGrantRetryReplays", func(t *testing.T) { testWaitBuyerDrop(t, h) })
 	t.Run("WaitGrantRetryReplays", func(t *testing.T) { testWaitBuyerPlain(t, h) })
 	t.Run("LimitAcrossGrant", func(t *testing.T) { testWaitBuyerLimit(t, h) })
+	t.Run("WaitingRetryByBuyer", func(t *testing.T) { testWaitBuyerWaiting(t, h) })
+}
+
+// testWaitBuyerWaiting: a checkout still waiting is its buyer's: the
+// buyer's retry answers the same wait, and a retry with another buyer id,
+// or without one, is a conflict that leaves the wait as it was — as for a
+// checkout that has a hold.
+func testWaitBuyerWaiting(t *testing.T, h *Harness) {
+	h.forEachStrategy(t, func(t *testing.T, s holdfast.Strategy) {
+		e := h.newEnv(t, holdfast.Config{Strategy: s, Slots: 4, PoolCap: 7}, Options{Conns: 8})
+		e.stock(key(1, 7), 1)
+		e.mustReserve(1, one(7, 1), 0)
+		id := uuid.New()
+		p := holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(7, 1), BuyerID: "dave", Wait: time.Minute}
+		if _, err := e.e.Reserve(ctxb(), p); !errors.Is(err, holdfast.ErrWaitlisted) {
+			t.Fatalf("dave waits: %v, want ErrWaitlisted", err)
+		}
+		if _, err := e.e.Reserve(ctxb(), p); !errors.Is(err, holdfast.ErrWaitlisted) {
+			t.Fatalf("dave's retry while waiting: %v, want ErrWaitlisted (the same wait)", err)
+		}
+		for _, other := range []string{"dave-other", ""} {
+			q := p
+			q.BuyerID = other
+			if _, err := e.e.Reserve(ctxb(), q); !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+				t.Fatalf("a retry of dave's waiting checkout with buyer id %q: %v, want ErrIdempotencyConflict", other, err)
+			}
+		}
+		if got := e.waitState(1, id); got != "waiting:1" {
+			t.Fatalf("dave's wait after the conflicting retries: %s, want waiting", got)
+		}
+	})
 }
 
 // wantReplayed fails unless the buyer's retry of id (lines, buyer) answers

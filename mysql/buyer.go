@@ -81,7 +81,7 @@ func (c *Client) sameBuyer(ctx context.Context, tx *sql.Tx, req *reservation) er
 // (hfdriver.Buyers.BuyerOf).
 func (c *Client) buyerOf(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) ([]byte, error) {
 	var hash []byte
-	err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), shop, checkout[:]).Scan(&hash)
+	err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), shop, checkout[:], shop, checkout[:]).Scan(&hash)
 	return hash, err
 }
 

@@ -69,7 +69,7 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 		// A named buyer's hold grows only within the buyer's limits: the
 		// buyer's lock rows before anything else (the lock order, buyer.go).
 		var hash []byte
-		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), p.ShopID, id).Scan(&hash); err != nil {
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), p.ShopID, id, p.ShopID, id).Scan(&hash); err != nil {
 			return nil, nil, err
 		}
 		if hash != nil {

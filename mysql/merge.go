@@ -82,7 +82,7 @@ func (c *Client) mergeOnce(ctx context.Context, tx *sql.Tx, own bool, shop int64
 		// into's buyer limits on the summed lines, from already ended (so
 		// not counted twice when both carts are the buyer's).
 		var hash []byte
-		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), shop, into[:]).Scan(&hash); err != nil {
+		if err := tx.QueryRowContext(ctx, c.q(ctx, route, "buyer_of"), shop, into[:], shop, into[:]).Scan(&hash); err != nil {
 			return nil, err
 		}
 		if hash != nil {

@@ -111,6 +111,12 @@ func (c *Client) existing(ctx context.Context, tx pgx.Tx, req *reservation) (*ho
 		// A checkout that waits (or waited) answers its wait, and other
 		// lines are a conflict (waitlist.go).
 		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
+		if isWaitAnswer(err) {
+			// The wait is its buyer's, as a hold is.
+			if berr := c.sameBuyer(ctx, tx, req); berr != nil {
+				return nil, berr
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
