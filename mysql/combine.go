@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
@@ -99,30 +101,40 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 		}
 		units[k] = n
 	}
-	all := make([][2]any, len(reqs))
-	for i, r := range reqs {
-		all[i] = [2]any{r.Shop, hex.EncodeToString(r.Checkout[:])}
-	}
-	raw, _ := json.Marshal(all)
-	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), string(raw), string(raw))
+	// The batch's clock reading comes back with its existing checkouts:
+	// the holds' times are computed from it here and in SQL alike
+	// (microsecond arithmetic on both sides), so nothing is read back.
+	ids := appendBatchIDs(nil, reqs)
+	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "batch_existing"), c.now(), ids, ids)
 	if err != nil {
 		return nil, err
 	}
 	exists := map[checkoutKey]bool{}
+	var now sql.NullTime
 	for rows.Next() {
-		var ck checkoutKey
-		if err := rows.Scan(&ck.id, &ck.shop); err != nil {
+		var id sql.NullString
+		var shop sql.NullInt64
+		var at sql.NullTime
+		if err := rows.Scan(&id, &shop, &at); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		exists[ck] = true
+		if at.Valid {
+			now = at
+			continue
+		}
+		exists[checkoutKey{shop.Int64, id.String}] = true
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	var granted [][4]any
-	var grantedIDs [][2]any
+	if !now.Valid {
+		return nil, errors.New("holdfast/mysql: combined batch: no clock reading")
+	}
+	var grantedJSON []byte
 	taken := map[holdfast.Key]int{}
+	out = make(map[checkoutKey]*holdfast.Hold, len(reqs))
+	lifetime := c.cfg.HoldLifetimeMax.Microseconds()
 	for _, r := range reqs {
 		ck, k := checkoutOf(r), keyOf(r)
 		q := r.Lines[0].Quantity
@@ -131,10 +143,17 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 		}
 		units[k] -= q
 		taken[k] += q
-		granted = append(granted, [4]any{r.Shop, ck.id, string(r.LinesRaw), r.TTL.Microseconds()})
-		grantedIDs = append(grantedIDs, [2]any{r.Shop, ck.id})
+		ttl := r.TTL.Microseconds()
+		grantedJSON = appendGrant(grantedJSON, r, ck.id, ttl)
+		out[ck] = &holdfast.Hold{
+			CheckoutID: r.Checkout, ShopID: r.Shop, Lines: r.Lines,
+			Status: holdfast.StatusHeld, Claimable: true, Revision: 1,
+			CreatedAt: now.Time,
+			ExpiresAt: now.Time.Add(time.Duration(ttl) * time.Microsecond),
+			Deadline:  now.Time.Add(time.Duration(lifetime) * time.Microsecond),
+		}
 	}
-	if len(granted) == 0 {
+	if len(out) == 0 {
 		return nil, nil
 	}
 	defer func() {
@@ -142,16 +161,15 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 			c.combinedGrants.Add(int64(len(out)))
 		}
 	}()
-	rawGranted, _ := json.Marshal(granted)
-	rawIDs, _ := json.Marshal(grantedIDs)
-	_, err = tx.ExecContext(ctx, c.q(ctx, route, "batch_holds"), c.cfg.HoldLifetimeMax.Microseconds(), string(rawGranted), c.now())
+	granted := string(append(grantedJSON, ']'))
+	_, err = tx.ExecContext(ctx, c.q(ctx, route, "batch_holds"), now.Time, lifetime, granted)
 	if isDup(err) {
 		return nil, errBatchDuplicate
 	}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_lines"), string(rawIDs)); err != nil {
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_lines"), now.Time, granted); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -167,28 +185,53 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 			return nil, errors.Join(err, errors.New("holdfast/mysql: combined take found the locked counter short"))
 		}
 	}
-	rows, err = tx.QueryContext(ctx, c.q(ctx, route, "batch_times"), string(rawIDs))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	byID := make(map[checkoutKey]*reservation, len(reqs))
-	for _, r := range reqs {
-		byID[checkoutOf(r)] = r
-	}
-	out = make(map[checkoutKey]*holdfast.Hold, len(granted))
-	for rows.Next() {
-		var ck checkoutKey
-		h := &holdfast.Hold{Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
-		if err := rows.Scan(&ck.id, &ck.shop, &h.CreatedAt, &h.ExpiresAt, &h.Deadline); err != nil {
-			return nil, err
+	return out, nil
+}
+
+// appendBatchIDs returns reqs' (shop, checkout) pairs as the JSON text the
+// batch statements read with JSON_TABLE: [[shop, "checkout hex"], …].
+// Written by hand: encoding/json's reflection was a visible share of the
+// batch's Go CPU.
+func appendBatchIDs(b []byte, reqs []*reservation) string {
+	b = append(b, '[')
+	for i, r := range reqs {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		r := byID[ck]
-		if r == nil {
-			continue
-		}
-		h.CheckoutID, h.ShopID, h.Lines = r.Checkout, r.Shop, r.Lines
-		out[ck] = h
+		b = append(b, '[')
+		b = strconv.AppendInt(b, r.Shop, 10)
+		b = append(b, ',', '"')
+		b = hex.AppendEncode(b, r.Checkout[:])
+		b = append(b, '"', ']')
 	}
-	return out, rows.Err()
+	return string(append(b, ']'))
+}
+
+// appendGrant appends one granted reservation to b, a JSON array begun
+// (and continued) by earlier calls: [shop, "checkout hex", item, location,
+// quantity, ttl µs, "cart JSON text"], as batch_holds.sql and
+// batch_lines.sql read it.
+func appendGrant(b []byte, r *reservation, id string, ttl int64) []byte {
+	if len(b) == 0 {
+		b = append(b, '[')
+	} else {
+		b = append(b, ',')
+	}
+	l := r.Lines[0]
+	b = append(b, '[')
+	b = strconv.AppendInt(b, r.Shop, 10)
+	b = append(b, ',', '"')
+	b = append(b, id...)
+	b = append(b, '"', ',')
+	b = strconv.AppendInt(b, l.ItemID, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, l.LocationID, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(l.Quantity), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, ttl, 10)
+	b = append(b, ',')
+	cart, _ := json.Marshal(string(r.LinesRaw)) // a JSON string of the cart's JSON text
+	b = append(b, cart...)
+	return append(b, ']')
 }

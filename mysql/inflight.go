@@ -1,14 +1,12 @@
 package mysql
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -70,20 +68,14 @@ func isLockBusy(err error) bool {
 // batch's checkouts (distinct), in checkout order, as its first write.
 func (c *Client) markInFlightBatch(ctx context.Context, tx *sql.Tx, reqs []*reservation) error {
 	const route = holdfast.RouteReserve
-	ids := make([][2]any, len(reqs))
-	for i, r := range reqs {
-		ids[i] = [2]any{r.Shop, hex.EncodeToString(r.Checkout[:])}
-	}
-	slices.SortFunc(ids, func(a, b [2]any) int {
-		return cmp.Or(cmp.Compare(a[0].(int64), b[0].(int64)), strings.Compare(a[1].(string), b[1].(string)))
+	sorted := slices.Clone(reqs)
+	slices.SortFunc(sorted, func(a, b *reservation) int {
+		return cmp.Or(cmp.Compare(a.Shop, b.Shop), bytes.Compare(a.Checkout[:], b.Checkout[:]))
 	})
-	raw, err := json.Marshal(ids)
-	if err != nil {
+	raw := appendBatchIDs(nil, sorted)
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_mark_batch"), raw); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_mark_batch"), string(raw)); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, c.q(ctx, route, "inflight_unmark_batch"), string(raw))
+	_, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_unmark_batch"), raw)
 	return err
 }
