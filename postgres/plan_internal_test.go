@@ -95,7 +95,7 @@ func TestBatchStatementsRunGenericPlans(t *testing.T) {
 	lock := c.q(ctx, holdfast.RouteReserve, "batch_lock")
 	reserve := c.q(ctx, holdfast.RouteReserve, "batch_reserve")
 	for i := range calls {
-		n := 1 + i%4 // a different batch size each call, as batches are
+		n := []int{1, 40, 8, 64}[i%4] // a different batch size each call, as batches are
 		var ids []string
 		var qtys []int32
 		var ttls, shops, items, locs []int64
