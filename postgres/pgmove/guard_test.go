@@ -40,10 +40,10 @@ func TestGuardCost(t *testing.T) {
 		if on {
 			verb = "ENABLE"
 		}
-		if _, err := db.Pool.Exec(ctx, `DO $$ DECLARE t text; BEGIN
-			FOR t IN SELECT c.relname FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
-			         WHERE g.tgname = 'holdfast_shop_guard' AND NOT c.relispartition AND c.relnamespace = current_schema()::regnamespace LOOP
-				EXECUTE format('ALTER TABLE %I `+verb+` TRIGGER holdfast_shop_guard', t);
+		if _, err := db.Pool.Exec(ctx, `DO $$ DECLARE t text; n text; BEGIN
+			FOR t, n IN SELECT c.relname, g.tgname FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+			         WHERE g.tgname IN ('holdfast_shop_guard', 'holdfast_shop_guard_insert') AND NOT c.relispartition AND c.relnamespace = current_schema()::regnamespace LOOP
+				EXECUTE format('ALTER TABLE %I `+verb+` TRIGGER %I', t, n);
 			END LOOP; END $$`); err != nil {
 			t.Fatal(err)
 		}

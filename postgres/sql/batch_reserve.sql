@@ -4,10 +4,13 @@
 -- outcome, or a wait (waitlist.go: the plain path answers those); each counter gives exactly the units of the holds created.
 -- Returns the holds created.
 -- $1 checkouts, $2 quantities, $3 ttls µs, $4 shops, $5 items, $6 locations,
--- $7 lifetime µs, $8 now (NULL: database clock).
+-- $7 lifetime µs, $8 now (NULL: database clock). The arrays are read through
+-- subqueries so that a custom plan cannot see their length and the cached
+-- generic plan serves every batch (as batch_lock.sql).
 WITH g AS (
     SELECT *
-    FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+    FROM unnest((SELECT $1::uuid[]), (SELECT $2::int[]), (SELECT $3::bigint[]),
+                (SELECT $4::bigint[]), (SELECT $5::bigint[]), (SELECT $6::bigint[]))
          AS g(checkout_id, qty, ttl_us, shop_id, item, location)
 ), h AS (
     INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
