@@ -86,39 +86,17 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_lock")); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteSweep, "events_sequence"), holdfast.EventSequenceBatch)
-			if err != nil {
-				return err
-			}
+			// One row: the events sequenced and the distinct keys they
+			// touched (events_sequence.sql derives them).
 			var shops, items, locs []int64
-			for rows.Next() {
-				var shop int64
-				var typ string
-				var lines []byte
-				var item, loc *int64
-				if err := rows.Scan(&shop, &typ, &lines, &item, &loc); err != nil {
-					return err
-				}
-				n++
-				switch {
-				case item != nil && loc != nil && typ == string(holdfast.EventStockChanged):
-					shops, items, locs = append(shops, shop), append(items, *item), append(locs, *loc)
-				case lines != nil:
-					var ls []holdfast.Line
-					if json.Unmarshal(lines, &ls) == nil {
-						for _, l := range ls {
-							shops, items, locs = append(shops, shop), append(items, l.ItemID), append(locs, l.LocationID)
-						}
-					}
-				}
-			}
-			if err := rows.Err(); err != nil {
+			if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteSweep, "events_sequence"), holdfast.EventSequenceBatch).
+				Scan(&n, &shops, &items, &locs); err != nil {
 				return err
 			}
 			if len(shops) == 0 {
 				return nil
 			}
-			_, err = tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_keys"), shops, items, locs)
+			_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_keys"), shops, items, locs)
 			return err
 		})
 		total += n
