@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
@@ -88,10 +89,18 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 			}
 			// One row: the events sequenced and the distinct keys they
 			// touched (events_sequence.sql derives them).
+			var counted int
 			var shops, items, locs []int64
 			if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteSweep, "events_sequence"), holdfast.EventSequenceBatch).
-				Scan(&n, &shops, &items, &locs); err != nil {
+				Scan(&n, &counted, &shops, &items, &locs); err != nil {
 				return err
+			}
+			if n != counted {
+				// A batch row moved under the pass: its cursors would
+				// have a gap. Nothing of it commits; the next pass
+				// sequences the batch again.
+				n = 0
+				return fmt.Errorf("holdfast: event sequencer: %d of a batch of %d events sequenced", n, counted)
 			}
 			if len(shops) == 0 {
 				return nil

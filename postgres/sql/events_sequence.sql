@@ -1,14 +1,15 @@
 -- Assign per-shop cursors to one batch of committed, unsequenced events,
 -- in id order, continuing each shop's last cursor. Runs under
 -- events_lock.sql, so cursors never interleave between two sequencers.
--- Returns one row: how many events it sequenced, and the distinct keys
+-- Returns one row: how many events it sequenced and how many its batch
+-- counted (the same, or the caller rolls back), and the distinct keys
 -- they touched (a stock change's key, a hold event's lines' keys) for
 -- events_keys.sql — derived here rather than by returning every event's
 -- lines to the client to decode (a hot key's batch of 1,000 events is one
 -- key).
 -- $1 batch size.
 WITH batch AS MATERIALIZED (
-    SELECT id, shop_id FROM holdfast_events
+    SELECT ctid, id, shop_id FROM holdfast_events
     WHERE seq IS NULL
       -- a shop arriving or gone (a move, migration 15): its events are
       -- sequenced on the pod that serves it. OFFSET 0 keeps this a probe
@@ -31,12 +32,19 @@ WITH batch AS MATERIALIZED (
     ON CONFLICT (shop_id) DO UPDATE SET last_seq = s.last_seq + excluded.last_seq
     RETURNING s.shop_id, s.last_seq
 ), numbered AS (
-    SELECT b.shop_id, b.id, sh.last_seq - c.n + row_number() OVER (PARTITION BY b.shop_id ORDER BY b.id) AS seq
+    SELECT b.ctid, b.shop_id, b.id, sh.last_seq - c.n + row_number() OVER (PARTITION BY b.shop_id ORDER BY b.id) AS seq
     FROM batch b JOIN counts c USING (shop_id) JOIN shops sh USING (shop_id)
 ), sequenced AS (
     UPDATE holdfast_events e SET seq = numbered.seq
     FROM numbered
-    WHERE e.shop_id = numbered.shop_id AND e.id = numbered.id
+    -- the batch's rows by their ctids (a TID scan), not by a join the
+    -- planner may make a hash join over a sequential scan of the table. Only this
+    -- pass changes a committed event before it has its cursor, so the
+    -- row is where the batch saw it; if it were not, the pass would
+    -- sequence fewer events than it counted, and the caller rolls it
+    -- back (the first column below against the second).
+    WHERE e.ctid = ANY ((SELECT array_agg(ctid) FROM batch)::tid[])
+      AND e.ctid = numbered.ctid AND e.shop_id = numbered.shop_id AND e.id = numbered.id
     RETURNING e.shop_id, e.type, e.lines, e.inventory_item_id, e.location_id
 ), keys AS (
     SELECT shop_id, inventory_item_id AS item, location_id AS loc
@@ -51,7 +59,7 @@ WITH batch AS MATERIALIZED (
       AND jsonb_typeof(l) = 'object'
       AND (l ->> 'item_id') ~ '^-?[0-9]{1,18}$' AND (l ->> 'location_id') ~ '^-?[0-9]{1,18}$'
 )
-SELECT (SELECT count(*) FROM sequenced)::int,
+SELECT (SELECT count(*) FROM sequenced)::int, (SELECT count(*) FROM batch)::int,
        coalesce(array_agg(shop_id ORDER BY shop_id, item, loc), '{}'),
        coalesce(array_agg(item ORDER BY shop_id, item, loc), '{}'),
        coalesce(array_agg(loc ORDER BY shop_id, item, loc), '{}')
