@@ -12,16 +12,16 @@ import (
 
 // TestSequencerReadsOnlyPending (issue #29 item 5): a sequencer pass finds
 // its batch through the holdfast_events_pending index and updates the
-// batch's rows by their ctids, however many events are already sequenced:
-// no sequential scan of holdfast_events. (The UPDATE joined by (shop_id,
-// id) was planned as a hash join over one at 40,000 events.) Its fence check, planned as a hash anti-join
-// against the never-analysed holdfast_shop_fences (which the planner
-// expects to remove most rows), made every pass read the whole table in a
-// sequential scan and sort it (or, with the pending events' statistics,
-// read and sort all of them): 156 ms a pass at 378,000 events, on every
-// sequencer tick of `holdfast serve`. Checked on the custom and the
-// generic plan (pgx prepares the statement; PostgreSQL goes generic after
-// five executions), with statistics that count the pending events.
+// batch's rows by their ctids, however many events are already sequenced.
+// Its fence check, planned as a hash anti-join against the never-analysed
+// holdfast_shop_fences (which the planner expects to remove most rows),
+// made every pass read the whole table in a sequential scan and sort it
+// (or, with the pending events' statistics, read and sort all of them):
+// 156 ms a pass at 378,000 events, on every sequencer tick of `holdfast
+// serve`; and the UPDATE joined by (shop_id, id) was a hash join over a
+// sequential scan at 40,000 events. Checked on the custom and the generic
+// plan (pgx prepares the statement; PostgreSQL goes generic after five
+// executions), with statistics that count the pending events.
 func TestSequencerReadsOnlyPending(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t, 2)
