@@ -99,8 +99,9 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 				// A batch row moved under the pass: its cursors would
 				// have a gap. Nothing of it commits; the next pass
 				// sequences the batch again.
+				err := fmt.Errorf("holdfast: event sequencer: %d of a batch of %d events sequenced", n, counted)
 				n = 0
-				return fmt.Errorf("holdfast: event sequencer: %d of a batch of %d events sequenced", n, counted)
+				return err
 			}
 			if len(shops) == 0 {
 				return nil
