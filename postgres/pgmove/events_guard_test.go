@@ -8,13 +8,14 @@ import (
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
-// TestEventsGuardPerStatement (issue #29 item 5, migration 26): the
-// placement guard of holdfast_events runs once per statement, and refuses
-// what the row guard refused — an event of a fenced shop (a fence row, or
-// the mover's advisory lock held), inserted, updated (the sequencer) or
-// deleted (the purge), with HF001 and nothing of the statement applied,
-// even beside another shop's rows — and takes the shop's lock until the
-// commit, so a mover's fence waits for the events in flight.
+// TestEventsGuardPerStatement (issue #29 item 5, migrations 25 and 26):
+// holdfast_events' guard — per transaction on insert (25), per statement on
+// update and delete (26) — refuses what the row guard refused: an event of
+// a fenced shop (a fence row, or the mover's advisory lock held), inserted,
+// updated (the sequencer) or deleted (the purge), with HF001 and nothing of
+// the statement applied, even beside another shop's rows; and it takes the
+// shop's lock until the commit, so a mover's fence waits for the events in
+// flight.
 func TestEventsGuardPerStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -20,10 +20,13 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 SELECT c.relname,
        -- every row insert, update and delete (tgtype bits 4, 16, 8 of row
        -- triggers, bit 1) reaches holdfast_shop_guard(): one trigger, or
-       -- since migration 25 a separate insert trigger on the hot tables
+       -- since migration 25 a separate insert trigger on the hot tables;
+       -- or, since migration 26 for holdfast_events' updates and deletes,
+       -- every statement's rows reach holdfast_shop_guard_statement()
        coalesce((SELECT bit_or(g.tgtype::int) & 28 FROM pg_trigger g
-                 WHERE g.tgrelid = c.oid AND g.tgfoid = 'holdfast_shop_guard'::regproc
-                   AND g.tgtype::int & 1 = 1 AND g.tgenabled <> 'D'), 0) = 28,
+                 WHERE g.tgrelid = c.oid AND g.tgenabled <> 'D'
+                   AND ((g.tgfoid = 'holdfast_shop_guard'::regproc AND g.tgtype::int & 1 = 1)
+                        OR (g.tgfoid = 'holdfast_shop_guard_statement'::regproc AND g.tgtype::int & 1 = 0))), 0) = 28,
        EXISTS (SELECT 1 FROM pg_index x JOIN pg_attribute k ON k.attrelid = x.indrelid AND k.attnum = ANY (x.indkey)
                WHERE x.indrelid = c.oid AND x.indisprimary AND k.attname = 'shop_id')
 FROM pg_class c
