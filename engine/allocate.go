@@ -56,9 +56,7 @@ func (c *Client[TTx]) reserveAllocated(ctx context.Context, tx TTx, own bool, re
 		return nil, err
 	}
 	if own && !h.Replayed {
-		resolved := *req
-		resolved.Lines = h.Lines
-		c.d.Reserved(h, &resolved)
+		c.noteReserved(h, req.Shop, h.Lines) // the lines the allocation resolved
 	}
 	return h, nil
 }

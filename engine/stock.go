@@ -145,7 +145,7 @@ func (c *Client[TTx]) SetSafetyStock(ctx context.Context, k holdfast.Key, safety
 	if err != nil {
 		return nil, err
 	}
-	c.d.KickWaitlist() // a lower safety stock may serve waiters
+	c.kickWaitlist() // a lower safety stock may serve waiters
 	return lvl, nil
 }
 

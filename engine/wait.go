@@ -56,6 +56,6 @@ func (c *Client[TTx]) settleLapsed(ctx context.Context, err error) error {
 	_ = c.run(ctx, zero, true, holdfast.RouteRead, true, func(tx TTx) error {
 		return c.d.ExpireWait(ctx, tx, le.Shop, le.Checkout)
 	})
-	c.d.KickWaitlist()
+	c.kickWaitlist()
 	return holdfast.ErrWaitExpired
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
 	hfdriver "github.com/holdfast/holdfast/engine/driver"
-	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
@@ -47,11 +46,6 @@ type Client struct {
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
 
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
-
-	workersMu  sync.Mutex
-	workers    []*maint.Worker
-	waitlister atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
-	sequencing atomic.Pointer[maint.Worker] // the event sequencer (events.go)
 
 }
 

@@ -19,7 +19,10 @@ import (
 // stay the user's.
 type engineDriver Client
 
-var _ hfdriver.Driver[*sql.Tx] = (*engineDriver)(nil)
+var (
+	_ hfdriver.Driver[*sql.Tx] = (*engineDriver)(nil)
+	_ hfdriver.EventPurger     = (*engineDriver)(nil)
+)
 
 func (d *engineDriver) c() *Client { return (*Client)(d) }
 
@@ -77,8 +80,6 @@ func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []h
 	d.c().endUnservableOn(ctx, route, keys)
 }
 
-func (d *engineDriver) KickWaitlist() { d.c().kickWaitlist() }
-
 func (d *engineDriver) ReserveAttempt(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, mode hfdriver.TakeMode) (*holdfast.Hold, error) {
 	return d.c().reserveOnce(ctx, tx, own, r, mode)
 }
@@ -129,7 +130,6 @@ func (d *engineDriver) BuyerOf(ctx context.Context, tx *sql.Tx, route string, sh
 }
 
 // Reserved: nothing to track (the replenisher here scans levels).
-func (d *engineDriver) Reserved(*holdfast.Hold, *hfdriver.Reservation) {}
 
 func (d *engineDriver) MarkNotStocked(ctx context.Context, tx *sql.Tx, own bool, shop int64, err error) error {
 	if own {
@@ -215,7 +215,6 @@ func (d *engineDriver) EditAttempt(ctx context.Context, tx *sql.Tx, own bool, p 
 }
 
 // Edited: nothing to track (the replenisher here scans levels).
-func (d *engineDriver) Edited(*holdfast.Hold, holdfast.EditParams, []holdfast.Line) {}
 
 func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
 	return d.c().claimLinesOnce(ctx, tx, own, shop, checkout, in, want)
@@ -280,4 +279,3 @@ func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx *sql.Tx, keys []ho
 }
 
 // WaitsGranted: nothing to track (the sweeper here scans on its tick).
-func (d *engineDriver) WaitsGranted([]*holdfast.Hold) {}

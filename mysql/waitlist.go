@@ -225,18 +225,6 @@ func rowsAffected(res sql.Result) int64 {
 	return n
 }
 
-// kickWaitlist wakes the waitlist server, if this client runs one.
-func (c *Client) kickWaitlist() {
-	if w := c.waitlister.Load(); w != nil {
-		w.Kick()
-	}
-}
-
-// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
-func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	return engine.WaitlistStep(c.engineClient, ctx)
-}
-
 // anyWaiting reads whether anybody waits (hfdriver.Waitlist.AnyWaiting).
 func (c *Client) anyWaiting(ctx context.Context) (bool, error) {
 	var waiting bool
@@ -390,20 +378,6 @@ func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// endUnservableOn ends, in a transaction of its own right after a claim
-// or stock change on keys committed, the waits on keys that now ask more
-// than the key's available stock (issue 24 item 4): the waiters are told
-// at once and the keys' free units sell again. A failure leaves them to
-// the waitlist worker's next pass (kicked here either way), so the
-// change's answer does not depend on it.
-func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
-	defer c.kickWaitlist()
-	_ = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		_, err := c.endUnservable(ctx, tx, keys)
-		return err
-	})
 }
 
 // endWait ends the checkout's wait if it still waits, as status, unmarks
@@ -574,4 +548,18 @@ func (c *Client) grantWait(ctx context.Context, tx *sql.Tx, w waiterRow) (bool, 
 		return false, err
 	}
 	return true, c.InsertEventTx(ctx, tx, w.Shop, holdfast.EventWaitlistHeld, &w.Checkout, w.Lines, &h.ExpiresAt)
+}
+
+// endUnservableOn ends, in a transaction of its own right after a claim
+// or stock change on keys committed, the waits on keys that now ask more
+// than the key's available stock (issue 24 item 4): the waiters are told
+// at once and the keys' free units sell again. A failure leaves them to
+// the waitlist worker's next pass (kicked here either way), so the
+// change's answer does not depend on it.
+func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
+	defer engine.KickWaitlist(c.engineClient)
+	_ = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		_, err := c.endUnservable(ctx, tx, keys)
+		return err
+	})
 }

@@ -200,19 +200,6 @@ func isWaitAnswer(err error) bool {
 		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
 }
 
-// kickWaitlist wakes the waitlist server, if this client runs one: units
-// may have come back.
-func (c *Client) kickWaitlist() {
-	if w := c.waitlister.Load(); w != nil {
-		w.Kick()
-	}
-}
-
-// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
-func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	return engine.WaitlistStep(c.engineClient, ctx)
-}
-
 // anyWaiting reads whether anybody waits, on the maintenance connections
 // (driver.Waitlist.AnyWaiting).
 func (c *Client) anyWaiting(ctx context.Context) (bool, error) {
@@ -311,20 +298,6 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 		}
 	}
 	return n, nil
-}
-
-// endUnservableOn ends, in a transaction of its own right after a claim
-// or stock change on keys committed, the waits on keys that now ask more
-// than the key's available stock (issue 24 item 4): the waiters are told
-// at once and the keys' free units sell again. A failure leaves them to
-// the waitlist worker's next pass (kicked here either way), so the
-// change's answer does not depend on it.
-func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
-	defer c.kickWaitlist()
-	_ = c.run(ctx, c.pool, route, true, true, func(tx pgx.Tx, _ int) error {
-		_, err := c.endUnservable(ctx, tx, keys, nil)
-		return err
-	})
 }
 
 // endWait ends the checkout's wait if it still waits, as status, with an
@@ -596,4 +569,18 @@ func (c *Client) grantBuyer(ctx context.Context, tx pgx.Tx, w waiterRow) (free b
 		return false, nil, err
 	}
 	return true, engine.OverBuyerLimits(counts, items, qtys), nil
+}
+
+// endUnservableOn ends, in a transaction of its own right after a claim
+// or stock change on keys committed, the waits on keys that now ask more
+// than the key's available stock (issue 24 item 4): the waiters are told
+// at once and the keys' free units sell again. A failure leaves them to
+// the waitlist worker's next pass (kicked here either way), so the
+// change's answer does not depend on it.
+func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
+	defer engine.KickWaitlist(c.engineClient)
+	_ = c.run(ctx, c.pool, route, true, true, func(tx pgx.Tx, _ int) error {
+		_, err := c.endUnservable(ctx, tx, keys, nil)
+		return err
+	})
 }

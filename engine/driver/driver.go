@@ -103,8 +103,6 @@ type Waits[TTx comparable] interface {
 	// EndUnservable ends the waits on keys that can no longer be served
 	// (claimed units never come back). Best effort.
 	EndUnservable(ctx context.Context, route string, keys []holdfast.Key)
-	// KickWaitlist wakes the waitlist server, if the client runs one.
-	KickWaitlist()
 }
 
 // ErrGranted is WaiterAnswer's answer for a wait that was granted: the
@@ -248,9 +246,6 @@ type Editor[TTx comparable] interface {
 	// sorted; raw their JSON) taking only the differences by mode, and
 	// answers the hold and the grown lines (what a slow path refills).
 	EditAttempt(ctx context.Context, tx TTx, own bool, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode TakeMode) (*holdfast.Hold, []holdfast.Line, error)
-	// Edited tells the driver the engine's own transaction committed an
-	// edit that grew lines grow (its maintenance may track them).
-	Edited(h *holdfast.Hold, p holdfast.EditParams, grow []holdfast.Line)
 	// ClaimLinesAttempt claims want (validated from in) of a held checkout
 	// and releases the rest.
 	ClaimLinesAttempt(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error)
