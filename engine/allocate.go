@@ -144,7 +144,7 @@ func (c *Client[TTx]) existingAllocated(ctx context.Context, tx TTx, req *driver
 	if errors.Is(err, holdfast.ErrNotFound) {
 		// A checkout that waits (or waited) for other lines: allocated
 		// lines never wait, so they are other lines.
-		h, err = c.d.WaitOrNotFound(ctx, tx, route, req.Shop, req.Checkout)
+		h, err = c.waitOrNotFound(ctx, tx, route, req.Shop, req.Checkout)
 		if isWaitAnswer(err) {
 			return nil, holdfast.ErrIdempotencyConflict
 		}

@@ -98,7 +98,7 @@ func (c *Client[TTx]) Claim(ctx context.Context, shopID int64, checkoutID uuid.U
 	if err == nil && !h.Replayed && !waitsEnded { // a combined claim's batch ended them (claimcombine.go)
 		// Claimed units never come back: a wait that asked for them ends
 		// now.
-		c.d.EndUnservable(ctx, holdfast.RouteClaim, KeysOf(shopID, h.Lines))
+		c.endUnservableOn(ctx, holdfast.RouteClaim, KeysOf(shopID, h.Lines))
 	}
 	return h, err
 }
@@ -198,7 +198,7 @@ func (c *Client[TTx]) release(ctx context.Context, tx TTx, own bool, shop int64,
 		h, err = c.d.ReleaseAttempt(ctx, tx, own, shop, checkout)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			// No hold: releasing a waiting checkout cancels its wait.
-			answer, err = c.d.CancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
+			answer, err = c.cancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
 		}
 		return err
 	})
@@ -269,7 +269,7 @@ func (c *Client[TTx]) Hold(ctx context.Context, shopID int64, checkoutID uuid.UU
 		h, err = c.d.ReadHold(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			// Its wait, in the same transaction.
-			h, err = c.d.WaitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
+			h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
 		}
 		return err
 	})

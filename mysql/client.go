@@ -319,12 +319,6 @@ func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(
 // InnoDB rolled back (engine.TxRolledBack).
 func txRolledBack(route string, err error) error { return engine.TxRolledBack(route, err) }
 
-// mapErr turns what is left after retries into holdfast's typed errors
-// (engine.Core.MapErr).
-func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
-	return c.core.MapErr(route, err, own, idempotent)
-}
-
 // MySQL and MariaDB error numbers the engine treats specially: the one place
 // server errors are mapped to holdfast's.
 const (

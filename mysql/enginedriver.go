@@ -60,12 +60,8 @@ func (d *engineDriver) ReadHold(ctx context.Context, tx *sql.Tx, route string, s
 	return d.c().readHold(ctx, tx, route, "hold_get", shop, checkout)
 }
 
-func (d *engineDriver) CancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+func (d *engineDriver) CancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (bool, error) {
 	return d.c().cancelWait(ctx, tx, route, shop, checkout)
-}
-
-func (d *engineDriver) WaitOrNotFound(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	return d.c().waitOrNotFound(ctx, tx, route, shop, checkout, nil)
 }
 
 func (d *engineDriver) WaiterAnswer(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) error {
@@ -74,10 +70,6 @@ func (d *engineDriver) WaiterAnswer(ctx context.Context, tx *sql.Tx, route strin
 
 func (d *engineDriver) ExpireWait(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID) error {
 	return d.c().expireWait(ctx, tx, shop, checkout)
-}
-
-func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []holdfast.Key) {
-	d.c().endUnservableOn(ctx, route, keys)
 }
 
 func (d *engineDriver) ReserveAttempt(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, mode hfdriver.TakeMode) (*holdfast.Hold, error) {

@@ -63,12 +63,8 @@ func (d *engineDriver) ReadHold(ctx context.Context, tx pgx.Tx, route string, sh
 	return d.c().getHold(ctx, tx, route, shop, checkout)
 }
 
-func (d *engineDriver) CancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+func (d *engineDriver) CancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (bool, error) {
 	return d.c().cancelWait(ctx, tx, route, shop, checkout)
-}
-
-func (d *engineDriver) WaitOrNotFound(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	return d.c().waitOrNotFound(ctx, tx, route, shop, checkout, nil)
 }
 
 func (d *engineDriver) WaiterAnswer(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) error {
@@ -77,10 +73,6 @@ func (d *engineDriver) WaiterAnswer(ctx context.Context, tx pgx.Tx, route string
 
 func (d *engineDriver) ExpireWait(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) error {
 	return d.c().expireWait(ctx, tx, shop, checkout)
-}
-
-func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []holdfast.Key) {
-	d.c().endUnservableOn(ctx, route, keys)
 }
 
 func (d *engineDriver) ReserveAttempt(ctx context.Context, tx pgx.Tx, _ bool, r *driver.Reservation, mode driver.TakeMode) (*holdfast.Hold, error) {
