@@ -56,9 +56,7 @@ func (c *Client[TTx]) reserveAllocated(ctx context.Context, tx TTx, own bool, re
 		return nil, err
 	}
 	if own && !h.Replayed {
-		resolved := *req
-		resolved.Lines = h.Lines
-		c.d.Reserved(h, &resolved)
+		c.noteReserved(h, req.Shop, h.Lines) // the lines the allocation resolved
 	}
 	return h, nil
 }
@@ -146,7 +144,7 @@ func (c *Client[TTx]) existingAllocated(ctx context.Context, tx TTx, req *driver
 	if errors.Is(err, holdfast.ErrNotFound) {
 		// A checkout that waits (or waited) for other lines: allocated
 		// lines never wait, so they are other lines.
-		h, err = c.d.WaitOrNotFound(ctx, tx, route, req.Shop, req.Checkout)
+		h, err = c.waitOrNotFound(ctx, tx, route, req.Shop, req.Checkout)
 		if isWaitAnswer(err) {
 			return nil, holdfast.ErrIdempotencyConflict
 		}

@@ -70,7 +70,7 @@ func (c *Client[TTx]) CancelHolds(ctx context.Context, p holdfast.CancelParams) 
 			res.Units = append(res.Units, holdfast.KeyUnits{Key: k, Units: units[k]})
 		}
 		if len(res.Cancelled) > 0 {
-			c.d.KickWaitlist() // units came back: waiters first
+			c.kickWaitlist() // units came back: waiters first
 		}
 	}()
 	scanned := 0

@@ -162,7 +162,7 @@ func (c *Client[TTx]) execClaimBatch(cc driver.ClaimCombiner, batch []*claimReq)
 			}
 		}
 		if len(keys) > 0 {
-			c.d.EndUnservable(ctx, holdfast.RouteClaim, keys)
+			c.endUnservableOn(ctx, holdfast.RouteClaim, keys)
 		}
 	}
 	for i, r := range uniq {

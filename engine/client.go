@@ -37,6 +37,7 @@ type Client[TTx comparable] struct {
 	claimsIn   atomic.Int64   // claims in flight in the engine's own transaction: the contention that decides combining
 	waitCursor waitCursor     // where the waitlist server's next pass starts (waitlist.go)
 	avail      availCoalescer // concurrent availability reads of a shop (availcoalesce.go)
+	maint      maintenance    // the maintenance workers and their scheduling (maintenance.go)
 
 	bundleCache bundleCache // shops' bundle definitions (bundle.go)
 	dropHint    sync.Map    // Key -> time.Time: when a short answer last found the key without an open drop (drop.go)
@@ -45,7 +46,10 @@ type Client[TTx comparable] struct {
 // NewClient returns the engine over d with cfg (defaults filled in and
 // validated by the caller) and core, the core d's own code shares.
 func NewClient[TTx comparable](core *Core, d driver.Driver[TTx]) *Client[TTx] {
-	return &Client[TTx]{core: core, cfg: core.cfg, d: d}
+	c := &Client[TTx]{core: core, cfg: core.cfg, d: d}
+	c.maint.prober, _ = d.(driver.ExpiryProber)
+	c.maint.changed.d, _ = d.(driver.ChangedKeys)
+	return c
 }
 
 // Config is the client's configuration with defaults filled in.
@@ -94,7 +98,7 @@ func (c *Client[TTx]) Claim(ctx context.Context, shopID int64, checkoutID uuid.U
 	if err == nil && !h.Replayed && !waitsEnded { // a combined claim's batch ended them (claimcombine.go)
 		// Claimed units never come back: a wait that asked for them ends
 		// now.
-		c.d.EndUnservable(ctx, holdfast.RouteClaim, KeysOf(shopID, h.Lines))
+		c.endUnservableOn(ctx, holdfast.RouteClaim, KeysOf(shopID, h.Lines))
 	}
 	return h, err
 }
@@ -167,7 +171,7 @@ func (c *Client[TTx]) Release(ctx context.Context, shopID int64, checkoutID uuid
 	var zero TTx
 	h, err := c.release(ctx, zero, true, shopID, checkoutID)
 	if (err == nil && !h.Replayed) || errors.Is(err, holdfast.ErrWaitCancelled) {
-		c.d.KickWaitlist() // units came back, or a wait ended: waiters first
+		c.kickWaitlist() // units came back, or a wait ended: waiters first
 	}
 	return h, err
 }
@@ -194,7 +198,7 @@ func (c *Client[TTx]) release(ctx context.Context, tx TTx, own bool, shop int64,
 		h, err = c.d.ReleaseAttempt(ctx, tx, own, shop, checkout)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			// No hold: releasing a waiting checkout cancels its wait.
-			answer, err = c.d.CancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
+			answer, err = c.cancelWait(ctx, tx, holdfast.RouteRelease, shop, checkout)
 		}
 		return err
 	})
@@ -265,7 +269,7 @@ func (c *Client[TTx]) Hold(ctx context.Context, shopID int64, checkoutID uuid.UU
 		h, err = c.d.ReadHold(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
 		if errors.Is(err, holdfast.ErrNotFound) {
 			// Its wait, in the same transaction.
-			h, err = c.d.WaitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
+			h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteRead, shopID, checkoutID)
 		}
 		return err
 	})

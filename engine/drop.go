@@ -75,7 +75,7 @@ func (c *Client[TTx]) SetDrop(ctx context.Context, p holdfast.DropParams) (*hold
 		return nil, err
 	}
 	c.dropHint.Delete(p.Key)
-	c.d.KickWaitlist() // its draw is due some day: the worker's probe sees it
+	c.kickWaitlist() // its draw is due some day: the worker's probe sees it
 	return out, nil
 }
 
@@ -238,7 +238,7 @@ func (c *Client[TTx]) dropIfShort(ctx context.Context, p holdfast.ReserveParams,
 		return nil
 	})
 	if runErr == nil && drawn {
-		c.d.KickWaitlist()
+		c.kickWaitlist()
 		if answer == nil {
 			// Drawn here: the key is first come first served again, behind
 			// the entrants. Once more, as the reservation it was.

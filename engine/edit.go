@@ -68,7 +68,10 @@ func (c *Client[TTx]) edit(ctx context.Context, tx TTx, own bool, p holdfast.Edi
 		return nil, err
 	}
 	if own && !h.Replayed {
-		c.d.Edited(h, p, grow)
+		c.noteChanged(p.ShopID, grow)
+		if p.TTL > 0 {
+			c.noteHold(h) // a moved expiry
+		}
 	}
 	return h, nil
 }

@@ -62,7 +62,7 @@ func (c *Client[TTx]) SetPreorder(ctx context.Context, p holdfast.Preorder) (*ho
 	if err != nil {
 		return nil, err
 	}
-	c.d.KickWaitlist()
+	c.kickWaitlist()
 	return c.Preorder(ctx, p.Key)
 }
 
@@ -238,7 +238,7 @@ func (c *Client[TTx]) reserveSplit(ctx context.Context, tx TTx, own bool, req *d
 		return nil, err
 	}
 	if own && !h.Replayed {
-		c.d.Reserved(h, req)
+		c.noteReserved(h, req.Shop, req.Lines)
 	}
 	return h, nil
 }

@@ -157,7 +157,7 @@ func (c *Client[TTx]) reserve(ctx context.Context, tx TTx, own bool, p holdfast.
 	case err == nil:
 		c.noteSold(req)
 		if own && !h.Replayed {
-			c.d.Reserved(h, req)
+			c.noteReserved(h, req.Shop, req.Lines)
 		}
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
 )
 
 // ChangeStock sets or moves a key's available stock (see
@@ -22,7 +23,7 @@ func (c *Client[TTx]) ChangeStock(ctx context.Context, ch holdfast.StockChange) 
 	if err == nil {
 		// A restock may serve waiters, a reduction may leave a wait that
 		// can never be served.
-		c.d.EndUnservable(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
+		c.endUnservableOn(ctx, holdfast.RouteAdjust, []holdfast.Key{ch.Key})
 	}
 	return l, err
 }
@@ -145,7 +146,7 @@ func (c *Client[TTx]) SetSafetyStock(ctx context.Context, k holdfast.Key, safety
 	if err != nil {
 		return nil, err
 	}
-	c.d.KickWaitlist() // a lower safety stock may serve waiters
+	c.kickWaitlist() // a lower safety stock may serve waiters
 	return lvl, nil
 }
 
@@ -188,4 +189,27 @@ func stockDetail(ch holdfast.StockChange, l *holdfast.Level) map[string]any {
 		d["change_id"] = ch.ID
 	}
 	return d
+}
+
+// KeyCounts is one key's state as a driver reads it (key_state.sql on
+// both drivers): what LevelOf makes a Level of.
+type KeyCounts struct {
+	Available, Held, Pooled, Safety int
+	// Waited: the key has waiters (units go to them first).
+	Waited   bool
+	Strategy holdfast.Strategy
+	PoolCap  int
+}
+
+// LevelOf is k's Level with counts n: what a new buyer could take is the
+// verdict of every reserve path (Sellable: available less safety stock
+// less holds, never below zero, nothing while the key has waiters); the
+// key is over-committed when its holds exceed its available stock.
+func LevelOf(k holdfast.Key, n KeyCounts) *holdfast.Level {
+	return &holdfast.Level{
+		Key: k, Available: n.Available, Held: n.Held, Pooled: n.Pooled,
+		Sellable:      Sellable(driver.KeyAvailability{Free: n.Available - n.Safety, Held: n.Held, Waiters: n.Waited}),
+		OverCommitted: n.Held > n.Available, Safety: n.Safety,
+		Strategy: n.Strategy, PoolCap: n.PoolCap,
+	}
 }

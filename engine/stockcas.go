@@ -40,7 +40,7 @@ func (c *Client[TTx]) ImportStock(ctx context.Context, im holdfast.StockImport) 
 		for i, l := range r.Levels {
 			keys[i] = l.Key
 		}
-		c.d.EndUnservable(ctx, holdfast.RouteAdjust, keys)
+		c.endUnservableOn(ctx, holdfast.RouteAdjust, keys)
 	}
 	return r, err
 }

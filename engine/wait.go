@@ -56,6 +56,56 @@ func (c *Client[TTx]) settleLapsed(ctx context.Context, err error) error {
 	_ = c.run(ctx, zero, true, holdfast.RouteRead, true, func(tx TTx) error {
 		return c.d.ExpireWait(ctx, tx, le.Shop, le.Checkout)
 	})
-	c.d.KickWaitlist()
+	c.kickWaitlist()
 	return holdfast.ErrWaitExpired
+}
+
+// endUnservableOn ends, in a transaction of its own right after a claim
+// or stock change on keys committed, the waits on keys that now ask more
+// than the key's available stock (issue 24 item 4): the waiters are told
+// at once and the keys' free units sell again. A failure leaves them to
+// the waitlist worker's next pass (kicked here either way), so the
+// change's answer does not depend on it.
+func (c *Client[TTx]) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
+	defer c.kickWaitlist()
+	var zero TTx
+	_ = c.run(ctx, zero, true, route, true, func(tx TTx) error {
+		_, err := c.d.EndUnservableWaits(ctx, tx, keys, nil)
+		return err
+	})
+}
+
+// cancelWait is Release's answer for a checkout without a hold (issue 24
+// item 5): a wait still waiting ends as cancelled (the driver's
+// CancelWait) and answers ErrWaitCancelled, as does a wait cancelled
+// before; an ended wait answers how it ended; none, ErrNotFound. A wait
+// granted since the hold was read, or still waiting after the cancel
+// missed it, retries the release (which then releases the hold). answer is
+// for the caller; err rolls tx back.
+func (c *Client[TTx]) cancelWait(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+	cancelled, err := c.d.CancelWait(ctx, tx, route, shop, checkout)
+	if err != nil {
+		return nil, err
+	}
+	if cancelled {
+		return holdfast.ErrWaitCancelled, nil
+	}
+	werr := c.d.WaiterAnswer(ctx, tx, route, shop, checkout)
+	switch {
+	case errors.Is(werr, driver.ErrGranted), errors.Is(werr, holdfast.ErrWaitlisted):
+		return nil, driver.ErrRetry
+	case errors.Is(werr, holdfast.ErrNotFound), isWaitAnswer(werr):
+		return werr, nil
+	}
+	return nil, werr
+}
+
+// waitOrNotFound answers a checkout without a hold from its wait, in tx:
+// the hold a grant made (read again), the wait's answer, or ErrNotFound.
+func (c *Client[TTx]) waitOrNotFound(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
+	werr := c.d.WaiterAnswer(ctx, tx, route, shop, checkout)
+	if errors.Is(werr, driver.ErrGranted) {
+		return c.d.ReadHold(ctx, tx, route, shop, checkout)
+	}
+	return nil, werr
 }

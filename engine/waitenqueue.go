@@ -74,7 +74,7 @@ func (c *Client[TTx]) waitIfShort(ctx context.Context, p holdfast.ReserveParams,
 		return nil
 	})
 	if runErr == nil && out == nil && errors.Is(answer, holdfast.ErrWaitlisted) {
-		c.d.KickWaitlist()
+		c.kickWaitlist()
 	}
 	err = cmp.Or(runErr, answer)
 	c.observe(route, start, err, out)

@@ -84,7 +84,9 @@ func (c *Client[TTx]) serveWaitlist(ctx context.Context) (n int, more bool, err 
 	cur.k = next
 	cur.mu.Unlock()
 	if len(granted) > 0 {
-		c.d.WaitsGranted(granted)
+		for _, h := range granted {
+			c.noteHold(h)
+		}
 	}
 	return n, more || n >= holdfast.WaitlistGrantsMax, nil
 }

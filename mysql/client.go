@@ -20,7 +20,6 @@ import (
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
 	hfdriver "github.com/holdfast/holdfast/engine/driver"
-	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
 )
 
@@ -47,11 +46,6 @@ type Client struct {
 	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
 
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
-
-	workersMu  sync.Mutex
-	workers    []*maint.Worker
-	waitlister atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
-	sequencing atomic.Pointer[maint.Worker] // the event sequencer (events.go)
 
 }
 
@@ -324,12 +318,6 @@ func (c *Client) once(ctx context.Context, outer *sql.Tx, route string, fn func(
 // txRolledBack is the answer of a …Tx call whose caller's transaction
 // InnoDB rolled back (engine.TxRolledBack).
 func txRolledBack(route string, err error) error { return engine.TxRolledBack(route, err) }
-
-// mapErr turns what is left after retries into holdfast's typed errors
-// (engine.Core.MapErr).
-func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
-	return c.core.MapErr(route, err, own, idempotent)
-}
 
 // MySQL and MariaDB error numbers the engine treats specially: the one place
 // server errors are mapped to holdfast's.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // editAnswer answers an edit from the hold as it is: an ended hold's error,
@@ -117,7 +118,7 @@ func (c *Client) editOnce(ctx context.Context, tx *sql.Tx, own bool, p holdfast.
 		return nil, grow, err
 	}
 	if len(shrink) > 0 {
-		if err := c.returnUnits(ctx, tx, own, route, lineKeys(p.ShopID, shrink)); err != nil {
+		if err := c.returnUnits(ctx, tx, own, route, engine.KeysOf(p.ShopID, shrink)); err != nil {
 			return nil, grow, err
 		}
 	}
@@ -178,17 +179,9 @@ func (c *Client) claimLinesOnce(ctx context.Context, tx *sql.Tx, own bool, shop 
 		return nil, err
 	}
 	if len(released) > 0 {
-		if err := c.returnUnits(ctx, tx, own, route, lineKeys(shop, released)); err != nil {
+		if err := c.returnUnits(ctx, tx, own, route, engine.KeysOf(shop, released)); err != nil {
 			return nil, err
 		}
 	}
 	return c.readHold(ctx, tx, route, "hold_get", shop, checkout)
-}
-
-func lineKeys(shop int64, lines []holdfast.Line) []holdfast.Key {
-	keys := make([]holdfast.Key, len(lines))
-	for i, l := range lines {
-		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-	}
-	return keys
 }

@@ -19,7 +19,10 @@ import (
 // stay the user's.
 type engineDriver Client
 
-var _ hfdriver.Driver[*sql.Tx] = (*engineDriver)(nil)
+var (
+	_ hfdriver.Driver[*sql.Tx] = (*engineDriver)(nil)
+	_ hfdriver.EventPurger     = (*engineDriver)(nil)
+)
 
 func (d *engineDriver) c() *Client { return (*Client)(d) }
 
@@ -57,12 +60,8 @@ func (d *engineDriver) ReadHold(ctx context.Context, tx *sql.Tx, route string, s
 	return d.c().readHold(ctx, tx, route, "hold_get", shop, checkout)
 }
 
-func (d *engineDriver) CancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+func (d *engineDriver) CancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (bool, error) {
 	return d.c().cancelWait(ctx, tx, route, shop, checkout)
-}
-
-func (d *engineDriver) WaitOrNotFound(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	return d.c().waitOrNotFound(ctx, tx, route, shop, checkout, nil)
 }
 
 func (d *engineDriver) WaiterAnswer(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) error {
@@ -72,12 +71,6 @@ func (d *engineDriver) WaiterAnswer(ctx context.Context, tx *sql.Tx, route strin
 func (d *engineDriver) ExpireWait(ctx context.Context, tx *sql.Tx, shop int64, checkout uuid.UUID) error {
 	return d.c().expireWait(ctx, tx, shop, checkout)
 }
-
-func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []holdfast.Key) {
-	d.c().endUnservableOn(ctx, route, keys)
-}
-
-func (d *engineDriver) KickWaitlist() { d.c().kickWaitlist() }
 
 func (d *engineDriver) ReserveAttempt(ctx context.Context, tx *sql.Tx, own bool, r *hfdriver.Reservation, mode hfdriver.TakeMode) (*holdfast.Hold, error) {
 	return d.c().reserveOnce(ctx, tx, own, r, mode)
@@ -129,7 +122,6 @@ func (d *engineDriver) BuyerOf(ctx context.Context, tx *sql.Tx, route string, sh
 }
 
 // Reserved: nothing to track (the replenisher here scans levels).
-func (d *engineDriver) Reserved(*holdfast.Hold, *hfdriver.Reservation) {}
 
 func (d *engineDriver) MarkNotStocked(ctx context.Context, tx *sql.Tx, own bool, shop int64, err error) error {
 	if own {
@@ -215,7 +207,6 @@ func (d *engineDriver) EditAttempt(ctx context.Context, tx *sql.Tx, own bool, p 
 }
 
 // Edited: nothing to track (the replenisher here scans levels).
-func (d *engineDriver) Edited(*holdfast.Hold, holdfast.EditParams, []holdfast.Line) {}
 
 func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx *sql.Tx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
 	return d.c().claimLinesOnce(ctx, tx, own, shop, checkout, in, want)
@@ -280,4 +271,3 @@ func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx *sql.Tx, keys []ho
 }
 
 // WaitsGranted: nothing to track (the sweeper here scans on its tick).
-func (d *engineDriver) WaitsGranted([]*holdfast.Hold) {}

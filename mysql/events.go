@@ -262,10 +262,18 @@ func (c *Client) deriveKeyEvents(ctx context.Context, tx *sql.Tx, keys [][3]int6
 // PurgeEventsOnce deletes one batch (at most Config.SweepBatch) of
 // sequenced events older than Config.EventRetention that every webhook
 // endpoint of their shop has received, or older than
-// Config.EventRetentionMax, and returns how many.
+// Config.EventRetentionMax, and returns how many. PurgeOnce runs it too.
 func (c *Client) PurgeEventsOnce(ctx context.Context) (int, error) {
+	return (*engineDriver)(c).PurgeEvents(ctx, c.cfg.SweepBatch)
+}
+
+// PurgeEvents deletes at most limit events as PurgeEventsOnce does, in a
+// statement of its own; the engine's PurgeOnce runs it
+// (driver.EventPurger).
+func (d *engineDriver) PurgeEvents(ctx context.Context, limit int) (int, error) {
+	c := d.c()
 	res, err := c.db.ExecContext(ctx, c.q(ctx, holdfast.RoutePurge, "purge_events"),
-		c.now(), c.cfg.EventRetention.Microseconds(), c.now(), c.cfg.EventRetentionMax.Microseconds(), c.cfg.SweepBatch)
+		c.now(), c.cfg.EventRetention.Microseconds(), c.now(), c.cfg.EventRetentionMax.Microseconds(), limit)
 	if err != nil {
 		return 0, err
 	}

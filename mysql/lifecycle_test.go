@@ -161,10 +161,11 @@ func TestBadInput(t *testing.T) {
 
 // TestMaintenanceWorkers: Stop before Start is fine; started, the sweeper
 // expires a hold past its TTL (the clock is injected, the wait is a bounded
-// poll) and the replenisher refills a pool; Stop twice is fine.
+// poll), the replenisher refills a pool, and the events past their
+// retention are sequenced and purged; Stop twice is fine.
 func TestMaintenanceWorkers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 4, holdfast.Config{SweepInterval: 20 * time.Millisecond, ReplenishInterval: 20 * time.Millisecond})
+	e := newEnv(t, 4, holdfast.Config{SweepInterval: 20 * time.Millisecond, ReplenishInterval: 20 * time.Millisecond, EventRetention: time.Minute})
 	ctx := context.Background()
 	if err := e.c.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -176,6 +177,7 @@ func TestMaintenanceWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := e.clock.Now().UTC() // the stock changes' and the reservation's events
 	e.clock.Advance(2 * time.Minute)
 	e.c.Start(ctx)
 	deadline := time.Now().Add(60 * time.Second)
@@ -184,11 +186,15 @@ func TestMaintenanceWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == holdfast.StatusExpired && e.level(k).Pooled == 4 {
+		var events int
+		if err := e.db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM holdfast_events WHERE created_at <= ?", before).Scan(&events); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == holdfast.StatusExpired && e.level(k).Pooled == 4 && events == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("workers did not sweep and refill within 60s: %+v %+v", got, e.level(k))
+			t.Fatalf("workers did not sweep, refill and purge the events within 60s: %+v %+v, %d old events left", got, e.level(k), events)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval
 	}

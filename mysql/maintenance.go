@@ -5,79 +5,10 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
-	"github.com/holdfast/holdfast/internal/maint"
 )
-
-// Start launches the background maintenance: the expiry sweeper (which also
-// purges old outcome records), the event sequencer, the waitlist server and
-// the proactive replenisher. Any number of
-// clients, in any number of processes, may run them at once. Start does not
-// block; Stop ends them.
-func (c *Client) Start(ctx context.Context) {
-	c.workersMu.Lock()
-	defer c.workersMu.Unlock()
-	if c.workers == nil {
-		c.workers = []*maint.Worker{
-			{Name: "sweeper", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sweepStep},
-			{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep},
-		}
-		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
-		c.waitlister.Store(waitlister)
-		sequencing := &maint.Worker{Name: "sequencer", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sequenceStep}
-		c.sequencing.Store(sequencing)
-		c.workers = append(c.workers, waitlister, sequencing)
-		// Owed pre-orders a bounded stock change left (preorder.go).
-		c.workers = append(c.workers, &maint.Worker{Name: "preorders", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.preorderStep})
-	}
-	for _, w := range c.workers {
-		w.Start(ctx)
-	}
-}
-
-// Stop ends the background maintenance and waits for it, bounded by ctx.
-// Safe to call more than once and before Start.
-func (c *Client) Stop(ctx context.Context) error {
-	c.workersMu.Lock()
-	workers := c.workers
-	c.workersMu.Unlock()
-	var errs []error
-	for _, w := range workers {
-		errs = append(errs, w.Stop(ctx))
-	}
-	return errors.Join(errs...)
-}
-
-func (c *Client) sweepStep(ctx context.Context) (bool, error) {
-	n, err := c.SweepOnce(ctx)
-	if err != nil {
-		return false, err
-	}
-	// As on PostgreSQL: events are sequenced beside the sweep, by the
-	// sequencer, which every tick kicks.
-	if w := c.sequencing.Load(); w != nil {
-		w.Kick()
-	}
-	p, err := c.PurgeOnce(ctx)
-	if err != nil {
-		return false, err
-	}
-	e, err := c.PurgeEventsOnce(ctx)
-	if err != nil {
-		return false, err
-	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch || e == c.cfg.SweepBatch, nil
-}
-
-// sequenceStep is the sequencer's tick: kicked by every sweeper tick, and
-// at least every SweepInterval.
-func (c *Client) sequenceStep(ctx context.Context) (bool, error) {
-	q, err := c.SequenceEvents(ctx)
-	return q >= holdfast.EventSequencePassMax, err
-}
 
 // sweepAttempt expires at most limit holds past their expiry and gives
 // their units back to their keys' buffers where the key's lock row is free
@@ -196,11 +127,6 @@ func (c *Client) purgeBuyerLocks(ctx context.Context, tx *sql.Tx, limit int) (in
 
 // ReplenishBatch bounds the keys one replenisher transaction examines.
 const ReplenishBatch = engine.ReplenishBatch
-
-func (c *Client) replenishStep(ctx context.Context) (bool, error) {
-	_, err := c.Replenish(ctx)
-	return false, err
-}
 
 // replenishAttempt examines at most limit keys after after and refills
 // the buffers that can and should grow (pool keys below the low-water

@@ -175,10 +175,3 @@ func (d *engineDriver) ReadPreorderAccounts(ctx context.Context) ([]holdfast.Pre
 	}
 	return out, rows.Err()
 }
-
-// preorderStep is one pass of the conversion worker: owed pre-orders of
-// keys that have stock now (engine.Client.ConvertPreordersOnce).
-func (c *Client) preorderStep(ctx context.Context) (bool, error) {
-	_, err := c.ConvertPreordersOnce(ctx)
-	return false, err
-}

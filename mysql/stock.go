@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 )
 
 // ReasonMaxLen bounds a stock change's reason and reference (the columns'
@@ -295,15 +296,10 @@ func (c *Client) level(ctx context.Context, tx *sql.Tx, route string, k holdfast
 	if err != nil {
 		return nil, err
 	}
-	sellable := max(0, st.available-st.safety-st.held)
-	if st.waited {
-		sellable = 0 // what a new buyer is told: the units go to the waiters first
-	}
-	return &holdfast.Level{
-		Key: k, Available: st.available, Held: st.held, Pooled: st.pooled,
-		Sellable: sellable, OverCommitted: st.held > st.available, Safety: st.safety,
-		Strategy: st.strategy, PoolCap: st.poolCap,
-	}, nil
+	return engine.LevelOf(k, engine.KeyCounts{
+		Available: st.available, Held: st.held, Pooled: st.pooled, Safety: st.safety,
+		Waited: st.waited, Strategy: st.strategy, PoolCap: st.poolCap,
+	}), nil
 }
 
 // refillKey tops up k's buffer; tx holds k's lock row, so no other refill or

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
-	"github.com/holdfast/holdfast/engine"
 	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
@@ -202,39 +201,14 @@ func (c *Client) expireWait(ctx context.Context, tx *sql.Tx, shop int64, checkou
 	return err
 }
 
-// orWait is engine.OrWait: op's ErrNotFound answered from the checkout's
-// wait.
-func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
-	return engine.OrWait(c.engineClient, ctx, shop, checkout, op)
-}
-
 // errGranted: waiterAnswer found the wait granted; the hold answers
 // (engine/driver.ErrGranted).
 var errGranted = hfdriver.ErrGranted
-
-// isWaitAnswer reports whether err is a wait's answer (waiting, or ended
-// without a hold).
-func isWaitAnswer(err error) bool {
-	return errors.Is(err, holdfast.ErrWaitlisted) || errors.Is(err, holdfast.ErrWaitExpired) ||
-		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
-}
 
 // rowsAffected is res's count of changed rows (0 when it cannot tell).
 func rowsAffected(res sql.Result) int64 {
 	n, _ := res.RowsAffected()
 	return n
-}
-
-// kickWaitlist wakes the waitlist server, if this client runs one.
-func (c *Client) kickWaitlist() {
-	if w := c.waitlister.Load(); w != nil {
-		w.Kick()
-	}
-}
-
-// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
-func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	return engine.WaitlistStep(c.engineClient, ctx)
 }
 
 // anyWaiting reads whether anybody waits (hfdriver.Waitlist.AnyWaiting).
@@ -392,20 +366,6 @@ func (c *Client) expireWaits(ctx context.Context, tx *sql.Tx) (int, error) {
 	return n, nil
 }
 
-// endUnservableOn ends, in a transaction of its own right after a claim
-// or stock change on keys committed, the waits on keys that now ask more
-// than the key's available stock (issue 24 item 4): the waiters are told
-// at once and the keys' free units sell again. A failure leaves them to
-// the waitlist worker's next pass (kicked here either way), so the
-// change's answer does not depend on it.
-func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
-	defer c.kickWaitlist()
-	_ = c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
-		_, err := c.endUnservable(ctx, tx, keys)
-		return err
-	})
-}
-
 // endWait ends the checkout's wait if it still waits, as status, unmarks
 // its keys, writes an event of type ev (none when ev is empty) and returns
 // its cart; ok false when it no longer waited.
@@ -441,28 +401,12 @@ func (c *Client) endWait(ctx context.Context, tx *sql.Tx, route string, shop int
 	return lines, true, nil
 }
 
-// cancelWait is Release's answer for a checkout without a hold (issue 24
-// item 5): a wait still waiting ends as cancelled (event
-// waitlist.cancelled) and answers ErrWaitCancelled, as does a wait
-// cancelled before; an ended wait answers how it ended; none, ErrNotFound.
-// A wait granted since the hold was read retries the release (which then
-// releases the hold). answer is for the caller; err rolls tx back.
-func (c *Client) cancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+// cancelWait ends the checkout's wait as cancelled if it still waits
+// (event waitlist.cancelled) (driver.Waits.CancelWait; what Release
+// answers is the engine's).
+func (c *Client) cancelWait(ctx context.Context, tx *sql.Tx, route string, shop int64, checkout uuid.UUID) (bool, error) {
 	_, ok, err := c.endWait(ctx, tx, route, shop, checkout, "cancelled", holdfast.EventWaitlistCancelled)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return holdfast.ErrWaitCancelled, nil
-	}
-	werr := c.waiterAnswer(ctx, tx, route, shop, checkout, nil)
-	switch {
-	case errors.Is(werr, errGranted), errors.Is(werr, holdfast.ErrWaitlisted):
-		return nil, errRetry
-	case errors.Is(werr, holdfast.ErrNotFound), isWaitAnswer(werr):
-		return werr, nil
-	}
-	return nil, werr
+	return ok, err
 }
 
 // grantWait holds w's cart whole, from units no buffer and no hold has,

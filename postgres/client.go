@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
-	"github.com/holdfast/holdfast/internal/maint"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/postgres/migrations"
 )
@@ -45,21 +43,13 @@ type Client struct {
 	keys  sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
 	texts sync.Map // textKey -> tagged statement text
 
-	// Maintenance: its own small pool (see WithMaintenancePool), the
-	// workers, the keys this process reserved on since the replenisher's
-	// last pass, and the sweeper's view of the nearest expiry.
+	// Maintenance's own small pool (see WithMaintenancePool), opened and
+	// closed by the engine's Start and Stop (maintenance.go); the workers
+	// and their scheduling are the engine's.
 	maintMu      sync.Mutex
 	maintPool    *pgxpool.Pool
 	maintPoolOpt *pgxpool.Pool // WithMaintenancePool
 	maintOwned   bool
-	workers      []*maint.Worker
-	sweeper      atomic.Pointer[maint.Worker]
-	replenisher  atomic.Pointer[maint.Worker]
-	waitlister   atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
-	sequencing   atomic.Pointer[maint.Worker] // the event sequencer (events.go)
-	dirty        sync.Map                     // Key -> struct{}
-	dirtyN       atomic.Int64
-	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
 }
 
 // engineClient is the engine over this package's driver; embedded under

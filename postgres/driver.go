@@ -19,7 +19,12 @@ import (
 // stay the user's.
 type engineDriver Client
 
-var _ driver.Driver[pgx.Tx] = (*engineDriver)(nil)
+var (
+	_ driver.Driver[pgx.Tx]     = (*engineDriver)(nil)
+	_ driver.MaintenanceStarter = (*engineDriver)(nil)
+	_ driver.ExpiryProber       = (*engineDriver)(nil)
+	_ driver.ChangedKeys        = (*engineDriver)(nil)
+)
 
 func (d *engineDriver) c() *Client { return (*Client)(d) }
 
@@ -58,12 +63,8 @@ func (d *engineDriver) ReadHold(ctx context.Context, tx pgx.Tx, route string, sh
 	return d.c().getHold(ctx, tx, route, shop, checkout)
 }
 
-func (d *engineDriver) CancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+func (d *engineDriver) CancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (bool, error) {
 	return d.c().cancelWait(ctx, tx, route, shop, checkout)
-}
-
-func (d *engineDriver) WaitOrNotFound(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error) {
-	return d.c().waitOrNotFound(ctx, tx, route, shop, checkout, nil)
 }
 
 func (d *engineDriver) WaiterAnswer(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) error {
@@ -73,12 +74,6 @@ func (d *engineDriver) WaiterAnswer(ctx context.Context, tx pgx.Tx, route string
 func (d *engineDriver) ExpireWait(ctx context.Context, tx pgx.Tx, shop int64, checkout uuid.UUID) error {
 	return d.c().expireWait(ctx, tx, shop, checkout)
 }
-
-func (d *engineDriver) EndUnservable(ctx context.Context, route string, keys []holdfast.Key) {
-	d.c().endUnservableOn(ctx, route, keys)
-}
-
-func (d *engineDriver) KickWaitlist() { d.c().kickWaitlist() }
 
 func (d *engineDriver) ReserveAttempt(ctx context.Context, tx pgx.Tx, _ bool, r *driver.Reservation, mode driver.TakeMode) (*holdfast.Hold, error) {
 	return d.c().reserveOnce(ctx, tx, r, mode)
@@ -128,13 +123,6 @@ func (d *engineDriver) BuyerOf(ctx context.Context, tx pgx.Tx, route string, sho
 		return nil, holdfast.ErrNotFound
 	}
 	return hash, err
-}
-
-// Reserved: the replenisher's pass works on the keys this process
-// reserved on, the sweeper wakes for the nearest expiry (maintenance.go).
-func (d *engineDriver) Reserved(h *holdfast.Hold, r *driver.Reservation) {
-	d.c().noteReserved(r.Shop, r.Lines)
-	d.c().noteHold(h)
 }
 
 func (d *engineDriver) MarkNotStocked(ctx context.Context, tx pgx.Tx, own bool, shop int64, err error) error {
@@ -220,15 +208,6 @@ func (d *engineDriver) EditAttempt(ctx context.Context, tx pgx.Tx, _ bool, p hol
 	return d.c().editOnce(ctx, tx, p, lines, raw, mode)
 }
 
-// Edited: as after a reservation, the grown keys are the replenisher's to
-// top up, and a moved expiry the sweeper's to wait for (maintenance.go).
-func (d *engineDriver) Edited(h *holdfast.Hold, p holdfast.EditParams, grow []holdfast.Line) {
-	d.c().noteReserved(p.ShopID, grow)
-	if p.TTL > 0 {
-		d.c().noteHold(h)
-	}
-}
-
 func (d *engineDriver) ClaimLinesAttempt(ctx context.Context, tx pgx.Tx, _ bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error) {
 	return d.c().claimLinesOnce(ctx, tx, shop, checkout, in, want)
 }
@@ -289,13 +268,6 @@ func (d *engineDriver) GrantWait(ctx context.Context, tx pgx.Tx, w driver.Waiter
 func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx pgx.Tx, keys []holdfast.Key, _ map[holdfast.Key]bool) error {
 	_, err := d.c().refill(ctx, tx, holdfast.RouteReplenish, keys)
 	return err
-}
-
-// WaitsGranted: the sweeper wakes for the nearest expiry (maintenance.go).
-func (d *engineDriver) WaitsGranted(holds []*holdfast.Hold) {
-	for _, h := range holds {
-		d.c().noteHold(h)
-	}
 }
 
 // CombinedClaimAttempt: driver.ClaimCombiner (claimcombine.go).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -86,7 +87,7 @@ func (c *Client) editOnce(ctx context.Context, tx pgx.Tx, p holdfast.EditParams,
 		return nil, grow, err
 	}
 	if len(shrink) > 0 {
-		if err := c.returnUnits(ctx, tx, route, lineKeys(p.ShopID, shrink)); err != nil {
+		if err := c.returnUnits(ctx, tx, route, engine.KeysOf(p.ShopID, shrink)); err != nil {
 			return nil, grow, err
 		}
 	}
@@ -146,19 +147,11 @@ func (c *Client) claimLinesOnce(ctx context.Context, tx pgx.Tx, shop int64, chec
 		return nil, err
 	}
 	if len(released) > 0 {
-		if err := c.returnUnits(ctx, tx, route, lineKeys(shop, released)); err != nil {
+		if err := c.returnUnits(ctx, tx, route, engine.KeysOf(shop, released)); err != nil {
 			return nil, err
 		}
 	}
 	return h, nil
-}
-
-func lineKeys(shop int64, lines []holdfast.Line) []holdfast.Key {
-	keys := make([]holdfast.Key, len(lines))
-	for i, l := range lines {
-		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-	}
-	return keys
 }
 
 // unmarshalReleased reads a hold's released column (NULL for all but

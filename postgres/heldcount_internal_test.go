@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -201,8 +202,8 @@ func TestHeldCountsFoldAndFollowLines(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.noteReserved(1, []holdfast.Line{{ItemID: 1, LocationID: 1}})
-	if _, err := c.replenishStep(ctx); err != nil {
+	engine.NoteChanged(c.engineClient, 1, []holdfast.Line{{ItemID: 1, LocationID: 1}})
+	if _, err := engine.ReplenishChangedOnce(c.engineClient, ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n, sum := rows(); n != 1 || sum != sumBefore+1 {

@@ -1,10 +1,8 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"slices"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,80 +11,45 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
-	"github.com/holdfast/holdfast/internal/maint"
 )
 
-// Start launches the background maintenance: the expiry sweeper (which also
-// purges old outcome records), the event sequencer, the waitlist server and
-// the replenisher, on the maintenance pool
-// (WithMaintenancePool, or one Start creates with
-// Config.MaintenanceConns connections), never on the client's pool. Each
-// worker's first tick runs at once. The sweeper wakes at the nearest
-// expiry it knows of (at most every ExpiryNoticeMin), and at once when this
-// client creates a hold due before its next tick; the replenisher refills
-// only keys that changed. Any number of clients, in any number of replicas,
-// may run them at once. Start does not block; Stop ends them.
-func (c *Client) Start(ctx context.Context) {
+// StartMaintenance opens the maintenance pool the engine's workers run on
+// (driver.MaintenanceStarter): WithMaintenancePool's, or one of
+// Config.MaintenanceConns connections, never the client's pool.
+func (d *engineDriver) StartMaintenance(ctx context.Context) error {
+	c := d.c()
 	c.maintMu.Lock()
 	defer c.maintMu.Unlock()
-	if c.maintPool == nil {
-		if c.maintPoolOpt != nil {
-			c.maintPool = c.maintPoolOpt
-		} else {
-			pc := c.pool.Config()
-			pc.MaxConns = int32(c.cfg.MaintenanceConns)
-			pc.MinConns = 0
-			p, err := pgxpool.NewWithConfig(ctx, pc)
-			if err != nil {
-				// Only a bad configuration fails here (connecting is
-				// lazy); the client pool's config was good.
-				c.cfg.Logger.Error("maintenance pool", "err", err)
-				return
-			}
-			c.maintPool, c.maintOwned = p, true
-		}
+	if c.maintPool != nil {
+		return nil
 	}
-	if c.workers == nil {
-		sweeper := &maint.Worker{Name: "sweeper", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sweepStep, Next: c.untilNextExpiry}
-		c.sweeper.Store(sweeper)
-		replenisher := &maint.Worker{Name: "replenisher", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.replenishStep}
-		c.replenisher.Store(replenisher)
-		c.workers = []*maint.Worker{sweeper, replenisher}
-		waitlister := &maint.Worker{Name: "waitlist", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.waitlistStep}
-		c.waitlister.Store(waitlister)
-		sequencing := &maint.Worker{Name: "sequencer", Interval: c.cfg.SweepInterval, Logger: c.cfg.Logger, Step: c.sequenceStep}
-		c.sequencing.Store(sequencing)
-		c.workers = append(c.workers, waitlister, sequencing)
-		// Owed pre-orders a bounded stock change left (preorder.go).
-		c.workers = append(c.workers, &maint.Worker{Name: "preorders", Interval: c.cfg.ReplenishInterval, Logger: c.cfg.Logger, Step: c.preorderStep})
+	if c.maintPoolOpt != nil {
+		c.maintPool = c.maintPoolOpt
+		return nil
 	}
-	for _, w := range c.workers {
-		w.Start(ctx)
+	pc := c.pool.Config()
+	pc.MaxConns = int32(c.cfg.MaintenanceConns)
+	pc.MinConns = 0
+	p, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		// Only a bad configuration fails here (connecting is lazy); the
+		// client pool's config was good.
+		return fmt.Errorf("maintenance pool: %w", err)
 	}
+	c.maintPool, c.maintOwned = p, true
+	return nil
 }
 
-// Stop ends the background maintenance and waits for it, bounded by ctx,
-// then closes the maintenance pool Start created. Safe to call more than
-// once and before Start.
-func (c *Client) Stop(ctx context.Context) error {
-	c.maintMu.Lock()
-	workers := c.workers
-	c.maintMu.Unlock()
-	// Not under maintMu: a worker's step reads the pool under it.
-	var errs []error
-	for _, w := range workers {
-		errs = append(errs, w.Stop(ctx))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
+// StopMaintenance closes the maintenance pool StartMaintenance created
+// (driver.MaintenanceStarter), once the workers stopped.
+func (d *engineDriver) StopMaintenance() {
+	c := d.c()
 	c.maintMu.Lock()
 	defer c.maintMu.Unlock()
 	if c.maintOwned && c.maintPool != nil {
 		c.maintPool.Close()
 	}
 	c.maintPool, c.maintOwned = nil, false
-	return nil
 }
 
 // maintenance is the pool maintenance runs on: the maintenance pool while
@@ -104,68 +67,15 @@ func (c *Client) maintenance() *pgxpool.Pool {
 	return c.pool
 }
 
-func (c *Client) sweepStep(ctx context.Context) (bool, error) {
-	n, err := c.SweepOnce(ctx)
-	if err != nil {
-		return false, err
-	}
-	// The events of what this tick expired, and of everything since the
-	// last tick, are sequenced beside the sweep, on the sequencer's own
-	// connection: an expiry storm's events do not slow its sweep.
-	if w := c.sequencing.Load(); w != nil {
-		w.Kick()
-	}
-	p, err := c.PurgeOnce(ctx)
-	if err != nil {
-		return false, err
-	}
-	return n == c.cfg.SweepBatch || p == c.cfg.SweepBatch, nil
-}
-
-// sequenceStep is the sequencer's tick: kicked by every sweeper tick, and
-// at least every SweepInterval.
-func (c *Client) sequenceStep(ctx context.Context) (bool, error) {
-	q, err := c.SequenceEvents(ctx)
-	return q >= holdfast.EventSequencePassMax, err
-}
-
-// untilNextExpiry is the sweeper's wait before its next tick: until the
-// nearest held hold expires (one index probe), at least ExpiryNoticeMin;
-// 0 when no hold is held or the probe failed (the interval applies).
-func (c *Client) untilNextExpiry() time.Duration {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StatementTimeout)
-	defer cancel()
+// NextExpiry is the wait until the nearest held hold expires, one index
+// probe on the maintenance pool (driver.ExpiryProber).
+func (d *engineDriver) NextExpiry(ctx context.Context) (time.Duration, bool, error) {
+	c := d.c()
 	var us *int64
 	if err := c.maintenance().QueryRow(ctx, c.q(ctx, holdfast.RouteSweep, "next_expiry"), c.now()).Scan(&us); err != nil || us == nil {
-		c.sweepNextAt.Store(time.Now().Add(c.cfg.SweepInterval).UnixMicro())
-		return 0
+		return 0, false, err
 	}
-	// Wake just after the expiry: sweep_expire takes holds strictly past it.
-	d := max(time.Duration(*us)*time.Microsecond+time.Millisecond, holdfast.ExpiryNoticeMin)
-	c.sweepNextAt.Store(time.Now().Add(min(d, c.cfg.SweepInterval)).UnixMicro())
-	return d
-}
-
-// noteHold tells the sweeper about a hold this client created: when it is
-// due before the sweeper's next tick, the sweeper wakes for it.
-func (c *Client) noteHold(h *holdfast.Hold) {
-	sweeper := c.sweeper.Load()
-	if sweeper == nil || h == nil {
-		return
-	}
-	var now time.Time
-	if c.cfg.Now != nil {
-		now = c.cfg.Now()
-	} else {
-		now = time.Now()
-	}
-	d := h.ExpiresAt.Sub(now) + time.Millisecond
-	at := time.Now().Add(d).UnixMicro()
-	if next := c.sweepNextAt.Load(); next != 0 && at >= next {
-		return
-	}
-	c.sweepNextAt.Store(at)
-	sweeper.WakeIn(max(d, holdfast.ExpiryNoticeMin))
+	return time.Duration(*us) * time.Microsecond, true, nil
 }
 
 // sweepAttempt expires at most limit holds past their expiry and gives
@@ -230,84 +140,39 @@ const ReplenishBatch = engine.ReplenishBatch
 // DirtyKeysMax bounds the keys a client remembers for its replenisher
 // between passes; past it, keys are not remembered (their next short
 // reservation refills them inline).
-const DirtyKeysMax = 100_000
+const DirtyKeysMax = engine.DirtyKeysMax
 
-// noteReserved remembers keys this client reserved on, for the replenisher.
-func (c *Client) noteReserved(shop int64, lines []holdfast.Line) {
-	for _, l := range lines {
-		if c.dirtyN.Load() >= DirtyKeysMax {
-			return
-		}
-		if _, loaded := c.dirty.LoadOrStore(holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}, struct{}{}); !loaded {
-			// A full batch of changed keys is worth a pass now rather
-			// than at the next interval.
-			if c.dirtyN.Add(1) == ReplenishBatch {
-				if w := c.replenisher.Load(); w != nil {
-					w.Kick()
-				}
-			}
-		}
-	}
-}
-
-// replenishStep is one bounded batch of the background replenisher: the
-// keys that changed — queued by releases and sweeps that could not refill
-// them (replenish_queue, shared by replicas), and keys this client reserved
-// on — never a walk of every key. It reports more when a batch was full.
-func (c *Client) replenishStep(ctx context.Context) (bool, error) {
-	keys, err := c.changedKeys(ctx)
-	if err != nil || len(keys) == 0 {
-		return false, err
-	}
-	if err := c.foldHeld(ctx, keys); err != nil {
-		return false, err
-	}
-	_, busy, err := c.refillKeys(ctx, keys)
-	if err != nil {
-		// Not lost: remembered for the next pass.
-		busy = keys
-	}
-	for _, k := range busy {
-		c.noteReserved(k.ShopID, []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID}})
-	}
-	return err == nil && len(keys) == ReplenishBatch, err
-}
-
-// changedKeys takes up to ReplenishBatch changed keys: queued ones first,
-// then this client's remembered ones, in key order.
-func (c *Client) changedKeys(ctx context.Context) ([]holdfast.Key, error) {
+// DequeueChangedKeys takes up to limit keys queued by releases and sweeps
+// that could not refill them (replenish_queue, shared by replicas)
+// (driver.ChangedKeys).
+func (d *engineDriver) DequeueChangedKeys(ctx context.Context, limit int) ([]holdfast.Key, error) {
+	c := d.c()
 	var keys []holdfast.Key
 	err := c.run(ctx, c.maintenance(), holdfast.RouteReplenish, true, true, func(tx pgx.Tx, _ int) error {
-		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "dequeue_keys"), ReplenishBatch)
+		rows, err := tx.Query(ctx, c.q(ctx, holdfast.RouteReplenish, "dequeue_keys"), limit)
 		if err != nil {
 			return err
 		}
 		keys, err = pgx.CollectRows(rows, pgx.RowToStructByPos[holdfast.Key])
 		return err
 	})
-	if err != nil {
+	return keys, err
+}
+
+// RefillChangedKeys folds the keys' held counts (foldHeld), then refills
+// them (refillKeys), skipping keys whose lock another transaction holds,
+// answered as busy (driver.ChangedKeys). A failed fold answers no key
+// busy; a failed refill answers all of them.
+func (d *engineDriver) RefillChangedKeys(ctx context.Context, keys []holdfast.Key) ([]holdfast.Key, error) {
+	c := d.c()
+	if err := c.foldHeld(ctx, keys); err != nil {
 		return nil, err
 	}
-	seen := make(map[holdfast.Key]bool, len(keys))
-	for _, k := range keys {
-		seen[k] = true
+	_, busy, err := c.refillKeys(ctx, keys)
+	if err != nil {
+		return keys, err
 	}
-	c.dirty.Range(func(k, _ any) bool {
-		if len(keys) >= ReplenishBatch {
-			return false
-		}
-		c.dirty.Delete(k)
-		c.dirtyN.Add(-1)
-		if key := k.(holdfast.Key); !seen[key] {
-			seen[key] = true
-			keys = append(keys, key)
-		}
-		return true
-	})
-	slices.SortFunc(keys, func(a, b holdfast.Key) int {
-		return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
-	})
-	return keys, nil
+	return busy, nil
 }
 
 // foldHeld folds the per-backend held_counts rows of the keys whose

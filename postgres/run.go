@@ -47,12 +47,6 @@ func (c *Client) runSlow(ctx context.Context, b beginner, route string, own, ide
 	})
 }
 
-// mapErr turns what is left after retries into holdfast's typed errors
-// (engine.Core.MapErr).
-func (c *Client) mapErr(route string, err error, own, idempotent bool) error {
-	return c.core.MapErr(route, err, own, idempotent)
-}
-
 func (c *Client) once(ctx context.Context, b beginner, route string, own bool, fn func(tx pgx.Tx) error) error {
 	if own {
 		pool := c.pool

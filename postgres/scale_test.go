@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -139,14 +140,13 @@ func TestScale(t *testing.T) {
 
 	// One background replenisher pass: a full batch of changed keys, the
 	// hot key among them.
-	bigC.dirty.Clear()
-	bigC.dirtyN.Store(0)
-	bigC.noteReserved(1, []holdfast.Line{{ItemID: 1, LocationID: 1}})
+	engine.ForgetChanged(bigC.engineClient)
+	engine.NoteChanged(bigC.engineClient, 1, []holdfast.Line{{ItemID: 1, LocationID: 1}})
 	for i := range ReplenishBatch - 1 {
-		bigC.noteReserved(1, []holdfast.Line{{ItemID: int64(2 + i*(keys-2)/ReplenishBatch), LocationID: 1}})
+		engine.NoteChanged(bigC.engineClient, 1, []holdfast.Line{{ItemID: int64(2 + i*(keys-2)/ReplenishBatch), LocationID: 1}})
 	}
 	start := time.Now()
-	if _, err := bigC.replenishStep(ctx); err != nil {
+	if _, err := engine.ReplenishChangedOnce(bigC.engineClient, ctx); err != nil {
 		t.Fatal(err)
 	}
 	logf("background replenisher pass (%d changed keys, the hot key among them): %v", ReplenishBatch, time.Since(start).Round(time.Microsecond))

@@ -183,35 +183,9 @@ func (c *Client) expireWait(ctx context.Context, tx pgx.Tx, shop int64, checkout
 	return c.recordExpired(ctx, tx, holdfast.RouteRead, shop, checkout, lines)
 }
 
-// orWait is engine.OrWait: op's ErrNotFound answered from the checkout's
-// wait.
-func (c *Client) orWait(ctx context.Context, shop int64, checkout uuid.UUID, op func() (*holdfast.Hold, error)) (*holdfast.Hold, error) {
-	return engine.OrWait(c.engineClient, ctx, shop, checkout, op)
-}
-
 // errGranted: waiterAnswer found the wait granted; the hold answers
 // (engine/driver.ErrGranted).
 var errGranted = driver.ErrGranted
-
-// isWaitAnswer reports whether err is a wait's answer (waiting, or ended
-// without a hold).
-func isWaitAnswer(err error) bool {
-	return errors.Is(err, holdfast.ErrWaitlisted) || errors.Is(err, holdfast.ErrWaitExpired) ||
-		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
-}
-
-// kickWaitlist wakes the waitlist server, if this client runs one: units
-// may have come back.
-func (c *Client) kickWaitlist() {
-	if w := c.waitlister.Load(); w != nil {
-		w.Kick()
-	}
-}
-
-// waitlistStep is the waitlist worker's step (engine.WaitlistStep).
-func (c *Client) waitlistStep(ctx context.Context) (bool, error) {
-	return engine.WaitlistStep(c.engineClient, ctx)
-}
 
 // anyWaiting reads whether anybody waits, on the maintenance connections
 // (driver.Waitlist.AnyWaiting).
@@ -313,20 +287,6 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 	return n, nil
 }
 
-// endUnservableOn ends, in a transaction of its own right after a claim
-// or stock change on keys committed, the waits on keys that now ask more
-// than the key's available stock (issue 24 item 4): the waiters are told
-// at once and the keys' free units sell again. A failure leaves them to
-// the waitlist worker's next pass (kicked here either way), so the
-// change's answer does not depend on it.
-func (c *Client) endUnservableOn(ctx context.Context, route string, keys []holdfast.Key) {
-	defer c.kickWaitlist()
-	_ = c.run(ctx, c.pool, route, true, true, func(tx pgx.Tx, _ int) error {
-		_, err := c.endUnservable(ctx, tx, keys, nil)
-		return err
-	})
-}
-
 // endWait ends the checkout's wait if it still waits, as status, with an
 // event of type ev (none when ev is empty), and returns its cart; ok false
 // when it no longer waited.
@@ -374,38 +334,20 @@ func (c *Client) recordExpired(ctx context.Context, tx pgx.Tx, route string, sho
 	return c.queueKeys(ctx, tx, route, slices.Compact(keys))
 }
 
-// cancelWait is Release's answer for a checkout without a hold (issue 24
-// item 5): a wait still waiting ends as cancelled (event
-// waitlist.cancelled; its keys go to the replenisher) and answers
-// ErrWaitCancelled, as does a wait cancelled before; an ended wait answers
-// how it ended; none, ErrNotFound. A wait granted since the hold was read
-// retries the release (which then releases the hold). answer is for the
-// caller; err rolls tx back.
-func (c *Client) cancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (answer, err error) {
+// cancelWait ends the checkout's wait as cancelled if it still waits
+// (event waitlist.cancelled) and queues its keys for the replenisher
+// (driver.Waits.CancelWait; what Release answers is the engine's).
+func (c *Client) cancelWait(ctx context.Context, tx pgx.Tx, route string, shop int64, checkout uuid.UUID) (bool, error) {
 	lines, ok, err := c.endWait(ctx, tx, route, shop, checkout, "cancelled", holdfast.EventWaitlistCancelled)
-	if err != nil {
-		return nil, err
+	if err != nil || !ok {
+		return false, err
 	}
-	if !ok {
-		werr := c.waiterAnswer(ctx, tx, route, shop, checkout, nil)
-		switch {
-		case errors.Is(werr, errGranted), errors.Is(werr, holdfast.ErrWaitlisted):
-			return nil, errRetry
-		case errors.Is(werr, holdfast.ErrNotFound), errors.Is(werr, holdfast.ErrWaitExpired),
-			errors.Is(werr, holdfast.ErrWaitCancelled), errors.Is(werr, holdfast.ErrWaitUnservable):
-			return werr, nil
-		}
-		return nil, werr
-	}
-	keys := make([]holdfast.Key, len(lines))
-	for i, l := range lines {
-		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
-	}
+	keys := engine.KeysOf(shop, lines)
 	slices.SortFunc(keys, compareKeys)
 	if err := c.queueKeys(ctx, tx, route, slices.Compact(keys)); err != nil {
-		return nil, err
+		return false, err
 	}
-	return holdfast.ErrWaitCancelled, nil
+	return true, nil
 }
 
 func compareKeys(a, b holdfast.Key) int {

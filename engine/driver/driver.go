@@ -86,12 +86,10 @@ type Lifecycle[TTx comparable] interface {
 // without a hold may be waiting. (The waitlist server's primitives are
 // Waitlist, its enqueue Enqueuer.)
 type Waits[TTx comparable] interface {
-	// CancelWait cancels a waiting checkout's wait in tx: answer is
-	// holdfast.ErrWaitCancelled (or how it ended), err ErrNotFound when
-	// the checkout has no wait either.
-	CancelWait(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (answer, err error)
-	// WaitOrNotFound answers a checkout without a hold from its wait, in tx.
-	WaitOrNotFound(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (*holdfast.Hold, error)
+	// CancelWait cancels the checkout's wait in tx if it still waits
+	// (event waitlist.cancelled; the keys its lines hold back are the
+	// replenisher's), reporting whether it did.
+	CancelWait(ctx context.Context, tx TTx, route string, shop int64, checkout uuid.UUID) (cancelled bool, err error)
 	// WaiterAnswer reads the checkout's wait: a *holdfast.WaitlistedError
 	// while it waits, ErrWaitExpired (a *WaitLapsedError when nothing
 	// ended it yet), ErrWaitCancelled or ErrWaitUnservable once it ended
@@ -100,11 +98,6 @@ type Waits[TTx comparable] interface {
 	// ExpireWait ends a lapsed wait as expired (event waitlist.expired); a
 	// wait ended meanwhile is left as it ended.
 	ExpireWait(ctx context.Context, tx TTx, shop int64, checkout uuid.UUID) error
-	// EndUnservable ends the waits on keys that can no longer be served
-	// (claimed units never come back). Best effort.
-	EndUnservable(ctx context.Context, route string, keys []holdfast.Key)
-	// KickWaitlist wakes the waitlist server, if the client runs one.
-	KickWaitlist()
 }
 
 // ErrGranted is WaiterAnswer's answer for a wait that was granted: the
@@ -248,9 +241,6 @@ type Editor[TTx comparable] interface {
 	// sorted; raw their JSON) taking only the differences by mode, and
 	// answers the hold and the grown lines (what a slow path refills).
 	EditAttempt(ctx context.Context, tx TTx, own bool, p holdfast.EditParams, lines []holdfast.Line, raw []byte, mode TakeMode) (*holdfast.Hold, []holdfast.Line, error)
-	// Edited tells the driver the engine's own transaction committed an
-	// edit that grew lines grow (its maintenance may track them).
-	Edited(h *holdfast.Hold, p holdfast.EditParams, grow []holdfast.Line)
 	// ClaimLinesAttempt claims want (validated from in) of a held checkout
 	// and releases the rest.
 	ClaimLinesAttempt(ctx context.Context, tx TTx, own bool, shop int64, checkout uuid.UUID, in, want []holdfast.Line) (*holdfast.Hold, error)

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"time"
 
 	"github.com/holdfast/holdfast"
 )
@@ -31,4 +32,45 @@ type Maintainer[TTx comparable] interface {
 	// refill to the Observer. It answers how many keys it examined, the
 	// last of them, and the units it added.
 	ReplenishAttempt(ctx context.Context, tx TTx, after holdfast.Key, limit int) (examined int, last holdfast.Key, added int, err error)
+}
+
+// MaintenanceStarter is a driver with resources of its own for the
+// maintenance workers (PostgreSQL: the maintenance pool). The engine's
+// Start calls StartMaintenance before it starts the workers — an error
+// starts none — and its Stop calls StopMaintenance once they stopped.
+type MaintenanceStarter interface {
+	StartMaintenance(ctx context.Context) error
+	StopMaintenance()
+}
+
+// ExpiryProber is a driver that can tell when the nearest held hold
+// expires (one index probe): the engine's sweeper then wakes for it, and
+// for the holds its client creates, rather than only at its interval.
+type ExpiryProber interface {
+	// NextExpiry answers the wait until the nearest held hold expires;
+	// ok is false when no hold is held.
+	NextExpiry(ctx context.Context) (d time.Duration, ok bool, err error)
+}
+
+// ChangedKeys is a driver whose background replenisher refills only the
+// keys that changed — those queued in the database by releases and sweeps
+// that could not refill them, and those the engine remembers its client
+// reserved on — never a walk of every key (the engine's Replenish).
+type ChangedKeys interface {
+	// DequeueChangedKeys takes at most limit keys off the database's
+	// queue of changed keys (shared by replicas).
+	DequeueChangedKeys(ctx context.Context, limit int) ([]holdfast.Key, error)
+	// RefillChangedKeys refills keys (in key order), skipping those whose
+	// lock another transaction holds, answered as busy (the engine
+	// remembers them for its next pass), reporting each refill to the
+	// Observer.
+	RefillChangedKeys(ctx context.Context, keys []holdfast.Key) (busy []holdfast.Key, err error)
+}
+
+// EventPurger is a driver that purges events past their retention in a
+// statement of its own, outside PurgeAttempt's transaction (MySQL); the
+// engine's PurgeOnce runs it after PurgeAttempt. It answers how many it
+// deleted, at most limit.
+type EventPurger interface {
+	PurgeEvents(ctx context.Context, limit int) (int, error)
 }

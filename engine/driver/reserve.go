@@ -88,9 +88,6 @@ type Reserver[TTx comparable] interface {
 	// lock wait: the engine does not run it again, its requests take the
 	// plain path.
 	CombineLockBusy(err error) bool
-	// Reserved tells the driver the engine's own transaction committed a
-	// new hold h (its maintenance may track the keys and expiries).
-	Reserved(h *holdfast.Hold, r *Reservation)
 	// MarkNotStocked marks the lines of an *InsufficientStockError that no
 	// key stocks; other errors pass. It reads in tx when not own.
 	MarkNotStocked(ctx context.Context, tx TTx, own bool, shop int64, err error) error

@@ -89,7 +89,4 @@ type Waitlist[TTx comparable] interface {
 	// RefillWaitKeys gives the locked keys whose queue emptied their
 	// buffers back; keys that still have waiters get nothing.
 	RefillWaitKeys(ctx context.Context, tx TTx, keys []holdfast.Key, locked map[holdfast.Key]bool) error
-	// WaitsGranted tells the driver the pass committed grants (its
-	// maintenance may track their expiries).
-	WaitsGranted(holds []*holdfast.Hold)
 }

@@ -53,6 +53,8 @@ func Run[TTx comparable](t *testing.T, h Harness[TTx]) {
 	t.Run("SweepAttempt", func(t *testing.T) { t.Parallel(); testSweepAttempt(t, h) })
 	t.Run("PurgeAttempt", func(t *testing.T) { t.Parallel(); testPurgeAttempt(t, h) })
 	t.Run("ReplenishAttempt", func(t *testing.T) { t.Parallel(); testReplenishAttempt(t, h) })
+	t.Run("ExpiryProber", func(t *testing.T) { t.Parallel(); testExpiryProber(t, h) })
+	t.Run("ChangedKeys", func(t *testing.T) { t.Parallel(); testChangedKeys(t, h) })
 	t.Run("BuyerSecretAttempt", func(t *testing.T) { t.Parallel(); testBuyerSecretAttempt(t, h) })
 	t.Run("ChangeStockCAS", func(t *testing.T) { t.Parallel(); testChangeStockCAS(t, h) }) // stockcas.go
 	t.Run("AllocatePhases", func(t *testing.T) { t.Parallel(); testAllocatePhases(t, h) })

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine/driver"
 )
 
 // lapsed polls until every hold of ids reads as lapsed (StatusExpired,
@@ -170,5 +171,46 @@ func testReplenishAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 		if l, err := in.Engine.Level(ctx, k); err != nil || l.Available != 10 || l.Held != 0 {
 			t.Fatalf("level of %v after the replenish: %+v, %v; want 10 available, none held", k, l, err)
 		}
+	}
+}
+
+// testExpiryProber: a driver.ExpiryProber answers no expiry while no hold
+// is held, then the wait until the held hold's expiry (within its TTL).
+func testExpiryProber[TTx comparable](t *testing.T, h Harness[TTx]) {
+	ctx := context.Background()
+	in := h.New(t)
+	p, ok := in.Driver.(driver.ExpiryProber)
+	if !ok {
+		t.Skip("the driver has no ExpiryProber")
+	}
+	if d, ok, err := p.NextExpiry(ctx); err != nil || ok {
+		t.Fatalf("NextExpiry with no hold: %v, %v, %v; want none", d, ok, err)
+	}
+	setStock(t, in, key, 10)
+	r := reservation(uuid.New(), key, 1)
+	r.TTL = time.Hour
+	if _, err := reserve(ctx, in, r); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok, err := p.NextExpiry(ctx); err != nil || !ok || d <= 0 || d > time.Hour {
+		t.Fatalf("NextExpiry with a hold held for an hour: %v, %v, %v; want within the hour", d, ok, err)
+	}
+}
+
+// testChangedKeys: a driver.ChangedKeys's queue is empty on a new database,
+// and RefillChangedKeys of a free key refills it without calling it busy.
+func testChangedKeys[TTx comparable](t *testing.T, h Harness[TTx]) {
+	ctx := context.Background()
+	in := h.New(t)
+	ck, ok := in.Driver.(driver.ChangedKeys)
+	if !ok {
+		t.Skip("the driver has no ChangedKeys")
+	}
+	if keys, err := ck.DequeueChangedKeys(ctx, 10); err != nil || len(keys) != 0 {
+		t.Fatalf("DequeueChangedKeys on a new database: %v, %v; want none", keys, err)
+	}
+	setStock(t, in, key, 10)
+	if busy, err := ck.RefillChangedKeys(ctx, []holdfast.Key{key}); err != nil || len(busy) != 0 {
+		t.Fatalf("RefillChangedKeys of a free key: busy %v, %v; want none", busy, err)
 	}
 }
