@@ -145,7 +145,7 @@ func (c *Client[TTx]) existingAllocated(ctx context.Context, tx TTx, req *driver
 		// A checkout that waits (or waited) for other lines: allocated
 		// lines never wait, so they are other lines.
 		h, err = c.waitOrNotFound(ctx, tx, route, req.Shop, req.Checkout)
-		if isWaitAnswer(err) {
+		if IsWaitAnswer(err) {
 			return nil, holdfast.ErrIdempotencyConflict
 		}
 	}
@@ -186,9 +186,9 @@ func SameBuyer(held, asked []byte) error {
 	return nil
 }
 
-// isWaitAnswer reports an answer of a checkout's wait (it waits, or its
+// IsWaitAnswer reports an answer of a checkout's wait (it waits, or its
 // wait ended without a hold).
-func isWaitAnswer(err error) bool {
+func IsWaitAnswer(err error) bool {
 	return errors.Is(err, holdfast.ErrWaitlisted) || errors.Is(err, holdfast.ErrWaitExpired) ||
 		errors.Is(err, holdfast.ErrWaitCancelled) || errors.Is(err, holdfast.ErrWaitUnservable)
 }

@@ -94,7 +94,7 @@ func (c *Client[TTx]) cancelWait(ctx context.Context, tx TTx, route string, shop
 	switch {
 	case errors.Is(werr, driver.ErrGranted), errors.Is(werr, holdfast.ErrWaitlisted):
 		return nil, driver.ErrRetry
-	case errors.Is(werr, holdfast.ErrNotFound), isWaitAnswer(werr):
+	case errors.Is(werr, holdfast.ErrNotFound), IsWaitAnswer(werr):
 		return werr, nil
 	}
 	return nil, werr

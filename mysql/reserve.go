@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/engine"
 	hfdriver "github.com/holdfast/holdfast/engine/driver"
 )
 
@@ -143,7 +144,7 @@ func (c *Client) existing(ctx context.Context, tx *sql.Tx, req *reservation) (*h
 		// A checkout that waits (or waited) answers its wait, and other
 		// lines are a conflict (waitlist.go).
 		h, err = c.waitOrNotFound(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout, req.Lines)
-		if isWaitAnswer(err) {
+		if engine.IsWaitAnswer(err) {
 			// The wait is its buyer's, as a hold is.
 			if berr := c.sameBuyer(ctx, tx, req); berr != nil {
 				return nil, berr
