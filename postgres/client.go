@@ -58,6 +58,8 @@ type Client struct {
 	waitlister   atomic.Pointer[maint.Worker] // the waitlist server (waitlist.go)
 	sequencing   atomic.Pointer[maint.Worker] // the event sequencer (events.go)
 	dirty        sync.Map                     // Key -> struct{}
+	poolTaken    sync.Map                     // Key -> *atomic.Int64: units taken since the last top-up (notePoolTaken)
+	poolTakenN   atomic.Int64                 // poolTaken's entries, at most DirtyKeysMax
 	dirtyN       atomic.Int64
 	sweepNextAt  atomic.Int64 // unix µs of the sweeper's next tick; 0: none planned
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -248,6 +249,45 @@ func (c *Client) noteReserved(shop int64, lines []holdfast.Line) {
 			}
 		}
 	}
+}
+
+// PoolTopUpDivisor sets when a pool key's takes ask the replenisher for a
+// top-up: after this process has taken a 1/PoolTopUpDivisor share of the
+// key's cap from it since it last asked (250 units of a 1,000-unit pool).
+const PoolTopUpDivisor = 4
+
+// notePoolTaken counts q units this process took from pool key k's rows
+// (cap its pool cap) and, once they reach a quarter of the cap, queues k for
+// the replenisher and wakes it, so that a pool drained faster than
+// ReplenishInterval is topped up in the replenisher's own short
+// transaction before it runs dry. A dry pool sends every reserver to the
+// slow path, where a caller's transaction (ReserveTx) takes the key's lock
+// and keeps it until the caller commits: the reservers of the key then
+// queue one caller's transaction at a time (issue #29 item 4: pool at
+// hot-tx/64 had 23–35 backends in Lock:advisory). Without started workers
+// it only counts.
+func (c *Client) notePoolTaken(k holdfast.Key, q, cap int) {
+	v, ok := c.poolTaken.Load(k)
+	if !ok {
+		if c.poolTakenN.Load() >= DirtyKeysMax {
+			return // bounded: past it, the replenisher's interval and the slow path
+		}
+		var loaded bool
+		if v, loaded = c.poolTaken.LoadOrStore(k, new(atomic.Int64)); !loaded {
+			c.poolTakenN.Add(1)
+		}
+	}
+	n := v.(*atomic.Int64)
+	if n.Add(int64(q)) < int64(max(1, cap/PoolTopUpDivisor)) {
+		return
+	}
+	n.Store(0)
+	w := c.replenisher.Load()
+	if w == nil {
+		return
+	}
+	c.noteReserved(k.ShopID, []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID}})
+	w.Kick()
 }
 
 // replenishStep is one bounded batch of the background replenisher: the
