@@ -131,6 +131,9 @@ type maintenance struct {
 	sweepNextAt atomic.Int64        // unix µs of the sweeper's next tick; 0: none planned
 
 	changed changedKeySet
+
+	poolTaken  sync.Map     // holdfast.Key -> *atomic.Int64: units taken since the last top-up (NotePoolTaken)
+	poolTakenN atomic.Int64 // poolTaken's entries, at most DirtyKeysMax
 }
 
 // changedKeySet is the keys a client reserved on since its replenisher's
@@ -399,4 +402,45 @@ func (c *Client[TTx]) changedKeys(ctx context.Context, ck driver.ChangedKeys) ([
 		return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
 	})
 	return keys, nil
+}
+
+// PoolTopUpDivisor sets when a pool key's takes ask the replenisher for a
+// top-up: after this process has taken a 1/PoolTopUpDivisor share of the
+// key's cap from it since it last asked (250 units of a 1,000-unit pool).
+const PoolTopUpDivisor = 4
+
+// NotePoolTaken counts q units c took from pool key k's rows (cap its pool
+// cap) and, once they reach a quarter of the cap, remembers k for the
+// replenisher and wakes it, so that a pool drained faster than
+// ReplenishInterval is topped up in the replenisher's own short transaction
+// before it runs dry. A dry pool sends every reserver to the slow path,
+// where a caller's transaction (ReserveTx) takes the key's lock and keeps it
+// until the caller commits: the key's reservers then queue one caller's
+// transaction at a time (issue #29 item 4: pool at hot-tx/64 had 23–35
+// backends in Lock:advisory). Without started workers it only counts. A
+// driver's fast pool take calls it (the takes inside callers' transactions
+// are never seen by the engine).
+func NotePoolTaken[TTx comparable](c *Client[TTx], k holdfast.Key, q, cap int) {
+	m := &c.maint
+	v, ok := m.poolTaken.Load(k)
+	if !ok {
+		if m.poolTakenN.Load() >= DirtyKeysMax {
+			return // bounded: past it, the replenisher's interval and the slow path
+		}
+		var loaded bool
+		if v, loaded = m.poolTaken.LoadOrStore(k, new(atomic.Int64)); !loaded {
+			m.poolTakenN.Add(1)
+		}
+	}
+	n := v.(*atomic.Int64)
+	if n.Add(int64(q)) < int64(max(1, cap/PoolTopUpDivisor)) {
+		return
+	}
+	n.Store(0)
+	w := m.replenisher.Load()
+	if w == nil {
+		return
+	}
+	c.noteChanged(k.ShopID, []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID}})
+	w.Kick()
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,5 +83,62 @@ func TestReleaseAndSweepNeverWaitForRefill(t *testing.T) {
 				t.Fatalf("level after replenish: %+v", l)
 			}
 		})
+	}
+}
+
+// refillLog is an Observer that counts a key's refills, inline (in a
+// reserver's path) and background (the replenisher).
+type refillLog struct {
+	retryLog
+	inline, background atomic.Int64
+}
+
+func (r *refillLog) Replenished(_ holdfast.Key, inline bool, _ int) {
+	if inline {
+		r.inline.Add(1)
+	} else {
+		r.background.Add(1)
+	}
+}
+
+// TestPoolTopUpBeforeDry (#29 item 4): reservations inside callers'
+// transactions that take a quarter of a pool key's cap wake the
+// replenisher, which tops the pool up in its own transaction long before
+// ReplenishInterval: the pool does not run dry, so no reserver takes the
+// key's lock in its caller's transaction (the slow path, where the others
+// queue behind each caller's commit).
+func TestPoolTopUpBeforeDry(t *testing.T) {
+	t.Parallel()
+	log := &refillLog{}
+	e := newEnv(t, holdfast.Config{Strategy: holdfast.StrategyPool, PoolCap: 8, ReplenishInterval: time.Hour, Observer: log}, 0)
+	ctx := context.Background()
+	k := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
+	e.stock(k, 100)
+	if _, err := e.c.Replenish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.level(k); l.Pooled != 8 {
+		t.Fatalf("after the first refill: %+v", l)
+	}
+	e.c.Start(ctx)
+	defer e.c.Stop(ctx) //nolint:errcheck
+	before := log.background.Load()
+	for i := range 2 { // 2 units: a quarter of the cap
+		tx, err := e.db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.ReserveTx(ctx, tx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: one(1, 1)}); err != nil {
+			t.Fatalf("reservation %d: %v", i, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the replenisher to top the pool up", func() bool {
+		return log.background.Load() > before && e.level(k).Pooled == 8
+	})
+	if n := log.inline.Load(); n != 0 {
+		t.Fatalf("%d inline refills: a reservation took the slow path", n)
 	}
 }

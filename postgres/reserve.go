@@ -175,6 +175,11 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 			return nil, err
 		}
 		if !short {
+			for i, l := range lines {
+				if strategyOf(infos[i].strategy).pooled {
+					engine.NotePoolTaken(c.engineClient, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}, l.Quantity, infos[i].cap)
+				}
+			}
 			return nil, nil
 		}
 	}
