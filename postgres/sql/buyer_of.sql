@@ -1,5 +1,7 @@
 -- The buyer hash of a checkout: its hold's, or, without a hold, its wait's
--- (NULL: no buyer). $1 shop, $2 checkout.
-SELECT coalesce(
-    (SELECT buyer_hash FROM holds WHERE shop_id = $1::bigint AND checkout_id = $2::uuid),
-    (SELECT buyer_hash FROM waiters WHERE shop_id = $1::bigint AND checkout_id = $2::uuid))
+-- (NULL: no buyer; no row: neither). $1 shop, $2 checkout.
+SELECT buyer_hash FROM holds WHERE shop_id = $1::bigint AND checkout_id = $2::uuid
+UNION ALL
+SELECT w.buyer_hash FROM waiters w
+LEFT JOIN holds h ON h.shop_id = w.shop_id AND h.checkout_id = w.checkout_id
+WHERE w.shop_id = $1::bigint AND w.checkout_id = $2::uuid AND h.shop_id IS NULL
