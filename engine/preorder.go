@@ -245,6 +245,10 @@ func (c *Client[TTx]) reserveSplit(ctx context.Context, tx TTx, own bool, req *d
 
 // preorderReplay answers a retried reservation whose stored hold is split:
 // the same lines as the buyer sees them is a replay, else the conflict.
+// The hold is read again here, after the attempt that answered the
+// conflict: a hold that ended in between (released, claimed, expired and
+// swept) answers how it ended, as the drivers answer a retry of an ended
+// hold (their existing), not the conflict.
 func (c *Client[TTx]) preorderReplay(ctx context.Context, tx TTx, own bool, req *driver.Reservation, set map[holdfast.Key]holdfast.Preorder, conflict error) (*holdfast.Hold, error) {
 	var h *holdfast.Hold
 	err := c.run(ctx, tx, own, holdfast.RouteReserve, true, func(tx TTx) error {
@@ -252,8 +256,16 @@ func (c *Client[TTx]) preorderReplay(ctx context.Context, tx TTx, own bool, req 
 		h, err = c.d.ReadHold(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
 		return err
 	})
-	if err != nil || !h.Claimable {
+	if err != nil {
 		return nil, conflict
+	}
+	switch {
+	case h.Status == holdfast.StatusClaimed:
+		return nil, holdfast.ErrHoldClaimed
+	case h.Status == holdfast.StatusReleased:
+		return nil, holdfast.ErrHoldReleased
+	case !h.Claimable:
+		return nil, holdfast.ErrHoldExpired
 	}
 	v := c.preorderView(h, set)
 	if len(v.Lines) != len(req.Lines) {
