@@ -26,6 +26,7 @@ func testPreorders(t *testing.T, h *Harness) {
 	t.Run("Races", func(t *testing.T) { testPreorderRaces(t, h) })
 	t.Run("ListedByKey", func(t *testing.T) { testPreorderListed(t, h) })
 	t.Run("RetryRacesEnd", func(t *testing.T) { testPreorderRetryRacesEnd(t, h) })
+	t.Run("RetryOtherBuyer", func(t *testing.T) { testPreorderRetryOtherBuyer(t, h) })
 }
 
 // setPreorder sets k's pre-order cap, expected at.
@@ -445,5 +446,26 @@ func testPreorderRetryRacesEnd(t *testing.T, h *Harness) {
 				t.Fatalf("round %d: retry %d while the hold ends: %v, want the replayed hold or %v", r, i, err, ended)
 			}
 		}
+	}
+}
+
+// testPreorderRetryOtherBuyer: a pre-ordered hold is its buyer's, as any
+// hold is: the same lines under its checkout id for another buyer id (or
+// none) are ErrIdempotencyConflict, for its buyer the replay.
+func testPreorderRetryOtherBuyer(t *testing.T, h *Harness) {
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(1, 1)
+	e.stock(k, 1)
+	e.setPreorder(k, 5, time.Now().Add(7*24*time.Hour))
+	id := e.reserveTTL(1, one(1, 3), time.Hour, "alice")
+	for _, buyer := range []string{"bob", ""} {
+		got, err := e.e.Reserve(ctxb(), holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(1, 3), TTL: time.Hour, BuyerID: buyer})
+		if !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+			t.Fatalf("alice's pre-ordered checkout retried for buyer %q: %+v %v, want ErrIdempotencyConflict", buyer, got, err)
+		}
+	}
+	got, err := e.e.Reserve(ctxb(), holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(1, 3), TTL: time.Hour, BuyerID: "alice"})
+	if err != nil || !got.Replayed || got.Lines[0].Preordered != 2 {
+		t.Fatalf("alice's retry: %+v %v, want the replayed hold with 2 pre-ordered", got, err)
 	}
 }
