@@ -244,16 +244,37 @@ func (c *Client[TTx]) reserveSplit(ctx context.Context, tx TTx, own bool, req *d
 }
 
 // preorderReplay answers a retried reservation whose stored hold is split:
-// the same lines as the buyer sees them is a replay, else the conflict.
+// the same lines as the buyer sees them, for the same buyer id, is a
+// replay, else the conflict. The hold is read again here, after the
+// attempt that answered the conflict: a hold that ended in between
+// (released, claimed, expired and swept) answers how it ended, as the
+// drivers answer a retry of an ended hold (their existing), not the
+// conflict.
 func (c *Client[TTx]) preorderReplay(ctx context.Context, tx TTx, own bool, req *driver.Reservation, set map[holdfast.Key]holdfast.Preorder, conflict error) (*holdfast.Hold, error) {
+	asked, err := c.buyerHash(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	var h *holdfast.Hold
-	err := c.run(ctx, tx, own, holdfast.RouteReserve, true, func(tx TTx) error {
+	var buyer []byte
+	err = c.run(ctx, tx, own, holdfast.RouteReserve, true, func(tx TTx) error {
 		var err error
-		h, err = c.d.ReadHold(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
+		if h, err = c.d.ReadHold(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout); err != nil {
+			return err
+		}
+		buyer, err = c.d.BuyerOf(ctx, tx, holdfast.RouteReserve, req.Shop, req.Checkout)
 		return err
 	})
-	if err != nil || !h.Claimable {
+	if err != nil {
 		return nil, conflict
+	}
+	switch {
+	case h.Status == holdfast.StatusClaimed:
+		return nil, holdfast.ErrHoldClaimed
+	case h.Status == holdfast.StatusReleased:
+		return nil, holdfast.ErrHoldReleased
+	case !h.Claimable:
+		return nil, holdfast.ErrHoldExpired
 	}
 	v := c.preorderView(h, set)
 	if len(v.Lines) != len(req.Lines) {
@@ -264,6 +285,10 @@ func (c *Client[TTx]) preorderReplay(ctx context.Context, tx TTx, own bool, req 
 		if l.ItemID != r.ItemID || l.LocationID != r.LocationID || l.Quantity != r.Quantity {
 			return nil, conflict
 		}
+	}
+	// The hold is its buyer's (SameBuyer), as the drivers' replay checks.
+	if err := SameBuyer(buyer, asked); err != nil {
+		return nil, err
 	}
 	v.Replayed = true
 	return v, nil

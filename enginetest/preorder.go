@@ -25,6 +25,8 @@ func testPreorders(t *testing.T, h *Harness) {
 	t.Run("ConvertOldestFirst", func(t *testing.T) { testPreorderConvertOrder(t, h) })
 	t.Run("Races", func(t *testing.T) { testPreorderRaces(t, h) })
 	t.Run("ListedByKey", func(t *testing.T) { testPreorderListed(t, h) })
+	t.Run("RetryRacesEnd", func(t *testing.T) { testPreorderRetryRacesEnd(t, h) })
+	t.Run("RetryOtherBuyer", func(t *testing.T) { testPreorderRetryOtherBuyer(t, h) })
 }
 
 // setPreorder sets k's pre-order cap, expected at.
@@ -399,4 +401,71 @@ func testPreorderRaces(t *testing.T, h *Harness) {
 			}
 		}
 	})
+}
+
+// preorderRetryRounds: testPreorderRetryRacesEnd's rounds.
+const preorderRetryRounds = 30
+
+// testPreorderRetryRacesEnd: retries of a pre-ordered reservation sent
+// while its hold is released or claimed answer the replayed hold or how it
+// ended, never ErrIdempotencyConflict (found by HistoryPreorder on MariaDB
+// under load: the plain attempt saw the split hold still held, "other
+// lines", and the replay's re-read of the hold, after the release had
+// committed, answered the conflict because the hold was no longer
+// claimable).
+func testPreorderRetryRacesEnd(t *testing.T, h *Harness) {
+	const retries = 3
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{Conns: retries + 4})
+	k := key(1, 1)
+	e.stock(k, 0)
+	e.setPreorder(k, 10*preorderRetryRounds, time.Now().Add(7*24*time.Hour))
+	for r := range preorderRetryRounds {
+		id := e.reserveTTL(1, one(1, 1), time.Hour, "")
+		end, ended := e.e.Release, holdfast.ErrHoldReleased
+		if r%2 == 1 {
+			end, ended = e.e.Claim, holdfast.ErrHoldClaimed
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, retries)
+		got := make([]*holdfast.Hold, retries)
+		for i := range retries {
+			wg.Add(1)
+			go func() { defer wg.Done(); got[i], errs[i] = e.reserve(1, id, one(1, 1)) }()
+		}
+		if _, err := end(ctxb(), 1, id); err != nil {
+			t.Fatalf("round %d: ending the pre-ordered hold: %v", r, err)
+		}
+		wg.Wait()
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if !got[i].Replayed || len(got[i].Lines) != 1 || got[i].Lines[0].Preordered != 1 {
+					t.Fatalf("round %d: retry %d answered %+v, want the replayed pre-ordered hold", r, i, got[i])
+				}
+			case !errors.Is(err, ended):
+				t.Fatalf("round %d: retry %d while the hold ends: %v, want the replayed hold or %v", r, i, err, ended)
+			}
+		}
+	}
+}
+
+// testPreorderRetryOtherBuyer: a pre-ordered hold is its buyer's, as any
+// hold is: the same lines under its checkout id for another buyer id (or
+// none) are ErrIdempotencyConflict, for its buyer the replay.
+func testPreorderRetryOtherBuyer(t *testing.T, h *Harness) {
+	e := h.newEnv(t, holdfast.Config{Strategy: h.Strategies[0]}, Options{})
+	k := key(1, 1)
+	e.stock(k, 1)
+	e.setPreorder(k, 5, time.Now().Add(7*24*time.Hour))
+	id := e.reserveTTL(1, one(1, 3), time.Hour, "alice")
+	for _, buyer := range []string{"bob", ""} {
+		got, err := e.e.Reserve(ctxb(), holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(1, 3), TTL: time.Hour, BuyerID: buyer})
+		if !errors.Is(err, holdfast.ErrIdempotencyConflict) {
+			t.Fatalf("alice's pre-ordered checkout retried for buyer %q: %+v %v, want ErrIdempotencyConflict", buyer, got, err)
+		}
+	}
+	got, err := e.e.Reserve(ctxb(), holdfast.ReserveParams{ShopID: 1, CheckoutID: id, Lines: one(1, 3), TTL: time.Hour, BuyerID: "alice"})
+	if err != nil || !got.Replayed || got.Lines[0].Preordered != 2 {
+		t.Fatalf("alice's retry: %+v %v, want the replayed hold with 2 pre-ordered", got, err)
+	}
 }

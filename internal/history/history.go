@@ -1076,8 +1076,10 @@ func LoadOperations(path string) ([]porcupine.Operation, error) {
 }
 
 // Minimize returns a smallest-found subset of a non-linearizable partition
-// (greedily dropping operations while it stays non-linearizable), in call
-// order, described one operation a line.
+// (greedily dropping operations, but not stock sets and pre-order caps,
+// while it stays non-linearizable), in call order, described one operation
+// a line. Only a hint: dropping a release or a sweep that gave units back
+// can leave a minimum that blames an innocent reservation.
 func Minimize(ops []porcupine.Operation) string {
 	m := Model.ToModel()
 	m.Partition = nil
@@ -1093,7 +1095,9 @@ func Minimize(ops []porcupine.Operation) string {
 	}
 	slices.SortStableFunc(bad, func(a, b porcupine.Operation) int { return cmpInt64(a.Call, b.Call) })
 	for i := len(bad) - 1; i >= 0; i-- {
-		if bad[i].Input.(Input).Op == OpSet {
+		if op := bad[i].Input.(Input).Op; op == OpSet || op == OpPreorder {
+			// A key's stock and its pre-order cap stay: without them
+			// every reservation of the key looks wrong.
 			continue
 		}
 		try := slices.Delete(slices.Clone(bad), i, i+1)

@@ -115,3 +115,19 @@ func reserveAt(co int, now int64, lines ...history.CartLine) history.Input {
 	in.Now = now
 	return in
 }
+
+// TestMinimizeKeepsPreorderCaps: Minimize keeps a key's pre-order setting
+// (as it keeps its stock): without it every pre-ordered answer is wrong,
+// and the minimum blamed an innocent reservation (seen minimizing a
+// HistoryPreorder failure: "reserve ... preordered=2" against cap 0).
+func TestMinimizeKeepsPreorderCaps(t *testing.T) {
+	// Key 0: 2 in stock, cap 3; co1 takes all of it, co2 pre-orders past the cap.
+	// Lenient, as HistoryPreorder records them.
+	lenient := func(in history.Input) history.Input { in.Strict = false; return in }
+	h := new(hist).seq(set(0, 2), ok).seq(preorderOp(0, 3), ok).
+		seq(lenient(reserve(1, line(0, 5))), pre(3)).seq(lenient(reserve(2, line(0, 1))), pre(1))
+	got := history.Minimize(h.ops)
+	if !strings.Contains(got, "preorder(key0 cap 3)") || !strings.Contains(got, "co2") {
+		t.Fatalf("minimized without the cap or the wrong answer:\n%s", got)
+	}
+}
