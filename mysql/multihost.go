@@ -426,6 +426,13 @@ func (c *trackedConn) Close() error {
 // not yet prepared node for application use").
 const erWsrepNotReady = 1047
 
+// erErrorDuringCommit is COMMIT failing inside the server; on Galera, "Error
+// while appending streaming replication fragment (provider status: Not
+// connected to Primary Component)" when the node lost the primary component
+// during the COMMIT (seen in TestFailover's kill round). Whether the others
+// ordered the write set is unknown: treated as erWsrepNotReady.
+const erErrorDuringCommit = 1180
+
 // nodeUnusable reports an error that says the node cannot serve holdfast
 // now: erWsrepNotReady, or ErrNoWriter from the multi-host connector. Both
 // are classified as a lost connection (hooked into connectionLost,
@@ -434,7 +441,8 @@ const erWsrepNotReady = 1047
 // place; a COMMIT so answered is outcome_unknown (the node may have lost
 // the primary component after the others ordered the write set).
 func nodeUnusable(err error) bool {
-	return errNumber(err) == erWsrepNotReady || errors.Is(err, ErrNoWriter) || badConnNoWrite(err)
+	n := errNumber(err)
+	return n == erWsrepNotReady || n == erErrorDuringCommit || errors.Is(err, ErrNoWriter) || badConnNoWrite(err)
 }
 
 // badConnNoWrite reports go-sql-driver's unexported errBadConnNoWrite ("bad
@@ -465,7 +473,7 @@ type nodeConn struct {
 }
 
 func (c *nodeConn) note(err error) error {
-	if n := errNumber(err); n == erWsrepNotReady || n == erTxInProgress {
+	if n := errNumber(err); n == erWsrepNotReady || n == erErrorDuringCommit || n == erTxInProgress {
 		c.bad.Store(true)
 		c.w.poke()
 	}

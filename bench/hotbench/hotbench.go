@@ -383,10 +383,12 @@ type measurement struct {
 	kinds     map[string]int64
 	latencies []time.Duration
 	cost      Cost
+	window    time.Duration // the measured window, when it outlasted the asked one
 }
 
 func (m *measurement) fill(res *Result, window time.Duration) {
 	res.Holds, res.Errors, res.Cost = m.ok, m.errors, m.cost
+	window = max(window, m.window)
 	res.HoldsPerSec = float64(m.ok) / window.Seconds()
 	if len(m.kinds) > 0 {
 		res.ErrorKinds = m.kinds
@@ -430,6 +432,8 @@ func (r *runner) timed(ctx context.Context, label string, clients, per int, do f
 	start := time.Now()
 	from, to := start.Add(r.o.Warmup), start.Add(r.o.Warmup+r.o.Duration)
 	meter, _ := r.t.(Meter)
+	var measured atomic.Int64 // clients with an attempt measured
+	var window time.Duration  // written before probed is sent
 	probed := make(chan *Probe, 1)
 	go func() {
 		defer close(probed)
@@ -443,7 +447,14 @@ func (r *runner) timed(ctx context.Context, label string, clients, per int, do f
 		case <-time.After(time.Until(to)):
 		case <-ctx.Done():
 		}
+		// A window shorter than one attempt (a loaded machine, a short
+		// run) would measure nothing: it lasts until every client has
+		// one attempt started inside it answered.
+		for measured.Load() < int64(clients) && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
 		p.Stop(ctx)
+		window = time.Since(from) // the asked one, unless it had to wait
 		probed <- p
 	}()
 	out := make([]*measurement, clients)
@@ -456,12 +467,15 @@ func (r *runner) timed(ctx context.Context, label string, clients, per int, do f
 			defer wg.Done()
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				if !t0.Before(to) {
+				if !t0.Before(to) && m.ok+m.errors > 0 {
 					return
 				}
 				err := do(ctx)
 				if t0.Before(from) {
 					continue
+				}
+				if m.ok+m.errors == 0 {
+					measured.Add(1)
 				}
 				if err != nil {
 					m.errors++
@@ -487,6 +501,7 @@ func (r *runner) timed(ctx context.Context, label string, clients, per int, do f
 		}
 	}
 	all.cost = probe.Cost(all.ok * int64(per))
+	all.window = window
 	return all
 }
 
