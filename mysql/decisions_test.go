@@ -464,6 +464,9 @@ func TestLockingJoinsUsePrimaryKeys(t *testing.T) {
 		{"take_pool_delete", []any{`[[2,1,5]]`, 1}, "u", "PRIMARY"},
 		{"sweep_expire", []any{`[[1,"00"]]`, nil}, "h", "PRIMARY"},
 		{"sweep_lines", []any{`[[1,"00"]]`}, "r", "reserved_quantities_checkout"},
+		{"claim_batch_pick", []any{nil, `[[1,"00"]]`}, "h", "PRIMARY"},
+		{"claim_batch_end", []any{`[[1,"00"]]`, time.Now()}, "h", "PRIMARY"},
+		{"claim_batch_deduct", []any{`[[1,1,1,1]]`, nil}, "v", "PRIMARY"},
 	}
 	// Statistics of small tables: what made the optimizer scan.
 	if _, err := e.reserve(1, holdfast.Line{ItemID: 1, LocationID: 1, Quantity: 1}); err != nil {

@@ -271,3 +271,8 @@ func (d *engineDriver) RefillWaitKeys(ctx context.Context, tx *sql.Tx, keys []ho
 }
 
 // WaitsGranted: nothing to track (the sweeper here scans on its tick).
+
+// CombinedClaimAttempt: hfdriver.ClaimCombiner (claimcombine.go).
+func (d *engineDriver) CombinedClaimAttempt(ctx context.Context, claims []hfdriver.ClaimRequest) ([]*holdfast.Hold, error) {
+	return d.c().combinedClaimAttempt(ctx, claims)
+}

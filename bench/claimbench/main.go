@@ -1,6 +1,7 @@
 // Command claimbench runs the flash-sale demo's buyers (reserve one unit of
 // one hot key, "pay" 0–5 ms outside any transaction, then claim, release or
-// abandon) against the library on a durable PostgreSQL and prints the
+// abandon) against the library on a durable PostgreSQL (or, with -engine
+// mariadb, a private durable MariaDB of its own per run) and prints the
 // latency of reservations and claims: the claims' tail is what issue #29
 // item 6 is about, and `holdfast demo` reports reservations only. Each run
 // uses a fresh database of a shared embedded cluster in -data (or
@@ -19,11 +20,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"database/sql"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/mysql"
+	mysqlmigrations "github.com/holdfast/holdfast/mysql/migrations"
+	"github.com/holdfast/holdfast/mysql/mysqlcluster"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgcluster"
@@ -37,8 +43,15 @@ func main() {
 	pay := flag.Float64("pay", 0.6, "share of holders that claim")
 	fail := flag.Float64("fail", 0.2, "share of holders that release")
 	label := flag.String("label", "", "label printed with the result")
+	eng := flag.String("engine", "postgres", "postgres or mariadb")
 	flag.Parse()
-	if err := run(*data, *buyers, *units, *conc, *pay, *fail, *label); err != nil {
+	var err error
+	if *eng == "mariadb" || *eng == "mysql" {
+		err = runMariaDB(*buyers, *units, *conc, *pay, *fail, *label)
+	} else {
+		err = run(*data, *buyers, *units, *conc, *pay, *fail, *label)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "claimbench:", err)
 		os.Exit(1)
 	}
@@ -85,6 +98,49 @@ func run(data string, buyers, units, conc int, pay, fail float64, label string) 
 	if err != nil {
 		return err
 	}
+	return sale(ctx, hc, buyers, units, conc, pay, fail, label)
+}
+
+// runMariaDB runs the sale on a private durable MariaDB of its own
+// (READ COMMITTED, as holdfast's own servers start it).
+func runMariaDB(buyers, units, conc int, pay, fail float64, label string) error {
+	ctx := context.Background()
+	c, err := mysqlcluster.Start(ctx, mysqlcluster.Options{Durable: true, ReadCommitted: true})
+	if err != nil {
+		return err
+	}
+	defer c.Stop(ctx)
+	admin, err := sql.Open("mysql", c.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE claimbench"); err != nil {
+		return err
+	}
+	dc := c.Config("claimbench")
+	mysql.Configure(dc)
+	conn, err := mysql.NewConnector(dc)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	db.SetMaxOpenConns(conc + 8)
+	db.SetMaxIdleConns(conc + 8)
+	if _, err := mysqlmigrations.Up(ctx, db); err != nil {
+		return err
+	}
+	hc, err := mysql.New(db, holdfast.Config{})
+	if err != nil {
+		return err
+	}
+	defer hc.Stop(ctx)
+	return sale(ctx, hc, buyers, units, conc, pay, fail, label)
+}
+
+// sale runs the buyers against hc and prints the result line.
+func sale(ctx context.Context, hc holdfast.Engine, buyers, units, conc int, pay, fail float64, label string) error {
 	key := holdfast.Key{ShopID: 1, ItemID: 1, LocationID: 1}
 	if _, err := hc.SetStrategy(ctx, key, holdfast.StrategyBatch, 0); err != nil {
 		return err
