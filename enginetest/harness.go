@@ -71,6 +71,12 @@ type Instance struct {
 	// engine writes holds s in its text (the raw buyer id must never be
 	// stored). Without it the suite skips that check.
 	Grep func(ctx context.Context, s string) (bool, error)
+	// ClaimTransactions, when not nil, counts the transactions (or
+	// statements) that wrote claims' ledger entries, for an engine that
+	// combines concurrent claims (driver.ClaimCombiner): the suite checks
+	// that they were combined. It is called only on the database's own
+	// clock (Options.RealClock, Now nil).
+	ClaimTransactions func(ctx context.Context) (int, error)
 }
 
 // Clock is an injected clock: tests move it instead of sleeping.
@@ -130,6 +136,7 @@ var tests = []struct {
 	{"Events", testEvents},
 	{"EventsBadArguments", testEventsBadArguments},
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},
+	{"ClaimsCombined", testClaimsCombined},
 	{"EditLifecycle", testEditLifecycle}, {"EditEndedHolds", testEditEndedHolds}, {"PartialClaim", testPartialClaim}, {"EditRacesReserves", testEditRacesReserves}, {"EditRacesLifecycle", testEditRacesLifecycle},
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go
 	{"Cross", testCross}, // cross.go: features meeting

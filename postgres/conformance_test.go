@@ -48,6 +48,11 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 		Engine: c,
 		Clock:  clock,
 		Refill: func(ctx context.Context) error { _, err := c.Replenish(ctx); return err },
+		ClaimTransactions: func(ctx context.Context) (int, error) {
+			var n int
+			err := db.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM inventory_ledger WHERE claim`).Scan(&n)
+			return n, err
+		},
 		Grep:   containsText(db.Pool),
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
