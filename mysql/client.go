@@ -351,6 +351,9 @@ const (
 	// erSavepointMissing: ROLLBACK TO SAVEPOINT after the transaction
 	// ended (InnoDB rolled it back).
 	erSavepointMissing = 1305
+	// erSignalException is the number of an error a SIGNAL raised (the
+	// placement guard's HF001).
+	erSignalException = 1644
 )
 
 // sqlState is the SQLSTATE of a server error ("" for none).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
 	"github.com/holdfast/holdfast"
@@ -27,6 +28,16 @@ import (
 // and the sold-out hint probes it with NOWAIT: held, the hint goes the
 // normal way. Nothing else touches the table, so the mark is first in the
 // lock order without closing a cycle. Cost: two writes per attempt.
+//
+// The marks are not guarded by triggers (migration 22 dropped
+// reserve_inflight's placement-guard triggers, which a combined hold paid
+// twice): a mark never outlives its transaction, so a move has none to
+// copy or fence. A combined batch answers only the holds it writes, whose
+// rows are guarded; a plain attempt, which may answer without writing a
+// guarded row (sold out, a replay, a wait), makes the guard's checks in
+// its unmark statement, under the mark's lock as the trigger did, and is
+// refused with the guard's SQLSTATE HF001 (errShopFenced) when the shop is
+// fenced.
 
 // errInFlight is the sold-out hint's answer when another attempt of the
 // checkout holds its in-flight mark: go the normal way.
@@ -39,8 +50,29 @@ func (c *Client) markInFlight(ctx context.Context, tx *sql.Tx, shop int64, check
 	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_mark"), shop, checkout[:]); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_unmark"), shop, checkout[:])
-	return err
+	res, err := tx.ExecContext(ctx, c.q(ctx, route, "inflight_unmark"), shop, checkout[:])
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		// The mark this transaction just inserted was kept: the shop is
+		// fenced (inflight_unmark.sql). The transaction is rolled back
+		// with it.
+		return errShopFenced
+	}
+	return nil
+}
+
+// errShopFenced is a plain attempt's refusal for a shop fenced on this pod,
+// found by its unmark: the placement guard's own answer (SQLSTATE HF001,
+// the server's number for a SIGNAL), so every layer that reads the
+// guard's refusal (shopMoved, the engine's ErrShopMoved) reads it alike.
+var errShopFenced error = &mysqldriver.MySQLError{
+	Number:   erSignalException,
+	SQLState: [5]byte{'H', 'F', '0', '0', '1'},
+	Message:  "holdfast: the shop is fenced on this pod (moving, arriving or moved away)",
 }
 
 // inFlight reports whether another attempt of the checkout holds its mark,

@@ -125,6 +125,10 @@ func fenced(err error) bool {
 	return errors.As(err, &me) && string(me.SQLState[:]) == "HF001"
 }
 
+// unguarded is the one shop table without the guard's triggers: the
+// in-flight marks, which no transaction leaves behind (migration 22).
+const unguarded = "reserve_inflight"
+
 // TestGuardOnEveryShopTable lists every table with a shop_id column and
 // proves, on each, that migration 15's guard refuses an insert of a shop
 // fenced on the pod — by its mark (holdfast_shop_fences) and by a move's
@@ -133,7 +137,8 @@ func fenced(err error) bool {
 // delete of a marked shop's row are refused (the ledger refuses them
 // anyway: append-only). The inserts run from a session whose default
 // database is another one: the guard names the lock after the table's
-// database. Structurally, each table has the three AFTER triggers.
+// database. Structurally, each table has the three AFTER triggers, but
+// reserve_inflight none (TestInFlightMarkUnguarded).
 func TestGuardOnEveryShopTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -178,6 +183,14 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 			trig = append(trig, s)
 		}
 		rows.Close()
+		if tbl == unguarded {
+			// Migration 22: marks never outlive their transaction
+			// (TestInFlightMarkUnguarded).
+			if len(trig) != 0 {
+				t.Errorf("%s: guard triggers %v, want none", tbl, trig)
+			}
+			continue
+		}
 		if !slices.Equal(trig, []string{"AFTER DELETE", "AFTER INSERT", "AFTER UPDATE"}) {
 			t.Errorf("%s: guard triggers %v, want AFTER INSERT, UPDATE and DELETE", tbl, trig)
 		}
@@ -197,8 +210,8 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 	}
 	defer lockConn.Close()
 	for _, tbl := range tables {
-		if tbl == "webhook_endpoints" {
-			continue // b has its row
+		if tbl == "webhook_endpoints" || tbl == unguarded {
+			continue // b has its row; no guard
 		}
 		if _, err := b.DB.Exec("INSERT INTO holdfast_shop_fences (shop_id, state, since) VALUES (?, 'gone', UTC_TIMESTAMP(6))", shop); err != nil {
 			t.Fatal(err)
@@ -227,6 +240,9 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tbl := range tables {
+		if tbl == unguarded {
+			continue
+		}
 		_, uerr := b.DB.Exec("UPDATE "+tbl+" SET shop_id = shop_id WHERE shop_id = ? LIMIT 1", shop)
 		_, derr := b.DB.Exec("DELETE FROM "+tbl+" WHERE shop_id = ? LIMIT 1", shop)
 		if tbl == "inventory_ledger" {
@@ -247,5 +263,142 @@ func TestGuardOnEveryShopTable(t *testing.T) {
 	t.Cleanup(func() { _ = beng.Stop(context.Background()) })
 	if _, err := beng.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}, TTL: time.Minute}); !errors.Is(err, holdfast.ErrShopMoved) {
 		t.Errorf("reserve of an incoming shop: %v, want ErrShopMoved", err)
+	}
+}
+
+// TestInFlightMarkUnguarded pins what the in-flight marks do without the
+// guard's triggers (migration 22): for a shop fenced on the pod — marked
+// gone, marked incoming, or under a move's lock held by another session —
+// a plain reservation that would answer without writing a guarded row (sold
+// out, a replay of its hold) is still refused ErrShopMoved, in the
+// client's transaction and in a caller's (whose transaction goes on); a
+// reservation of a batch key (combined) is refused and writes nothing;
+// with the fence lifted they answer as before; and no mark is ever left
+// committed.
+func TestInFlightMarkUnguarded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := mysqltest.DB(t, 8)
+	eng, err := mysql.New(d.DB, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Stop(context.Background()) })
+	const shop = 7
+	soldOut := holdfast.Key{ShopID: shop, ItemID: 1, LocationID: 1}
+	batch := holdfast.Key{ShopID: shop, ItemID: 2, LocationID: 1}
+	for _, k := range []holdfast.Key{soldOut, batch} {
+		n := 1
+		if k == batch {
+			n = 100
+		}
+		if _, err := eng.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &n, Reason: "fill"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := eng.SetStrategy(ctx, batch, holdfast.StrategyBatch, 0); err != nil {
+		t.Fatal(err)
+	}
+	line := func(k holdfast.Key) []holdfast.Line {
+		return []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: 1}}
+	}
+	first := holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: line(soldOut), TTL: time.Minute}
+	if _, err := eng.Reserve(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	var trig int
+	if err := d.DB.QueryRow(`SELECT COUNT(*) FROM information_schema.TRIGGERS
+		WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'reserve_inflight'`).Scan(&trig); err != nil || trig != 0 {
+		t.Fatalf("reserve_inflight has %d triggers (%v), want none", trig, err)
+	}
+	lockConn, err := d.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close()
+	fences := []struct {
+		name      string
+		on, off   string
+		onLockCon bool
+	}{
+		{"gone", "INSERT INTO holdfast_shop_fences (shop_id, state, since) VALUES (?, 'gone', UTC_TIMESTAMP(6))", "DELETE FROM holdfast_shop_fences WHERE shop_id = ?", false},
+		{"incoming", "INSERT INTO holdfast_shop_fences (shop_id, state, since) VALUES (?, 'incoming', UTC_TIMESTAMP(6))", "DELETE FROM holdfast_shop_fences WHERE shop_id = ?", false},
+		{"move lock", "SELECT GET_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', ?), 0)", "SELECT RELEASE_LOCK(CONCAT('holdfast_move_', CRC32(DATABASE()), '_', ?))", true},
+	}
+	exec := func(q string, lock bool) {
+		t.Helper()
+		var err error
+		if lock {
+			var got sql.NullInt64
+			err = lockConn.QueryRowContext(ctx, q, shop).Scan(&got)
+			if err == nil && got.Int64 != 1 {
+				err = errors.New("lock not taken or released")
+			}
+		} else {
+			_, err = d.DB.ExecContext(ctx, q, shop)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	units := func() int {
+		t.Helper()
+		var n int
+		if err := d.DB.QueryRow("SELECT units FROM inventory_counters WHERE shop_id = ? AND inventory_item_id = ? AND location_id = ?", shop, batch.ItemID, batch.LocationID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, f := range fences {
+		exec(f.on, f.onLockCon)
+		before := units()
+		p := holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: line(soldOut), TTL: time.Minute}
+		if _, err := eng.Reserve(ctx, p); !errors.Is(err, holdfast.ErrShopMoved) {
+			t.Errorf("%s: a sold-out reservation: %v, want ErrShopMoved", f.name, err)
+		}
+		if _, err := eng.Reserve(ctx, first); !errors.Is(err, holdfast.ErrShopMoved) {
+			t.Errorf("%s: a replay: %v, want ErrShopMoved", f.name, err)
+		}
+		tx, err := d.DB.BeginTx(ctx, mysql.TxOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.ReserveTx(ctx, tx, p); !errors.Is(err, holdfast.ErrShopMoved) {
+			t.Errorf("%s: a sold-out reservation in a caller's transaction: %v, want ErrShopMoved", f.name, err)
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+			t.Errorf("%s: the caller's transaction after the refusal: %v", f.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Errorf("%s: commit of the caller's transaction: %v", f.name, err)
+		}
+		b := holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: line(batch), TTL: time.Minute}
+		if _, err := eng.Reserve(ctx, b); !errors.Is(err, holdfast.ErrShopMoved) {
+			t.Errorf("%s: a batch key's reservation: %v, want ErrShopMoved", f.name, err)
+		}
+		if after := units(); after != before {
+			t.Errorf("%s: the batch key's counter went %d → %d under the fence", f.name, before, after)
+		}
+		exec(f.off, f.onLockCon)
+	}
+	var holds int
+	if err := d.DB.QueryRow("SELECT COUNT(*) FROM holds WHERE shop_id = ?", shop).Scan(&holds); err != nil || holds != 1 {
+		t.Errorf("%d holds (%v), want the first one only", holds, err)
+	}
+	// Not fenced: the same answers as ever.
+	var ise *holdfast.InsufficientStockError
+	if _, err := eng.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: line(soldOut), TTL: time.Minute}); !errors.As(err, &ise) {
+		t.Errorf("a sold-out reservation of a shop not fenced: %v, want sold out", err)
+	}
+	if h, err := eng.Reserve(ctx, first); err != nil || !h.Replayed {
+		t.Errorf("a replay of a shop not fenced: %+v, %v", h, err)
+	}
+	if _, err := eng.Reserve(ctx, holdfast.ReserveParams{ShopID: shop, CheckoutID: uuid.New(), Lines: line(batch), TTL: time.Minute}); err != nil {
+		t.Errorf("a batch key's reservation of a shop not fenced: %v", err)
+	}
+	var marks int
+	if err := d.DB.QueryRow("SELECT COUNT(*) FROM reserve_inflight").Scan(&marks); err != nil || marks != 0 {
+		t.Errorf("%d in-flight marks left committed (%v)", marks, err)
 	}
 }
