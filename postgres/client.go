@@ -93,6 +93,9 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 		v, err = migrations.Version(ctx, pool)
 	}
 	switch {
+	case err != nil && loginRefusedFinal(err):
+		// The user, password or database is wrong: no later try clears it.
+		return nil, fmt.Errorf("holdfast: checking the schema version: %w", err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: checking the schema version: %w", holdfast.ErrUnavailable, err)
 	case v == 0:

@@ -48,6 +48,9 @@ func connectionLost(err error) bool {
 	if err == nil {
 		return false
 	}
+	if RefusedByOneHost(err) {
+		return true
+	}
 	if state := SQLState(err); state != "" {
 		// Class 08, connection exception: what PgBouncer answers when its
 		// server connection died under the client (08P01 "server conn
@@ -59,6 +62,49 @@ func connectionLost(err error) bool {
 		return true
 	}
 	return pgconn.SafeToRetry(err) || isNetErr(err)
+}
+
+// RefusedByOneHost reports a failure to connect through a connection
+// string of several hosts that ended at a host refusing the login (28P01,
+// 28000, 3D000, 42501): pgx stops there without trying the hosts after it,
+// and a standby that has not replayed the role or database yet refuses it
+// during a failover while the primary takes it. It is a connection failure
+// to retry (Follow then tries that host last), not a verdict on the
+// password; Follow's LoginRefusedError is the verdict, once every host
+// refused. With one host a refused login is final.
+func RefusedByOneHost(err error) bool { return OneHostRefusal(err) != nil }
+
+// OneHostRefusal is the refusal a multi-host connect stopped at
+// (RefusedByOneHost), or nil.
+func OneHostRefusal(err error) *pgconn.PgError {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) || ce.Config == nil || len(ce.Config.Fallbacks) == 0 {
+		return nil
+	}
+	// The hosts' errors in the order tried: pgx stopped at the last.
+	last := ce.Unwrap()
+	if j, ok := last.(interface{ Unwrap() []error }); ok {
+		if errs := j.Unwrap(); len(errs) > 0 {
+			last = errs[len(errs)-1]
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(last, &pe) && loginRefusal(pe.Code) {
+		return pe
+	}
+	return nil
+}
+
+// loginRefusedFinal reports a refused login no retry clears: Follow's
+// LoginRefusedError (every host refused), or a refusal through a
+// connection string of one host.
+func loginRefusedFinal(err error) bool {
+	var lre *LoginRefusedError
+	if errors.As(err, &lre) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) && loginRefusal(SQLState(err)) && !RefusedByOneHost(err)
 }
 
 func isNetErr(err error) bool {

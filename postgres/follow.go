@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -40,6 +41,13 @@ const FollowResetGap = 250 * time.Millisecond
 // and never answers, and without one every new connection would wait on it.
 const FollowConnectTimeout = 2 * time.Second
 
+// FollowRefusalTTL is how long Follow remembers that a host refused the
+// login: for that long the host is tried last, and when every host of the
+// connection string refused within it, a new connection is answered with
+// LoginRefusedError without dialling. A login the host accepts forgets
+// its refusal at once.
+const FollowRefusalTTL = 10 * time.Second
+
 // Follower resets a pool whose primary is gone. It is safe for concurrent
 // use. Create it with Follow before the pool; call Attach with the pool.
 type Follower struct {
@@ -48,9 +56,24 @@ type Follower struct {
 	resets    atomic.Int64
 
 	mu        sync.Mutex
-	preferred string // host:port of the last connection that passed target_session_attrs
-	avoid     string // host:port that last showed it is not the primary
+	preferred string             // host:port of the last connection that passed target_session_attrs
+	avoid     string             // host:port that last showed it is not the primary
+	refused   map[string]refusal // host:port -> its last refused login, at most one per host
 	multi     bool
+	hosts     []hostPort          // the connection string's hosts
+	resolved  map[string][]string // host name -> the addresses it last resolved to
+}
+
+// hostPort is one host of the connection string, as written.
+type hostPort struct {
+	host string
+	port uint16
+}
+
+// refusal is a host's refused login: when, and the server's answer.
+type refusal struct {
+	at  time.Time
+	err *pgconn.PgError
 }
 
 // Follow prepares cfg to follow the primary: when the connection string
@@ -65,18 +88,69 @@ type Follower struct {
 // COMMIT answered with the warning that its wait for the synchronous
 // standby was cancelled counts as unacknowledged (outcome_unknown), not as
 // success.
+//
+// With several hosts it also gets past a host that refuses the login. pgx,
+// like libpq, stops at the first host that refuses it (28P01, 3D000,
+// 42501) without trying the others; during a failover a standby that has
+// not replayed the role or the database yet refuses it while the primary
+// would take it. Follow remembers the refusal (FollowRefusalTTL) and tries
+// that host last, and the engine's classifier counts such a connection
+// failure as one to retry, not as a wrong password. When every host
+// refused within FollowRefusalTTL the login is wrong for real: the pool
+// answers LoginRefusedError.
 func Follow(cfg *pgxpool.Config) *Follower {
 	f := &Follower{multi: len(cfg.ConnConfig.Fallbacks) > 0}
 	if f.multi {
-		if cfg.ConnConfig.ValidateConnect == nil {
-			cfg.ConnConfig.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+		f.hosts = append(f.hosts, hostPort{cfg.ConnConfig.Host, cfg.ConnConfig.Port})
+		for _, fb := range cfg.ConnConfig.Fallbacks {
+			f.hosts = append(f.hosts, hostPort{fb.Host, fb.Port})
+		}
+		// A connection knows the address it reached, the connection string
+		// names hosts: the resolver's answers tie one to the other.
+		if lookup := cfg.ConnConfig.LookupFunc; lookup != nil {
+			cfg.ConnConfig.LookupFunc = func(ctx context.Context, host string) ([]string, error) {
+				addrs, err := lookup(ctx, host)
+				if err == nil {
+					f.mu.Lock()
+					if f.resolved == nil {
+						f.resolved = map[string][]string{}
+					}
+					if len(f.resolved) < len(f.hosts) || f.resolved[host] != nil {
+						f.resolved[host] = addrs
+					}
+					f.mu.Unlock()
+				}
+				return addrs, err
+			}
+		}
+		validate := cfg.ConnConfig.ValidateConnect
+		if validate == nil {
+			validate = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+		}
+		// The host took the login (a standby too): its refusal is over.
+		cfg.ConnConfig.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
+			f.accepted(f.addr(pc))
+			return validate(ctx, pc)
+		}
+		onErr := cfg.ConnConfig.OnPgError
+		cfg.ConnConfig.OnPgError = func(pc *pgconn.PgConn, pe *pgconn.PgError) bool {
+			fatal := strings.EqualFold(pe.Severity, "FATAL")
+			if fatal && loginRefusal(pe.Code) {
+				f.refusedBy(f.addr(pc), pe)
+			}
+			if onErr != nil {
+				return onErr(pc, pe)
+			}
+			return !fatal // pgconn's default: a FATAL error closes the connection
 		}
 		if cfg.ConnConfig.ConnectTimeout == 0 {
 			cfg.ConnConfig.ConnectTimeout = FollowConnectTimeout
 		}
 		before := cfg.BeforeConnect
 		cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
-			f.order(cc)
+			if err := f.order(cc); err != nil {
+				return err
+			}
 			if before != nil {
 				return before(ctx, cc)
 			}
@@ -84,8 +158,9 @@ func Follow(cfg *pgxpool.Config) *Follower {
 		}
 		after := cfg.AfterConnect
 		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			a := f.addr(conn.PgConn())
 			f.mu.Lock()
-			f.preferred = addr(conn.PgConn())
+			f.preferred = a
 			if f.avoid == f.preferred {
 				f.avoid = ""
 			}
@@ -113,13 +188,11 @@ func (f *Follower) Observe(conn *pgconn.PgConn, err error) {
 	if !primaryGone(err) {
 		return
 	}
-	if conn != nil {
+	if a := f.addr(conn); a != "" {
 		f.mu.Lock()
-		if a := addr(conn); a != "" {
-			f.avoid = a
-			if f.preferred == a {
-				f.preferred = ""
-			}
+		f.avoid = a
+		if f.preferred == a {
+			f.preferred = ""
 		}
 		f.mu.Unlock()
 	}
@@ -134,40 +207,145 @@ func (f *Follower) Observe(conn *pgconn.PgConn, err error) {
 	}
 }
 
-// order puts the preferred host first and the avoided one last.
-func (f *Follower) order(cc *pgx.ConnConfig) {
+// order puts the preferred host first, the avoided one after the others
+// and those that refused the login last; when every host refused the login
+// within FollowRefusalTTL it answers LoginRefusedError instead.
+func (f *Follower) order(cc *pgx.ConnConfig) error {
+	all := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
 	f.mu.Lock()
 	preferred, avoid := f.preferred, f.avoid
-	f.mu.Unlock()
-	if preferred == "" && avoid == "" {
-		return
+	var refused map[string]*pgconn.PgError
+	var last *refusal
+	now := time.Now()
+	for a, r := range f.refused {
+		if now.Sub(r.at) >= FollowRefusalTTL {
+			delete(f.refused, a)
+			continue
+		}
+		if refused == nil {
+			refused = map[string]*pgconn.PgError{}
+		}
+		refused[a] = r.err
+		if last == nil || r.at.After(last.at) {
+			last = &refusal{at: r.at, err: r.err}
+		}
 	}
-	all := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
-	var first, mid, last []*pgconn.FallbackConfig
+	f.mu.Unlock()
+	if preferred == "" && avoid == "" && len(refused) == 0 {
+		return nil
+	}
+	var first, mid, after, lastHosts []*pgconn.FallbackConfig
+	var hosts []string
 	for _, fb := range all {
 		a := net.JoinHostPort(fb.Host, strconv.Itoa(int(fb.Port)))
-		switch a {
-		case preferred:
+		hosts = append(hosts, a)
+		switch _, refusedHere := refused[a]; {
+		case refusedHere:
+			lastHosts = append(lastHosts, fb)
+		case a == preferred:
 			first = append(first, fb)
-		case avoid:
-			last = append(last, fb)
+		case a == avoid:
+			after = append(after, fb)
 		default:
 			mid = append(mid, fb)
 		}
 	}
-	all = append(append(first, mid...), last...)
+	if len(lastHosts) == len(all) {
+		return &LoginRefusedError{User: cc.User, Database: cc.Database, Hosts: hosts, Err: last.err}
+	}
+	all = append(append(append(first, mid...), after...), lastHosts...)
 	cc.Host, cc.Port, cc.TLSConfig = all[0].Host, all[0].Port, all[0].TLSConfig
 	cc.Fallbacks = all[1:]
+	return nil
 }
 
-func addr(c *pgconn.PgConn) string {
+// refusedBy records that host a refused the login with pe.
+func (f *Follower) refusedBy(a string, pe *pgconn.PgError) {
+	if a == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refused == nil {
+		f.refused = map[string]refusal{}
+	}
+	f.refused[a] = refusal{at: time.Now(), err: pe}
+	if f.preferred == a {
+		f.preferred = ""
+	}
+}
+
+// accepted forgets host a's refusal: it took the login.
+func (f *Follower) accepted(a string) {
+	f.mu.Lock()
+	delete(f.refused, a)
+	f.mu.Unlock()
+}
+
+// LoginRefusedError is the answer of a pool prepared by Follow when every
+// host of its multi-host connection string refused the login within
+// FollowRefusalTTL: the user, password or database of the connection
+// string is wrong (or lacks the CONNECT privilege) on all of them, which a
+// failover does not explain. It wraps the latest refusal, a
+// *pgconn.PgError with SQLSTATE 28P01, 28000, 3D000 or 42501; the engine
+// does not retry it.
+type LoginRefusedError struct {
+	User, Database string
+	Hosts          []string // host:port, in the connection string's order
+	Err            *pgconn.PgError
+}
+
+func (e *LoginRefusedError) Error() string {
+	return fmt.Sprintf("every host of the connection string (%s) refused the login of user %q to database %q: %s (SQLSTATE %s)",
+		strings.Join(e.Hosts, ", "), e.User, e.Database, e.Err.Message, e.Err.Code)
+}
+
+func (e *LoginRefusedError) Unwrap() error { return e.Err }
+
+// loginRefusal reports the SQLSTATEs of a refused login: a wrong password
+// or no such role (28P01, which is also what a standby that has not
+// replayed CREATE ROLE answers), no pg_hba.conf entry or no LOGIN (28000),
+// no such database (3D000), no CONNECT privilege (42501). pgx stops trying
+// the other hosts at all but 28000.
+func loginRefusal(code string) bool {
+	switch code {
+	case "28P01", "28000", "3D000", "42501":
+		return true
+	}
+	return false
+}
+
+// addr is the host:port of the connection string that c reached (its
+// remote address when no host of the string resolved to it).
+func (f *Follower) addr(c *pgconn.PgConn) string {
 	if c == nil {
 		return ""
 	}
-	if ra := c.Conn(); ra != nil && ra.RemoteAddr() != nil {
-		return ra.RemoteAddr().String()
+	nc := c.Conn()
+	if nc == nil || nc.RemoteAddr() == nil {
+		return ""
 	}
-	return ""
+	ra := nc.RemoteAddr().String()
+	ip, port, err := net.SplitHostPort(ra)
+	if err != nil {
+		return ra
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range f.hosts {
+		if strconv.Itoa(int(h.port)) != port {
+			continue
+		}
+		if h.host == ip {
+			return net.JoinHostPort(h.host, port)
+		}
+		for _, a := range f.resolved[h.host] {
+			if a == ip || a == ra {
+				return net.JoinHostPort(h.host, port)
+			}
+		}
+	}
+	return ra
 }
 
 // primaryGone reports errors that say the server is no longer (or no

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/postgres"
 )
 
 // failureLine is err as the one line a user reads after "holdfast CMD: ":
@@ -46,11 +47,21 @@ func connFailure(err error) string {
 	var me *mysqldriver.MySQLError
 	var dns *net.DNSError
 	var op *net.OpError
+	var refused *postgres.LoginRefusedError
 	where := ""
 	if errors.As(err, &ce) && ce.Config != nil {
 		where = fmt.Sprintf(" at %s:%d", ce.Config.Host, ce.Config.Port)
+		if len(ce.Config.Fallbacks) > 0 {
+			where = " at a host of DATABASE_URL" // pgx names the first; any may have refused
+		}
 	}
 	switch {
+	case errors.As(err, &refused):
+		return fmt.Sprintf("PostgreSQL refused the login of user %q to database %q at every host of DATABASE_URL (%s; SQLSTATE %s: wrong password, no such user or database, or no CONNECT privilege): check the user, password and database in DATABASE_URL",
+			refused.User, refused.Database, refused.Err.Message, refused.Err.Code)
+	case postgres.RefusedByOneHost(err):
+		return fmt.Sprintf("PostgreSQL%s refused the login of user %q and no other host took it (SQLSTATE %s: a standby that has not replayed the role or database yet refuses it during a failover; otherwise a wrong password, or no such user or database): retry, or check the user, password and database in DATABASE_URL",
+			where, ce.Config.User, postgres.OneHostRefusal(err).Code)
 	case errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000"):
 		user := ""
 		if ce != nil && ce.Config != nil {

@@ -52,6 +52,17 @@ func withPassword(t *testing.T, u, pw string) string {
 	return p.String()
 }
 
+// twoHosts names u's host twice: a multi-host connection string.
+func twoHosts(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Host = p.Host + "," + p.Host
+	return p.String()
+}
+
 // TestFailuresAreOneLine: a database that refuses the password or is not
 // listening, a taken port and unparsable flag values each answer one line
 // that says what failed and what to check — exit 1 for a failure to run
@@ -88,6 +99,10 @@ func TestFailuresAreOneLine(t *testing.T) {
 		// Without sslmode, pgx tries TLS first and its error adds "tls
 		// error: server refused TLS connection": not the cause.
 		{"postgres wrong password, default sslmode", strings.TrimSuffix(withPassword(t, pg.URL("postgres"), "wrong-pw"), "?sslmode=disable"), []string{"refused the login of user"}},
+		// Two hosts (the same server twice), both refusing: whichever
+		// answer comes (one host's refusal, or Follow's verdict that every
+		// host refused), it says the login was refused.
+		{"postgres wrong password, two hosts", twoHosts(t, withPassword(t, pg.URL("postgres"), "wrong-pw")), []string{"refused the login of user \"holdfast\"", "check the user, password and database in DATABASE_URL"}},
 		{"postgres not listening", "postgres://holdfast:pw@" + closed + "/postgres", []string{"cannot connect to PostgreSQL at " + closed + " (connection refused)", "is the server running?"}},
 		{"mariadb wrong password", withPassword(t, my.URL("cli"), "wrong-pw"), []string{"MySQL/MariaDB refused the login", "check the user and password in DATABASE_URL"}},
 		{"mariadb not listening", "mysql://root:pw@" + closed + "/cli", []string{"cannot connect to MySQL/MariaDB at " + closed + " (connection refused)"}},

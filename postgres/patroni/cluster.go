@@ -237,6 +237,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.createDatabase(ctx); err != nil {
 		return err
 	}
+	if err := c.waitLogins(ctx); err != nil {
+		return err
+	}
 	c.logf("patroni cluster ready in %s", c.dir)
 	return nil
 }
@@ -446,6 +449,43 @@ func (c *Cluster) createDatabase(ctx context.Context) error {
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return fmt.Errorf("patroni: %s: %w", strings.Fields(q)[0]+" "+strings.Fields(q)[1], err)
+		}
+	}
+	return nil
+}
+
+// waitLogins polls until every node takes User's login to Database. The
+// role and the database are created on the leader, and a COMMIT there
+// waits for the synchronous standby to flush them, not to replay them;
+// the other standby is asynchronous. Until a standby has replayed them it
+// refuses the login (28P01 "password authentication failed", then 3D000),
+// and pgx, like libpq, stops at a host that refuses the login without
+// trying the hosts after it: a URL that lists such a standby before the
+// leader fails (docs/FAULTS.md).
+func (c *Cluster) waitLogins(ctx context.Context) error {
+	start := time.Now()
+	for _, n := range c.nodes {
+		u := fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=2", User, url.QueryEscape(c.password), n.pgPort, Database)
+		var last error
+		refusals := 0
+		err := c.poll(ctx, n.name+" to take "+User+"'s login", func() bool {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			conn, err := pgx.Connect(cctx, u)
+			if err != nil {
+				last = err
+				refusals++
+				return false
+			}
+			conn.Close(context.Background())
+			return true
+		})
+		if err != nil {
+			c.keep.Store(true)
+			return fmt.Errorf("%w (last error %v; logs kept in %s)", err, last, c.dir)
+		}
+		if refusals > 0 {
+			c.logf("%s took %s's login after %s (%d refused: %v)", n.name, User, time.Since(start).Round(time.Millisecond), refusals, last)
 		}
 	}
 	return nil
