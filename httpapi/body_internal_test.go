@@ -79,6 +79,12 @@ func TestBodyReading(t *testing.T) {
 			t.Fatalf("%d %s", code, got)
 		}
 	})
+	t.Run("known length past bodyPreallocMax", func(t *testing.T) {
+		b := body() + strings.Repeat(" ", bodyPreallocMax)
+		if code, got := post(t, strings.NewReader(b), int64(len(b)), "application/json"); code != http.StatusCreated {
+			t.Fatalf("%d %s", code, got)
+		}
+	})
 	t.Run("chunked", func(t *testing.T) {
 		if code, got := post(t, onlyReader{strings.NewReader(body())}, -1, "application/json"); code != http.StatusCreated {
 			t.Fatalf("%d %s", code, got)
@@ -148,8 +154,8 @@ func TestBodyReading(t *testing.T) {
 			t.Errorf("log line %q: an error's line lacks its code", l)
 		}
 	}
-	if lines != 6 {
-		t.Fatalf("%d request lines, want 6:\n%s", lines, logs.String())
+	if lines != 7 {
+		t.Fatalf("%d request lines, want 7:\n%s", lines, logs.String())
 	}
 }
 

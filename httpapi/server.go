@@ -779,13 +779,19 @@ func (s *Server) prepare(c *call, info *reqInfo, o routeOpts) error {
 	return nil
 }
 
+// bodyPreallocMax bounds the buffer readBody allocates from a body's
+// Content-Length before its bytes arrive: a client declaring BodyMax and
+// sending nothing must not hold a megabyte per connection.
+const bodyPreallocMax = 16 << 10
+
 // readBody reads a request's body, at most BodyMax bytes. A body of known
-// length (Content-Length, at most BodyMax: prepare checked) is read into
-// one buffer of that size: net/http's reader ends it there, and answers
-// io.ErrUnexpectedEOF when it is shorter. Otherwise (chunked) it is read
-// up to BodyMax, and past it the answer is a *http.MaxBytesError.
+// length up to bodyPreallocMax (the usual reservation) is read into one
+// buffer of that size: net/http's reader ends it there, and answers
+// io.ErrUnexpectedEOF when it is shorter. Otherwise (larger, or chunked) it
+// is read as it comes up to BodyMax, and past it the answer is a
+// *http.MaxBytesError.
 func readBody(r *http.Request) ([]byte, error) {
-	if n := r.ContentLength; n > 0 && n <= BodyMax {
+	if n := r.ContentLength; n > 0 && n <= bodyPreallocMax {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, err
