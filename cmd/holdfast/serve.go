@@ -133,6 +133,7 @@ func runServe(ctx context.Context, f *serveFlags) error {
 		h = slog.NewTextHandler(os.Stderr, nil)
 	}
 	log := slog.New(h)
+	tuneServeGC()
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 
 	// Listen first: a taken port fails before the cluster starts.

@@ -66,7 +66,9 @@ type Options struct {
 	// MaxConns is the database pool of the library and of serve.
 	// Defaults to 20 (serve's default).
 	MaxConns int
-	// ServeArgs are extra `serve` flags.
+	// ServeArgs are extra `serve` flags. HOLDFAST_HTTPBENCH_SERVE_ARGS
+	// (split at spaces) adds more, e.g. "--metrics-addr 127.0.0.1:6061
+	// --pprof" to profile serve during a run.
 	ServeArgs []string
 	// Fairness adds the flash-sale run: a steady shop (SteadyClients
 	// clients) alone, then during another shop's sale at Clients.
@@ -177,6 +179,7 @@ const hotStock = 100_000_000
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o = o.withDefaults()
 	o.Breakdown = o.Breakdown || os.Getenv("HOLDFAST_HTTPBENCH_BREAKDOWN") == "1"
+	o.ServeArgs = append(slices.Clip(o.ServeArgs), strings.Fields(os.Getenv("HOLDFAST_HTTPBENCH_SERVE_ARGS"))...)
 	if o.Breakdown && o.Fairness {
 		return nil, errors.New("httpbench: Breakdown and Fairness are separate runs")
 	}
