@@ -208,6 +208,17 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 			return nil, err
 		}
 		if len(missed) == 0 {
+			// Pool keys are topped up before they run dry (the engine's
+			// count; the takes in callers' transactions are seen nowhere
+			// else): a dry pool sends reservers in callers' transactions
+			// to the locked path, which keeps the key's lock row until the
+			// caller commits, and the key's reservers then pass one
+			// caller's transaction at a time.
+			for i, l := range lines {
+				if strategyOf(infos[i].strategy).pooled {
+					engine.NotePoolTaken(c.engineClient, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}, l.Quantity, infos[i].cap)
+				}
+			}
 			return nil, nil
 		}
 	}
