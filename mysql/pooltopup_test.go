@@ -27,13 +27,13 @@ func (r *refillLog) Replenished(_ holdfast.Key, inline bool, _ int) {
 }
 
 // TestPoolTopUpBeforeDry (#29 item 4), as on PostgreSQL: reservations
-// inside callers' transactions wake the replenisher every quarter of a pool
-// key's cap they take, long before ReplenishInterval, and it tops the pool
-// up in its own transaction once the pool is below its low-water mark
-// (this driver's replenisher walks the keys and refills pools only below
-// it): the pool does not run dry, so no reserver takes the key's lock row
-// in its caller's transaction (the locked path, where the others queue
-// behind each caller's commit).
+// inside callers' transactions that take a quarter of a pool key's cap
+// wake the replenisher, which tops the pool up to its cap in its own
+// transaction long before ReplenishInterval — whatever the low-water mark,
+// which its walk of the keys waits for (a pool drained by 64 callers'
+// transactions passed it on its way to dry): the pool does not run dry,
+// so no reserver takes the key's lock row in its caller's transaction (the
+// locked path, where the others queue behind each caller's commit).
 func TestPoolTopUpBeforeDry(t *testing.T) {
 	t.Parallel()
 	log := &refillLog{}
@@ -50,10 +50,7 @@ func TestPoolTopUpBeforeDry(t *testing.T) {
 	e.c.Start(ctx)
 	defer e.c.Stop(ctx) //nolint:errcheck
 	before := log.background.Load()
-	// The whole cap, a unit each: a quarter of it asks for a top-up every
-	// second reservation; the eighth asks with seven committed, the pool
-	// below its low-water mark (30%) as the replenisher reads it.
-	for i := range 8 {
+	for i := range 2 { // 2 units: a quarter of the cap, the pool above its low-water mark
 		tx, err := e.db.DB.BeginTx(ctx, mysql.TxOptions())
 		if err != nil {
 			t.Fatal(err)
@@ -65,12 +62,11 @@ func TestPoolTopUpBeforeDry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Above the 6 units the reservations left: the top-up may run while
+	// the second one's take is not yet committed, and then refills 7.
 	pollUntil(t, "the replenisher to top the pool up", func() bool {
-		return log.background.Load() > before
+		return log.background.Load() > before && e.level(k).Pooled > 6
 	})
-	if l := e.level(k); l.Pooled < 3 {
-		t.Errorf("after the top-up: %+v", l)
-	}
 	if n := log.inline.Load(); n != 0 {
 		t.Fatalf("%d inline refills: a reservation took the slow path", n)
 	}

@@ -467,6 +467,29 @@ func (c *Client) refillInline(ctx context.Context, shop int64, lines []holdfast.
 	})
 }
 
+// topUpPools refills the pools of keys (in key order) to their caps in a
+// transaction of its own, skipping keys whose lock row another transaction
+// holds (engine/driver.PoolTopUpper): the top-ups that fast pool takes
+// asked for (engine.NotePoolTaken), whatever the low-water mark.
+func (c *Client) topUpPools(ctx context.Context, keys []holdfast.Key) error {
+	const route = holdfast.RouteReplenish
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		for _, k := range keys {
+			mine, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
+			if err != nil {
+				return err
+			}
+			if !mine {
+				continue // another refill or a locked reservation has it
+			}
+			if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // exists runs a statement and reports whether it returned a row.
 func (c *Client) exists(ctx context.Context, tx *sql.Tx, route, name string, args ...any) (bool, error) {
 	var one int
