@@ -373,9 +373,11 @@ func (c *Client[TTx]) replenishStep(ctx context.Context) (bool, error) {
 			// below the low-water mark, which a pool drained by 64
 			// callers' transactions passes on its way to dry.
 			if keys := c.maint.topUp.take(ReplenishBatch); len(keys) > 0 {
-				if err := tu.TopUpPools(ctx, keys); err != nil {
-					return false, err
-				}
+				// A pass that topped up does not walk too: the walk
+				// reads every key's held units, and a hot pool asks
+				// every quarter of its cap. More keys waiting: again.
+				err := tu.TopUpPools(ctx, keys)
+				return err == nil && c.maint.topUp.n.Load() > 0, err
 			}
 		}
 		_, err := c.Replenish(ctx)
