@@ -49,6 +49,9 @@ func NewClient[TTx comparable](core *Core, d driver.Driver[TTx]) *Client[TTx] {
 	c := &Client[TTx]{core: core, cfg: core.cfg, d: d}
 	c.maint.prober, _ = d.(driver.ExpiryProber)
 	c.maint.changed.d, _ = d.(driver.ChangedKeys)
+	if c.maint.changed.d == nil {
+		c.maint.topUp.d, _ = d.(driver.PoolTopUpper)
+	}
 	return c
 }
 

@@ -134,6 +134,35 @@ type maintenance struct {
 
 	poolTaken  sync.Map     // holdfast.Key -> *atomic.Int64: units taken since the last top-up (NotePoolTaken)
 	poolTakenN atomic.Int64 // poolTaken's entries, at most DirtyKeysMax
+
+	topUp topUpSet
+}
+
+// topUpSet is the pool keys whose fast takes asked for a top-up since the
+// replenisher's last pass, at most DirtyKeysMax; used only when the driver
+// is a driver.PoolTopUpper. Safe for concurrent use.
+type topUpSet struct {
+	d    driver.PoolTopUpper
+	keys sync.Map // Key -> struct{}
+	n    atomic.Int64
+}
+
+// take removes and returns at most limit keys, in key order.
+func (s *topUpSet) take(limit int) []holdfast.Key {
+	var keys []holdfast.Key
+	s.keys.Range(func(k, _ any) bool {
+		if len(keys) >= limit {
+			return false
+		}
+		s.keys.Delete(k)
+		s.n.Add(-1)
+		keys = append(keys, k.(holdfast.Key))
+		return true
+	})
+	slices.SortFunc(keys, func(a, b holdfast.Key) int {
+		return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
+	})
+	return keys
 }
 
 // changedKeySet is the keys a client reserved on since its replenisher's
@@ -339,6 +368,18 @@ func (c *Client[TTx]) noteChanged(shop int64, lines []holdfast.Line) {
 func (c *Client[TTx]) replenishStep(ctx context.Context) (bool, error) {
 	ck := c.maint.changed.d
 	if ck == nil {
+		if tu := c.maint.topUp.d; tu != nil {
+			// Asked-for top-ups first: the walk refills pools only
+			// below the low-water mark, which a pool drained by 64
+			// callers' transactions passes on its way to dry.
+			if keys := c.maint.topUp.take(ReplenishBatch); len(keys) > 0 {
+				// A pass that topped up does not walk too: the walk
+				// reads every key's held units, and a hot pool asks
+				// every quarter of its cap. More keys waiting: again.
+				err := tu.TopUpPools(ctx, keys)
+				return err == nil && c.maint.topUp.n.Load() > 0, err
+			}
+		}
 		_, err := c.Replenish(ctx)
 		return false, err
 	}
@@ -442,5 +483,10 @@ func NotePoolTaken[TTx comparable](c *Client[TTx], k holdfast.Key, q, cap int) {
 		return
 	}
 	c.noteChanged(k.ShopID, []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID}})
+	if s := &m.topUp; s.d != nil && s.n.Load() < DirtyKeysMax {
+		if _, loaded := s.keys.LoadOrStore(k, struct{}{}); !loaded {
+			s.n.Add(1)
+		}
+	}
 	w.Kick()
 }

@@ -22,9 +22,14 @@ type engineDriver Client
 var (
 	_ hfdriver.Driver[*sql.Tx] = (*engineDriver)(nil)
 	_ hfdriver.EventPurger     = (*engineDriver)(nil)
+	_ hfdriver.PoolTopUpper    = (*engineDriver)(nil)
 )
 
 func (d *engineDriver) c() *Client { return (*Client)(d) }
+
+func (d *engineDriver) TopUpPools(ctx context.Context, keys []holdfast.Key) error {
+	return d.c().topUpPools(ctx, keys)
+}
 
 func (d *engineDriver) Code(err error) string         { return classifier{}.Code(err) }
 func (d *engineDriver) Retryable(err error) bool      { return classifier{}.Retryable(err) }

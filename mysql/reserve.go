@@ -208,6 +208,17 @@ func (c *Client) take(ctx context.Context, tx *sql.Tx, own bool, route string, s
 			return nil, err
 		}
 		if len(missed) == 0 {
+			// Pool keys are topped up before they run dry (the engine's
+			// count; the takes in callers' transactions are seen nowhere
+			// else): a dry pool sends reservers in callers' transactions
+			// to the locked path, which keeps the key's lock row until the
+			// caller commits, and the key's reservers then pass one
+			// caller's transaction at a time.
+			for i, l := range lines {
+				if strategyOf(infos[i].strategy).pooled {
+					engine.NotePoolTaken(c.engineClient, holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}, l.Quantity, infos[i].cap)
+				}
+			}
 			return nil, nil
 		}
 	}
@@ -449,6 +460,29 @@ func (c *Client) refillInline(ctx context.Context, shop int64, lines []holdfast.
 		}
 		for _, k := range mine {
 			if _, err := c.refillKey(ctx, tx, true, route, k, true, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// topUpPools refills the pools of keys (in key order) to their caps in a
+// transaction of its own, skipping keys whose lock row another transaction
+// holds (engine/driver.PoolTopUpper): the top-ups that fast pool takes
+// asked for (engine.NotePoolTaken), whatever the low-water mark.
+func (c *Client) topUpPools(ctx context.Context, keys []holdfast.Key) error {
+	const route = holdfast.RouteReplenish
+	return c.run(ctx, nil, route, true, func(tx *sql.Tx, _ int) error {
+		for _, k := range keys {
+			mine, err := c.exists(ctx, tx, route, "trylock_key", k.ShopID, k.ItemID, k.LocationID)
+			if err != nil {
+				return err
+			}
+			if !mine {
+				continue // another refill or a locked reservation has it
+			}
+			if _, err := c.refillKey(ctx, tx, true, route, k, false, 0); err != nil {
 				return err
 			}
 		}

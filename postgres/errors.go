@@ -19,6 +19,10 @@ const (
 	sqlstateIdleInTransaction = "25P03"
 	sqlstateAdminShutdown     = "57P01"
 	sqlstateCannotConnectNow  = "57P03"
+	// sqlstateRefused is holdfast_refuse's (migration 27): a pipelined
+	// statement stopped the pipeline; the driver answers it in the same
+	// attempt (reserveTxPipelined), never to a user.
+	sqlstateRefused = "HF010"
 )
 
 // SQLState returns the SQLSTATE of a PostgreSQL error in err's chain, or "".

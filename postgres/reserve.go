@@ -65,11 +65,20 @@ func (c *Client) soldOut(ctx context.Context, req *reservation) ([]holdfast.Shor
 // buffer, then create the hold's lines. A sold-out answer rolls the hold
 // row back with the transaction, so it writes nothing.
 func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, mode takeMode) (*holdfast.Hold, error) {
+	if st, ok := tx.(*savepointTx); ok && st.pipelined() && mode == takeFast && req.Buyer == "" {
+		if infos, ok := c.cachedKeyInfos(req.Shop, req.Lines); ok {
+			h, err := c.reserveTxPipelined(ctx, st, req, infos)
+			if !errors.Is(err, errRefused) {
+				return h, err
+			}
+			// Rolled back to the savepoint, still open: the long way.
+		}
+	}
 	h := &holdfast.Hold{CheckoutID: req.Checkout, ShopID: req.Shop, Status: holdfast.StatusHeld, Claimable: true, Lines: req.Lines, Revision: 1}
 	err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReserve, "hold_insert"),
 		// The lines go as text: as []byte, pgx's exec and simple protocol
 		// modes (used behind PgBouncer) would send them as bytea.
-		req.Checkout, req.Shop, string(req.LinesRaw), req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+		req.Checkout, req.Shop, string(req.LinesRaw), req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), false,
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		h, err := c.existing(ctx, tx, req)
@@ -98,6 +107,65 @@ func (c *Client) reserveOnce(ctx context.Context, tx pgx.Tx, req *reservation, m
 	items, locs, qtys := columns(req.Lines)
 	if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteReserve, "hold_lines_create"), req.Checkout, req.Shop, items, locs, qtys, h.ExpiresAt, h.CreatedAt); err != nil {
 		return nil, err
+	}
+	return h, nil
+}
+
+// errRefused is reserveTxPipelined's answer when a statement of its
+// pipeline refused (HF010): the savepoint was rolled back and is open.
+var errRefused = errors.New("holdfast: pipelined reservation refused")
+
+// reserveTxPipelined is reserveOnce's fast attempt inside a caller's
+// transaction in one round trip: SAVEPOINT, the hold row, every line's take,
+// the lines and RELEASE go as one pipeline (issue #29 item 4: each round
+// trip of a caller's transaction waits for a CPU on both sides). Nothing
+// after a statement that fails runs; the strict hold insert and takes fail
+// (HF010, holdfast_refuse) rather than create nothing or take short, so the
+// lines and the RELEASE run only when the hold row is new and every unit
+// was taken. On HF010 it rolls back to the savepoint, keeps it, and answers
+// errRefused: reserveOnce goes on the long way, which tells a replay, a
+// conflict, a wait, sold out and the slow path apart. Other errors leave
+// the savepoint to the attempt's rollback (or there is none: the SAVEPOINT
+// itself failed). Only for keys whose strategies are cached: the long way
+// reads and caches them.
+func (c *Client) reserveTxPipelined(ctx context.Context, st *savepointTx, req *reservation, infos []keyInfo) (*holdfast.Hold, error) {
+	route := holdfast.RouteReserve
+	h := &holdfast.Hold{CheckoutID: req.Checkout, ShopID: req.Shop, Status: holdfast.StatusHeld, Claimable: true, Lines: req.Lines, Revision: 1}
+	items, locs, qtys := columns(req.Lines)
+	b := &pgx.Batch{}
+	b.Queue(c.q(ctx, route, "hold_insert"), req.Checkout, req.Shop, string(req.LinesRaw), req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), true)
+	for i, l := range req.Lines {
+		c.queueTake(ctx, b, route, infos[i].strategy, req.Shop, l, true)
+	}
+	b.Queue(c.q(ctx, route, "hold_lines_create_held"), req.Checkout, req.Shop, items, locs, qtys)
+	br := st.pipeline(ctx, b, true)
+	err := br.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
+	for range req.Lines {
+		if err != nil {
+			break
+		}
+		var got int
+		err = br.QueryRow().Scan(&got)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if SQLState(err) == sqlstateRefused {
+		if err := st.rollbackKeep(ctx); err != nil {
+			return nil, err
+		}
+		return nil, errRefused
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range req.Lines {
+		if strategyOf(infos[i].strategy).pooled {
+			engine.NotePoolTaken(c.engineClient, holdfast.Key{ShopID: req.Shop, ItemID: l.ItemID, LocationID: l.LocationID}, l.Quantity, infos[i].cap)
+		}
 	}
 	return h, nil
 }
@@ -159,7 +227,7 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 	if mode == takeFast {
 		batch := &pgx.Batch{}
 		for i, l := range lines {
-			c.queueTake(ctx, batch, route, infos[i].strategy, shop, l)
+			c.queueTake(ctx, batch, route, infos[i].strategy, shop, l, false)
 		}
 		br := tx.SendBatch(ctx, batch)
 		short := false
@@ -226,7 +294,7 @@ func (c *Client) take(ctx context.Context, tx pgx.Tx, route string, shop int64, 
 		case strategyOf(infos[i].strategy).pooled && mode == takeLocked:
 			got, err = c.takePoolWait(ctx, tx, route, k, l.Quantity)
 		case strategyOf(infos[i].strategy).pooled:
-			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity).Scan(&got)
+			err = tx.QueryRow(ctx, c.q(ctx, route, "take_pool"), shop, l.ItemID, l.LocationID, l.Quantity, false).Scan(&got)
 		default:
 			got, err = c.gather(ctx, tx, route, k, l.Quantity, true)
 		}
@@ -330,23 +398,31 @@ func (c *Client) sellable(ctx context.Context, tx pgx.Tx, route string, shop int
 	return out, rows.Err()
 }
 
-// keyInfos returns the strategy of each line's key, from the cache unless
-// fresh is set or an entry is stale.
-func (c *Client) keyInfos(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []holdfast.Line, fresh bool) ([]keyInfo, error) {
+// cachedKeyInfos returns the strategy of each line's key from the cache,
+// or false when an entry is missing or stale.
+func (c *Client) cachedKeyInfos(shop int64, lines []holdfast.Line) ([]keyInfo, bool) {
 	out := make([]keyInfo, len(lines))
 	now := time.Now()
-	missing := false
 	for i, l := range lines {
 		v, ok := c.keys.Load(holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID})
-		if !ok || fresh || now.Sub(v.(keyInfo).at) > keyInfoTTL {
-			missing = true
-			break
+		if !ok || now.Sub(v.(keyInfo).at) > keyInfoTTL {
+			return nil, false
 		}
 		out[i] = v.(keyInfo)
 	}
-	if !missing {
-		return out, nil
+	return out, true
+}
+
+// keyInfos returns the strategy of each line's key, from the cache unless
+// fresh is set or an entry is stale.
+func (c *Client) keyInfos(ctx context.Context, tx pgx.Tx, route string, shop int64, lines []holdfast.Line, fresh bool) ([]keyInfo, error) {
+	if !fresh {
+		if out, ok := c.cachedKeyInfos(shop, lines); ok {
+			return out, nil
+		}
 	}
+	out := make([]keyInfo, len(lines))
+	now := time.Now()
 	items, locs, _ := columns(lines)
 	rows, err := tx.Query(ctx, c.q(ctx, route, "key_info"), shop, items, locs, string(c.cfg.Strategy), c.cfg.PoolCap)
 	if err != nil {

@@ -46,7 +46,7 @@ func (c *Client) allocateRead(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	items, locs, _ := columns(keys)
 	h := &holdfast.Hold{CheckoutID: req.Checkout, ShopID: req.Shop, Status: holdfast.StatusHeld, Claimable: true, Revision: 1}
-	insert := []any{req.Checkout, req.Shop, "[]", req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now()}
+	insert := []any{req.Checkout, req.Shop, "[]", req.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), false}
 	read := &driver.AllocRead{Mode: mode, Hold: h}
 
 	if mode == takeLocked {
@@ -182,7 +182,7 @@ func (c *Client) allocateFast(ctx context.Context, tx pgx.Tx, req *reservation, 
 	}
 	batch := &pgx.Batch{}
 	for i, l := range resolved {
-		c.queueTake(ctx, batch, route, infos[i].strategy, req.Shop, l)
+		c.queueTake(ctx, batch, route, infos[i].strategy, req.Shop, l, false)
 	}
 	items, locs, qtys := columns(resolved)
 	batch.Queue(c.q(ctx, route, "alloc_hold_lines"), req.Checkout, req.Shop, string(raw))

@@ -54,14 +54,16 @@ func strategyOf(s holdfast.Strategy) *strategyRow {
 	return &strategyTable[0]
 }
 
-// queueTake queues line l's fast take from its key's buffer on b.
-func (c *Client) queueTake(ctx context.Context, b *pgx.Batch, route string, s holdfast.Strategy, shop int64, l holdfast.Line) {
+// queueTake queues line l's fast take from its key's buffer on b. A strict
+// take that comes up short raises HF010 (holdfast_refuse) instead of
+// answering fewer units, so that the pipeline's later statements do not run.
+func (c *Client) queueTake(ctx context.Context, b *pgx.Batch, route string, s holdfast.Strategy, shop int64, l holdfast.Line, strict bool) {
 	row := strategyOf(s)
 	if row.slotted {
-		b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots))
+		b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots), strict)
 		return
 	}
-	b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity)
+	b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity, strict)
 }
 
 // strategyNames lists the table's strategies for an error: "counter,

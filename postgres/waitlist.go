@@ -484,7 +484,7 @@ func (c *Client) grantWait(ctx context.Context, tx pgx.Tx, w waiterRow) (h *hold
 	}
 	h = &holdfast.Hold{CheckoutID: w.Checkout, ShopID: w.Shop, Status: holdfast.StatusHeld, Claimable: true, Lines: w.Lines, Revision: 1}
 	err = tx.QueryRow(ctx, c.q(ctx, holdfast.RouteReplenish, "hold_insert"),
-		w.Checkout, w.Shop, string(raw), w.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(),
+		w.Checkout, w.Shop, string(raw), w.TTL.Microseconds(), c.cfg.HoldLifetimeMax.Microseconds(), c.now(), false,
 	).Scan(&h.CreatedAt, &h.ExpiresAt, &h.Deadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The checkout has a hold of its own: nothing held for the wait.

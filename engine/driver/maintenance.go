@@ -67,6 +67,19 @@ type ChangedKeys interface {
 	RefillChangedKeys(ctx context.Context, keys []holdfast.Key) (busy []holdfast.Key, err error)
 }
 
+// PoolTopUpper is a driver without ChangedKeys whose replenisher walks
+// every key and refills pools only below the low-water mark: it also tops
+// up the pool keys whose fast takes asked for it (engine.NotePoolTaken),
+// before its walk, so a pool drained inside callers' transactions is
+// refilled before it runs dry.
+type PoolTopUpper interface {
+	// TopUpPools refills keys' pools to their caps, in key order (the
+	// order given), in one transaction of its own, skipping keys whose
+	// lock another transaction holds, reporting each refill to the
+	// Observer.
+	TopUpPools(ctx context.Context, keys []holdfast.Key) error
+}
+
 // EventPurger is a driver that purges events past their retention in a
 // statement of its own, outside PurgeAttempt's transaction (MySQL); the
 // engine's PurgeOnce runs it after PurgeAttempt. It answers how many it

@@ -1,6 +1,7 @@
 -- Take units from the row-per-unit pool without waiting for rows other
 -- reservers hold. Returns how many were taken: fewer than asked means short.
--- $1 shop, $2 item, $3 location, $4 quantity.
+-- $1 shop, $2 item, $3 location, $4 quantity, $5 strict: short raises HF010
+-- (holdfast_refuse; hold_insert.sql's $7).
 WITH picked AS (
     SELECT id
     FROM reservation_units
@@ -15,4 +16,6 @@ WITH picked AS (
       AND u.location_id = $3::bigint AND u.id = p.id
     RETURNING 1
 )
-SELECT count(*)::int FROM consumed
+SELECT CASE WHEN $5::boolean AND count(*) < $4::int THEN holdfast_refuse('short')
+            ELSE count(*)::int END
+FROM consumed

@@ -1,6 +1,7 @@
 -- Take units from one slot of a slotted key that has enough and that no other
 -- reserver holds, starting the search at slot $5. Returns the quantity or 0.
--- $1 shop, $2 item, $3 location, $4 quantity, $5 first slot to try.
+-- $1 shop, $2 item, $3 location, $4 quantity, $5 first slot to try, $6 strict:
+-- short raises HF010 (holdfast_refuse; hold_insert.sql's $7).
 WITH picked AS MATERIALIZED (
     SELECT slot
     FROM inventory_counters
@@ -20,4 +21,6 @@ WITH picked AS MATERIALIZED (
       AND c.units >= $4::int
     RETURNING 1
 )
-SELECT (count(*) * $4::int)::int FROM t
+SELECT CASE WHEN $6::boolean AND count(*) = 0 THEN holdfast_refuse('short')
+            ELSE (count(*) * $4::int)::int END
+FROM t
