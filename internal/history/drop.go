@@ -283,6 +283,11 @@ func serve(s keyModel, in Input) []keyModel {
 			switch {
 			case h.status != statusWaiting:
 				next = append(next, st)
+			case lapsedWait(h, in.Now) && h.entry.doomed:
+				// Doomed before it ran out: the engine may have ended it
+				// as unservable then (its clock before the wait's end;
+				// stock changes carry no time), or not.
+				next = append(next, st.with(co, endWait(h, statusWaitExpired)), st.with(co, endWait(h, statusUnservable)))
 			case lapsedWait(h, in.Now):
 				next = append(next, st.with(co, endWait(h, statusWaitExpired)))
 			case !st.covered(h.cart()):
@@ -482,6 +487,11 @@ func stepWait(s keyModel, in Input, out Output, h mhold, unknown bool) []keyMode
 		}
 		if in.Op == OpRelease && out.Result == ResWaitCancelled {
 			return []keyModel{s.with(in.CO, endWait(h, statusCancelled))}
+		}
+		if h.entry.doomed && out.Result == ResWaitUnservable {
+			// Doomed before it ran out, and ended as unservable then
+			// (see serve).
+			return []keyModel{s.with(in.CO, endWait(h, statusUnservable))}
 		}
 		return nil
 	}

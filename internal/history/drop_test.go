@@ -183,6 +183,14 @@ func TestModelRejectsWrongDrops(t *testing.T) {
 		bad:  served(1).seq(readAt(2, dropEnd), granted).seq(entry(2, 1, 2, 1, dropEnd), res(history.ResConflict)),
 		good: served(1).seq(readAt(2, dropEnd), granted).seq(entry(2, 1, 2, 1, dropEnd), granted),
 	}, {
+		// A doomed wait the engine ended as unservable before it ran out
+		// reads unservable after it ran out too (stock changes and claims
+		// carry no time, so the model cannot order the two); one never
+		// doomed ran out.
+		name: "a wait that ran out, read unservable without a claim or stock change",
+		bad:  served(1).seq(readAt(1, dropEnd+dropWait), res(history.ResWaitUnservable)),
+		good: served(1).seq(onCOAt(history.OpClaim, 2, dropEnd), claimed).seq(readAt(1, dropEnd+dropWait), res(history.ResWaitUnservable)),
+	}, {
 		name: "a wait ended unservable while the stock covered it",
 		bad:  served(1).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
 		good: served(1).seq(onCOAt(history.OpClaim, 2, dropEnd), claimed).seq(readAt(1, dropEnd), res(history.ResWaitUnservable)),
