@@ -172,6 +172,11 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_lines"), now.Time, granted); err != nil {
 		return nil, err
 	}
+	// The holds' hold.created events: one row per shop (migration 23),
+	// where the per-row trigger wrote one per hold.
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_events"), now.Time, granted); err != nil {
+		return nil, err
+	}
 	for _, k := range keys {
 		q := taken[k]
 		if q == 0 {
@@ -209,8 +214,8 @@ func appendBatchIDs(b []byte, reqs []*reservation) string {
 
 // appendGrant appends one granted reservation to b, a JSON array begun
 // (and continued) by earlier calls: [shop, "checkout hex", item, location,
-// quantity, ttl µs, "cart JSON text"], as batch_holds.sql and
-// batch_lines.sql read it.
+// quantity, ttl µs, "cart JSON text"], as batch_holds.sql, batch_lines.sql
+// and batch_events.sql read it.
 func appendGrant(b []byte, r *reservation, id string, ttl int64) []byte {
 	if len(b) == 0 {
 		b = append(b, '[')

@@ -21,7 +21,8 @@ func (c *Client) readEvents(ctx context.Context, tx *sql.Tx, shopID, after int64
 	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
 		return nil, 0, err
 	}
-	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit)
+	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"),
+		shopID, after, shopID, after, shopID, after, limit, limit, after, limit)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -108,7 +109,10 @@ func (c *Client) sequenceEvents(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// sequenceBatch sequences one batch under the sequencer's lock row.
+// sequenceBatch sequences one batch under the sequencer's lock row and
+// answers how many events (cursors) it numbered. A row takes n cursors
+// (migration 23: a combined batch's hold.created events of a shop are one
+// row), its seq the first of them.
 func (c *Client) sequenceBatch(ctx context.Context, tx *sql.Tx) (int, error) {
 	const route = holdfast.RouteSweep
 	type pending struct {
@@ -116,6 +120,8 @@ func (c *Client) sequenceBatch(ctx context.Context, tx *sql.Tx) (int, error) {
 		typ       string
 		cart      []byte
 		item, loc sql.NullInt64
+		n         int64
+		grouped   []byte
 	}
 	rows, err := tx.QueryContext(ctx, c.q(ctx, route, "events_batch"), holdfast.EventSequenceBatch)
 	if err != nil {
@@ -126,7 +132,7 @@ func (c *Client) sequenceBatch(ctx context.Context, tx *sql.Tx) (int, error) {
 	seen := map[int64]bool{}
 	for rows.Next() {
 		var p pending
-		if err := rows.Scan(&p.id, &p.shop, &p.typ, &p.cart, &p.item, &p.loc); err != nil {
+		if err := rows.Scan(&p.id, &p.shop, &p.typ, &p.cart, &p.item, &p.loc, &p.n, &p.grouped); err != nil {
 			rows.Close()
 			return 0, err
 		}
@@ -164,19 +170,32 @@ func (c *Client) sequenceBatch(ctx context.Context, tx *sql.Tx) (int, error) {
 	}
 	assign := make([][3]int64, 0, len(batch))
 	var keys [][3]int64
+	addKeys := func(shop int64, cart []byte) {
+		var ls []holdfast.Line
+		if json.Unmarshal(cart, &ls) == nil {
+			for _, l := range ls {
+				keys = append(keys, [3]int64{shop, l.ItemID, l.LocationID})
+			}
+		}
+	}
+	events := 0
 	for _, p := range batch {
-		last[p.shop]++
-		assign = append(assign, [3]int64{p.shop, p.id, last[p.shop]})
+		n := max(p.n, 1)
+		assign = append(assign, [3]int64{p.shop, p.id, last[p.shop] + 1})
+		last[p.shop] += n
+		events += int(n)
 		switch {
 		case p.typ == string(holdfast.EventStockChanged) && p.item.Valid && p.loc.Valid:
 			keys = append(keys, [3]int64{p.shop, p.item.Int64, p.loc.Int64})
-		case p.cart != nil:
-			var ls []holdfast.Line
-			if json.Unmarshal(p.cart, &ls) == nil {
-				for _, l := range ls {
-					keys = append(keys, [3]int64{p.shop, l.ItemID, l.LocationID})
+		case p.grouped != nil:
+			var elems []groupedEvent
+			if json.Unmarshal(p.grouped, &elems) == nil {
+				for _, e := range elems {
+					addKeys(p.shop, e.Cart)
 				}
 			}
+		case p.cart != nil:
+			addKeys(p.shop, p.cart)
 		}
 	}
 	lasts := make([][2]int64, 0, len(shops))
@@ -196,7 +215,24 @@ func (c *Client) sequenceBatch(ctx context.Context, tx *sql.Tx) (int, error) {
 			return 0, err
 		}
 	}
-	return len(batch), nil
+	return events, nil
+}
+
+// groupedEvent is one element of a grouped event row's holds (migration
+// 23): [checkout id hex, cart, expires_at]; the sequencer reads the cart.
+type groupedEvent struct {
+	Cart json.RawMessage
+}
+
+func (g *groupedEvent) UnmarshalJSON(b []byte) error {
+	var elem []json.RawMessage
+	if err := json.Unmarshal(b, &elem); err != nil {
+		return err
+	}
+	if len(elem) > 1 {
+		g.Cart = elem[1]
+	}
+	return nil
 }
 
 // deriveKeyEvents writes key.sold_out / key.back_in_stock for the keys

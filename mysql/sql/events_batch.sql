@@ -1,7 +1,8 @@
 -- One batch of committed, unsequenced events in id order (a consistent,
 -- non-locking read: uncommitted events are not waited for, they are
--- sequenced by a later pass). ? batch size.
-SELECT id, shop_id, type, cart, inventory_item_id, location_id
+-- sequenced by a later pass). A row takes n cursors (migration 23); a
+-- grouped row's carts are in grouped. ? batch size (rows).
+SELECT id, shop_id, type, cart, inventory_item_id, location_id, n, grouped
 FROM holdfast_events
 WHERE seq IS NULL
   -- a shop arriving or gone (a move, migration 15): its events are
