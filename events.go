@@ -48,8 +48,9 @@ const (
 	EventsLimitDefault = 100
 	// EventsLimitMax is the largest page Events returns.
 	EventsLimitMax = 1000
-	// EventSequenceBatch bounds the events one sequencer transaction
-	// assigns cursors to.
+	// EventSequenceBatch bounds the event rows one sequencer transaction
+	// assigns cursors to (on PostgreSQL a row of the holds one statement
+	// created covers one cursor per hold, up to CombineBatchMax).
 	EventSequenceBatch = 1000
 	// EventRetentionDefault is how long sequenced events are kept, as
 	// long as outcome records.

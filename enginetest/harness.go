@@ -77,6 +77,10 @@ type Instance struct {
 	// that they were combined. It is called only on the database's own
 	// clock (Options.RealClock, Now nil).
 	ClaimTransactions func(ctx context.Context) (int, error)
+	// EventRows, when not nil, counts the event rows the engine stored
+	// for a shop, for an engine that stores the holds one combined batch
+	// creates as one row: the suite checks that they were grouped.
+	EventRows func(ctx context.Context, shop int64) (int, error)
 }
 
 // Clock is an injected clock: tests move it instead of sleeping.
@@ -136,6 +140,7 @@ var tests = []struct {
 	{"Events", testEvents},
 	{"EventsBadArguments", testEventsBadArguments},
 	{"EventsConcurrentPaging", testEventsConcurrentPaging},
+	{"EventsGrouped", testEventsGrouped}, // eventgroups.go
 	{"ClaimsCombined", testClaimsCombined},
 	{"EditLifecycle", testEditLifecycle}, {"EditEndedHolds", testEditEndedHolds}, {"PartialClaim", testPartialClaim}, {"EditRacesReserves", testEditRacesReserves}, {"EditRacesLifecycle", testEditRacesLifecycle},
 	{"BuyerLimitsAndSafety", testBuyerLimitsAndSafety}, // buyer.go

@@ -69,7 +69,7 @@ type keyInfo struct {
 // SchemaVersion is the schema version (package migrate) this engine needs
 // at least. A newer schema is accepted: during a rolling upgrade the new
 // binary migrates while old ones still run.
-const SchemaVersion = 27
+const SchemaVersion = 28
 
 // schemaCheckTimeout bounds New's schema check.
 const schemaCheckTimeout = 30 * time.Second

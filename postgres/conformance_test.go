@@ -53,7 +53,12 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 			err := db.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM inventory_ledger WHERE claim`).Scan(&n)
 			return n, err
 		},
-		Grep:   containsText(db.Pool),
+		EventRows: func(ctx context.Context, shop int64) (int, error) {
+			var n int
+			err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM holdfast_events WHERE shop_id = $1`, shop).Scan(&n)
+			return n, err
+		},
+		Grep: containsText(db.Pool),
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
 			for _, tbl := range []string{"inventory_levels", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "waiters", "waiter_lines", "holdfast_events", "audit_log", "bundle_components", "bundle_shops", "drops", "drop_entries", "preorders", "preorder_owed"} {

@@ -81,26 +81,28 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 		if !pending {
 			return total, nil
 		}
-		n := 0
+		n, events := 0, 0
 		err := c.run(ctx, pool, holdfast.RouteSweep, true, true, func(tx pgx.Tx, _ int) error {
-			n = 0
+			n, events = 0, 0
 			if _, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_lock")); err != nil {
 				return err
 			}
-			// One row: the events sequenced and the distinct keys they
-			// touched (events_sequence.sql derives them).
+			// One row: the event rows sequenced, the events they are (a
+			// statement's holds are one row, migration 28) and the
+			// distinct keys they touched (events_sequence.sql derives
+			// them).
 			var counted int
 			var shops, items, locs []int64
 			if err := tx.QueryRow(ctx, c.q(ctx, holdfast.RouteSweep, "events_sequence"), holdfast.EventSequenceBatch).
-				Scan(&n, &counted, &shops, &items, &locs); err != nil {
+				Scan(&n, &counted, &events, &shops, &items, &locs); err != nil {
 				return err
 			}
 			if n != counted {
 				// A batch row moved under the pass: its cursors would
 				// have a gap. Nothing of it commits; the next pass
 				// sequences the batch again.
-				err := fmt.Errorf("holdfast: event sequencer: %d of a batch of %d events sequenced", n, counted)
-				n = 0
+				err := fmt.Errorf("holdfast: event sequencer: %d of a batch of %d event rows sequenced", n, counted)
+				n, events = 0, 0
 				return err
 			}
 			if len(shops) == 0 {
@@ -109,7 +111,7 @@ func (c *Client) sequenceEventsLocked(ctx context.Context, pool *pgxpool.Pool) (
 			_, err := tx.Exec(ctx, c.q(ctx, holdfast.RouteSweep, "events_keys"), shops, items, locs)
 			return err
 		})
-		total += n
+		total += events
 		if err != nil || n < holdfast.EventSequenceBatch {
 			if err == nil && n > 0 {
 				// Key events derived by this pass wait for the next

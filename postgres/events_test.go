@@ -251,3 +251,63 @@ func TestEventsTwoSequencers(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsGroupedStatement (#29 item 2, migration 28): the holds one
+// statement creates in a shop at one instant are one event row covering
+// their cursors; the feed gives each hold its own hold.created, and the
+// sequencer derives the key events from every hold of the row (here the
+// key sells out through the grouped holds alone).
+func TestEventsGroupedStatement(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t, 4)
+	ctx := context.Background()
+	c, err := postgres.New(db.Pool, holdfast.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := holdfast.Key{ShopID: 1, ItemID: 7, LocationID: 1}
+	if _, err := c.SetAvailable(ctx, k, 3, "stocktake", ""); err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.Events(ctx, 1, 0, 0)
+	if err != nil || len(head) != 1 {
+		t.Fatalf("the stock change's event: %v, %v", head, err)
+	}
+	// Three holds by one statement (as a combined batch writes them), their
+	// lines beside them so the key's held count covers its stock.
+	if _, err := db.Pool.Exec(ctx, `
+WITH h AS (
+    INSERT INTO holds (checkout_id, shop_id, status, lines, created_at, expires_at, deadline)
+    SELECT gen_random_uuid(), 1, 'held', '[{"item_id": 7, "location_id": 1, "quantity": 1}]',
+           now(), now() + i * interval '1 minute', now() + interval '1 hour'
+    FROM generate_series(1, 3) i
+    RETURNING checkout_id, expires_at, created_at
+)
+INSERT INTO reserved_quantities (shop_id, inventory_item_id, location_id, checkout_id, quantity, expires_at, created_at)
+SELECT 1, 7, 1, checkout_id, 1, expires_at, created_at FROM h`); err != nil {
+		t.Fatal(err)
+	}
+	var rows, n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*), max(n) FROM holdfast_events WHERE type = 'hold.created'`).Scan(&rows, &n); err != nil || rows != 1 || n != 3 {
+		t.Fatalf("hold.created rows %d, the largest covering %d events (%v): want one row of 3", rows, n, err)
+	}
+	evs, err := c.Events(ctx, 1, head[0].Cursor, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uuid.UUID]bool{}
+	for i, ev := range evs {
+		if ev.Cursor != head[0].Cursor+int64(i)+1 {
+			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
+		}
+		if i < 3 {
+			if ev.Type != holdfast.EventHoldCreated || ev.CheckoutID == nil || seen[*ev.CheckoutID] || len(ev.Lines) != 1 || ev.ExpiresAt == nil {
+				t.Fatalf("event %d: %+v, want a hold.created of its own checkout", i, ev)
+			}
+			seen[*ev.CheckoutID] = true
+		}
+	}
+	if len(evs) != 4 || evs[3].Type != holdfast.EventKeySoldOut || evs[3].ItemID != 7 {
+		t.Fatalf("after the stock change: %+v; want three hold.created and the key's key.sold_out", evs)
+	}
+}
