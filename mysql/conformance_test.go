@@ -60,7 +60,12 @@ func newConformanceEngine(t *testing.T, cfg holdfast.Config, opts enginetest.Opt
 			err := db.DB.QueryRowContext(ctx, `SELECT COUNT(DISTINCT created_at) FROM inventory_ledger WHERE claim`).Scan(&n)
 			return n, err
 		},
-		Grep:   containsText(db.DB),
+		EventRows: func(ctx context.Context, shop int64) (int, error) {
+			var n int
+			err := db.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM holdfast_events WHERE shop_id = ?`, shop).Scan(&n)
+			return n, err
+		},
+		Grep: containsText(db.DB),
 		Rows: func(ctx context.Context) (map[string]int, error) {
 			out := map[string]int{}
 			for _, tbl := range []string{"inventory_levels", "inventory_locks", "reservation_units", "inventory_counters", "holds", "reserved_quantities", "inventory_ledger", "stock_changes", "waiters", "waiter_lines", "holdfast_events", "audit_log", "bundle_components", "bundle_shops", "drops", "drop_entries", "preorders", "preorder_owed"} {
