@@ -132,6 +132,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 		return nil, errors.New("holdfast/mysql: combined batch: no clock reading")
 	}
 	var grantedJSON []byte
+	var shopGrants [][]grantEvent // the granted holds per shop, shops in first-grant order
 	taken := map[holdfast.Key]int{}
 	out = make(map[checkoutKey]*holdfast.Hold, len(reqs))
 	lifetime := c.cfg.HoldLifetimeMax.Microseconds()
@@ -145,13 +146,15 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 		taken[k] += q
 		ttl := r.TTL.Microseconds()
 		grantedJSON = appendGrant(grantedJSON, r, ck.id, ttl)
-		out[ck] = &holdfast.Hold{
+		h := &holdfast.Hold{
 			CheckoutID: r.Checkout, ShopID: r.Shop, Lines: r.Lines,
 			Status: holdfast.StatusHeld, Claimable: true, Revision: 1,
 			CreatedAt: now.Time,
 			ExpiresAt: now.Time.Add(time.Duration(ttl) * time.Microsecond),
 			Deadline:  now.Time.Add(time.Duration(lifetime) * time.Microsecond),
 		}
+		out[ck] = h
+		shopGrants = appendShopGrant(shopGrants, grantEvent{r, ck.id, h.ExpiresAt})
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -174,7 +177,8 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 	}
 	// The holds' hold.created events: one row per shop (migration 23),
 	// where the per-row trigger wrote one per hold.
-	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_events"), now.Time, granted); err != nil {
+	events := appendBatchEvents(nil, shopGrants)
+	if _, err := tx.ExecContext(ctx, c.q(ctx, route, "batch_events"), now.Time, events); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -214,8 +218,8 @@ func appendBatchIDs(b []byte, reqs []*reservation) string {
 
 // appendGrant appends one granted reservation to b, a JSON array begun
 // (and continued) by earlier calls: [shop, "checkout hex", item, location,
-// quantity, ttl µs, "cart JSON text"], as batch_holds.sql, batch_lines.sql
-// and batch_events.sql read it.
+// quantity, ttl µs, "cart JSON text"], as batch_holds.sql and
+// batch_lines.sql read it.
 func appendGrant(b []byte, r *reservation, id string, ttl int64) []byte {
 	if len(b) == 0 {
 		b = append(b, '[')
@@ -239,4 +243,72 @@ func appendGrant(b []byte, r *reservation, id string, ttl int64) []byte {
 	cart, _ := json.Marshal(string(r.LinesRaw)) // a JSON string of the cart's JSON text
 	b = append(b, cart...)
 	return append(b, ']')
+}
+
+// grantEvent is what a granted hold's hold.created event carries.
+type grantEvent struct {
+	r       *reservation
+	id      string // checkout hex
+	expires time.Time
+}
+
+// appendShopGrant adds g to its shop's grants (a batch has few shops).
+func appendShopGrant(shops [][]grantEvent, g grantEvent) [][]grantEvent {
+	for i, gs := range shops {
+		if gs[0].r.Shop == g.r.Shop {
+			shops[i] = append(gs, g)
+			return shops
+		}
+	}
+	return append(shops, []grantEvent{g})
+}
+
+// eventTimeLayout is how a DATETIME(6) reads in JSON (migration 23's
+// grouped elements; UTC).
+const eventTimeLayout = "2006-01-02 15:04:05.000000"
+
+// appendBatchEvents returns the batch's hold.created rows as the JSON text
+// batch_events.sql reads, one object per shop: {"s": shop, "n": 1, "c":
+// "checkout hex", "l": cart, "e": "expires_at"} for a shop's one hold (a
+// row as the trigger writes it), {"s": shop, "n": n, "g": [["checkout
+// hex", cart, "expires_at"], …]} for a group, in the batch's order (the
+// cursor order). Built here, not grouped in SQL: MariaDB's GROUP BY with
+// JSON_ARRAYAGG went through two on-disk temporary tables per batch.
+func appendBatchEvents(b []byte, shops [][]grantEvent) string {
+	b = append(b, '[')
+	for i, gs := range shops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"s":`...)
+		b = strconv.AppendInt(b, gs[0].r.Shop, 10)
+		b = append(b, `,"n":`...)
+		b = strconv.AppendInt(b, int64(len(gs)), 10)
+		if len(gs) == 1 {
+			g := gs[0]
+			b = append(b, `,"c":"`...)
+			b = append(b, g.id...)
+			b = append(b, `","l":`...)
+			b = append(b, g.r.LinesRaw...)
+			b = append(b, `,"e":"`...)
+			b = g.expires.UTC().AppendFormat(b, eventTimeLayout)
+			b = append(b, `"}`...)
+			continue
+		}
+		b = append(b, `,"g":[`...)
+		for j, g := range gs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `["`...)
+			b = append(b, g.id...)
+			b = append(b, `",`...)
+			b = append(b, g.r.LinesRaw...)
+			b = append(b, `,"`...)
+			b = g.expires.UTC().AppendFormat(b, eventTimeLayout)
+			b = append(b, `"]`...)
+		}
+		b = append(b, "]}"...)
+	}
+	return string(append(b, ']'))
 }

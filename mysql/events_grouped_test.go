@@ -103,11 +103,12 @@ func TestCombinedEventsGrouped(t *testing.T) {
 
 	type row struct {
 		n       int
-		grouped bool
+		grouped bool // the group's holds in grouped
+		single  bool // a hold in checkout_id, cart and expires_at
 	}
 	rowsOf := func(shop int64) []row {
 		t.Helper()
-		rs, err := db.DB.QueryContext(ctx, "SELECT n, grouped IS NOT NULL FROM holdfast_events WHERE shop_id = ? AND type = 'hold.created' ORDER BY id", shop)
+		rs, err := db.DB.QueryContext(ctx, "SELECT n, grouped IS NOT NULL, checkout_id IS NOT NULL AND cart IS NOT NULL AND expires_at IS NOT NULL FROM holdfast_events WHERE shop_id = ? AND type = 'hold.created' ORDER BY id", shop)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,18 +116,18 @@ func TestCombinedEventsGrouped(t *testing.T) {
 		var out []row
 		for rs.Next() {
 			var r row
-			if err := rs.Scan(&r.n, &r.grouped); err != nil {
+			if err := rs.Scan(&r.n, &r.grouped, &r.single); err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, r)
 		}
 		return out
 	}
-	if got := rowsOf(shop); fmt.Sprint(got) != fmt.Sprint([]row{{1, false}, {holds, true}}) {
-		t.Fatalf("shop %d's hold.created rows (n, grouped): %v; want the plain hold's and one group of %d", shop, got, holds)
+	if got := rowsOf(shop); fmt.Sprint(got) != fmt.Sprint([]row{{1, false, true}, {holds, true, false}}) {
+		t.Fatalf("shop %d's hold.created rows (n, grouped, single): %v; want the plain hold's and one group of %d", shop, got, holds)
 	}
-	if got := rowsOf(single.ShopID); fmt.Sprint(got) != fmt.Sprint([]row{{1, false}}) {
-		t.Fatalf("shop %d's hold.created rows (n, grouped): %v; want one single event", single.ShopID, got)
+	if got := rowsOf(single.ShopID); fmt.Sprint(got) != fmt.Sprint([]row{{1, false, true}}) {
+		t.Fatalf("shop %d's hold.created rows (n, grouped, single): %v; want one single event", single.ShopID, got)
 	}
 
 	// Registered while the group waits for its cursors, an endpoint
