@@ -1,9 +1,11 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,8 +23,7 @@ func (c *Client) readEvents(ctx context.Context, tx *sql.Tx, shopID, after int64
 	if err := tx.QueryRowContext(ctx, c.q(ctx, holdfast.RouteRead, "events_last"), shopID).Scan(&last); err != nil {
 		return nil, 0, err
 	}
-	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"),
-		shopID, after, shopID, after, shopID, after, limit, limit, after, limit)
+	rows, err := tx.QueryContext(ctx, c.q(ctx, holdfast.RouteRead, "events_read"), shopID, after, limit, shopID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -67,6 +68,9 @@ func (c *Client) readEvents(ctx context.Context, tx *sql.Tx, shopID, after int64
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
+	// events_read.sql answers in no order (a sort there spilled the
+	// expanded rows to disk): at most limit events, sorted here.
+	slices.SortFunc(out, func(a, b holdfast.Event) int { return cmp.Compare(a.Cursor, b.Cursor) })
 	return out, last, nil
 }
 
