@@ -68,9 +68,6 @@ func testGroupedEvents(t *testing.T, engine string) {
 		t.Fatalf("registered at cursor %d with %d events committed (the stock change and %d holds): want it after all of them", ep.Cursor, len(all), holders)
 	}
 
-	if engine == engineMariaDB {
-		return // MariaDB groups no events yet (branch myevents)
-	}
 	// A group, and an endpoint that has received its first event only.
 	var seq, n int64
 	q := `SELECT seq, n FROM holdfast_events WHERE shop_id = 1 AND n > 1 ORDER BY seq LIMIT 1`
