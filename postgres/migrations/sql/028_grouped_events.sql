@@ -20,11 +20,28 @@ ALTER TABLE holdfast_events
     ADD COLUMN group_lines jsonb[],
     ADD COLUMN group_expires timestamptz[];
 
+-- Grouping is a feature switched on once, never off: a binary from before
+-- this migration reads a grouped row as one event, and its sequencer gives
+-- it one cursor, so a database that older processes may still serve (one
+-- migrated during a rolling upgrade) keeps writing a row per hold until
+-- every process runs this release and the operator says so (`holdfast
+-- migrate --group-events`, migrations.EnableGroupedEvents). A database
+-- created by this release's migrate has it from the start (migrate.go).
+CREATE TABLE holdfast_features (
+    name       text        PRIMARY KEY,
+    enabled_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
 -- Grouped by (shop, created_at): the holds a batch creates share its
 -- instant; holds of one statement at different instants stay apart, so a
 -- row's created_at is every one of its events' time.
 CREATE OR REPLACE FUNCTION holdfast_holds_created() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM holdfast_features WHERE name = 'grouped_events') THEN
+        INSERT INTO holdfast_events (shop_id, type, checkout_id, lines, expires_at, created_at)
+        SELECT shop_id, 'hold.created', checkout_id, lines, expires_at, created_at FROM holdfast_new_holds;
+        RETURN NULL;
+    END IF;
     INSERT INTO holdfast_events (shop_id, type, checkout_id, lines, expires_at, created_at,
                                  n, group_checkouts, group_lines, group_expires)
     SELECT shop_id, 'hold.created',
