@@ -24,28 +24,40 @@ unset it migrates the private MariaDB of the serve running with --data-dir.
 
 Only migrate, serve and the setup commands keys create and webhooks add
 create or change the schema; every other command only reads it and, on a
-database without the current schema, says to run holdfast migrate.`,
+database without the current schema, says to run holdfast migrate.
+
+--group-events, after migrating, switches on grouped hold events: the holds
+one combined batch creates become one event row instead of one per hold
+(the feed and webhooks still give one event per hold). A database this
+release creates has them from the start; one it upgrades keeps a row per
+hold until this flag is given, because a process of an older release would
+misread a grouped row: give it once every process serving the database
+runs this release or later. It cannot be switched off.`,
 		Args: noArgs,
 	}
 	dataDir := dataDirFlag(cmd.Flags())
 	check := cmd.Flags().Bool("check", false, "only report whether the schema is current (exit 1 when behind)")
+	group := cmd.Flags().Bool("group-events", false, "after migrating, switch on grouped hold events (once every process runs this release)")
 	engine := engineFlag(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		eng, err := resolveEngine(*engine)
 		if err != nil {
 			return err
 		}
-		if eng == engineMySQL {
-			return runMySQLMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)
+		if *check && *group {
+			return fmt.Errorf("--check and --group-events: --check changes nothing")
 		}
-		return runMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check)
+		if eng == engineMySQL {
+			return runMySQLMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check, *group)
+		}
+		return runMigrate(cmd.Context(), cmd.OutOrStdout(), *dataDir, *check, *group)
 	}
 	return cmd
 }
 
 // runMySQLMigrate is migrate on MySQL/MariaDB: DATABASE_URL=mysql://…, or
 // the private MariaDB of the serve running with dataDir.
-func runMySQLMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) error {
+func runMySQLMigrate(ctx context.Context, out io.Writer, dataDir string, check, group bool) error {
 	d, err := openServedMySQL(ctx, dataDir)
 	if err != nil {
 		return err
@@ -75,13 +87,33 @@ func runMySQLMigrate(ctx context.Context, out io.Writer, dataDir string, check b
 	}
 	if len(applied) == 0 {
 		fmt.Fprintln(out, "schema already current at version", latest)
-		return nil
+	} else {
+		fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, latest)
 	}
-	fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, latest)
+	if group {
+		if err := mysqlmigrations.EnableGroupedEvents(ctx, db); err != nil {
+			return err
+		}
+	}
+	return reportGrouped(out, func() (bool, error) { return mysqlmigrations.GroupedEvents(ctx, db) })
+}
+
+// reportGrouped says whether grouped hold events are on, and how to switch
+// them on when not.
+func reportGrouped(out io.Writer, on func() (bool, error)) error {
+	ok, err := on()
+	if err != nil {
+		return err
+	}
+	if ok {
+		fmt.Fprintln(out, "grouped hold events: on")
+	} else {
+		fmt.Fprintln(out, "grouped hold events: off (one event row per hold); once every process runs this release: holdfast migrate --group-events")
+	}
 	return nil
 }
 
-func runMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) error {
+func runMigrate(ctx context.Context, out io.Writer, dataDir string, check, group bool) error {
 	mode := persistent
 	if check {
 		mode = existing
@@ -110,8 +142,13 @@ func runMigrate(ctx context.Context, out io.Writer, dataDir string, check bool) 
 	}
 	if len(applied) == 0 {
 		fmt.Fprintln(out, "schema already current at version", pgmigrations.Latest())
-		return nil
+	} else {
+		fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, pgmigrations.Latest())
 	}
-	fmt.Fprintf(out, "applied migrations %v; schema at version %d\n", applied, pgmigrations.Latest())
-	return nil
+	if group {
+		if err := pgmigrations.EnableGroupedEvents(ctx, pool); err != nil {
+			return err
+		}
+	}
+	return reportGrouped(out, func() (bool, error) { return pgmigrations.GroupedEvents(ctx, pool) })
 }

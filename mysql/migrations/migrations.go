@@ -13,7 +13,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +99,11 @@ var ErrNoDatabase = errors.New("migrations: the connection selects no database (
 // serialised by a named lock on one pinned connection (GET_LOCK is scoped
 // to the session, which is right here and only here).
 func Up(ctx context.Context, db *sql.DB) ([]int, error) {
+	return upTo(ctx, db, math.MaxInt)
+}
+
+// upTo is Up that stops after migration limit.
+func upTo(ctx context.Context, db *sql.DB, limit int) ([]int, error) {
 	all, err := All()
 	if err != nil {
 		return nil, err
@@ -155,12 +162,20 @@ func Up(ctx context.Context, db *sql.DB) ([]int, error) {
 	}
 	var applied []int
 	for _, m := range all {
-		if done[m.Version] {
+		if done[m.Version] || m.Version > limit {
 			continue
 		}
 		for i, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return applied, fmt.Errorf("migrations: %03d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		if m.Version == groupedEventsVersion && current == 0 {
+			// A database this call created: no process of an older
+			// release serves it (they refuse a schema they do not
+			// find), so its holds' events are grouped from the start.
+			if _, err := conn.ExecContext(ctx, enableGroupedEventsSQL); err != nil {
+				return applied, err
 			}
 		}
 		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6))", m.Version, m.Name); err != nil {
@@ -236,4 +251,35 @@ func Check(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("%w (%d of %d migrations pending)", ErrSchemaBehind, pending, len(all))
 	}
 	return nil
+}
+
+// groupedEventsVersion is the migration that taught holdfast grouped hold
+// events (023_grouped_events.sql).
+const groupedEventsVersion = 23
+
+const enableGroupedEventsSQL = "INSERT IGNORE INTO holdfast_features (name, enabled_at) VALUES ('grouped_events', UTC_TIMESTAMP(6))"
+
+// EnableGroupedEvents switches on grouped hold events (migration 23): a
+// combined batch writes one event row per shop, not one per hold. Run it
+// once every process that serves the database runs a release that reads
+// them (this one or later): an older process would give a grouped row one
+// cursor. It cannot be switched off. A database created by this release's
+// Up has it on already. Idempotent.
+func EnableGroupedEvents(ctx context.Context, db *sql.DB) error {
+	applied, err := Applied(ctx, db)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(applied, groupedEventsVersion) {
+		return fmt.Errorf("migrations: grouped events need migration %d: run holdfast migrate first", groupedEventsVersion)
+	}
+	_, err = db.ExecContext(ctx, enableGroupedEventsSQL)
+	return err
+}
+
+// GroupedEvents reports whether grouped hold events are on.
+func GroupedEvents(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM holdfast_features WHERE name = 'grouped_events'").Scan(&n)
+	return n > 0, err
 }

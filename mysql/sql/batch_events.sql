@@ -1,6 +1,7 @@
 -- The hold.created events of the holds a combined batch created
--- (batch_holds.sql marks them so the per-row trigger skips them): one row
--- per shop of the batch (migration 23), covering its n holds. A shop's one
+-- (batch_holds.sql marks them so the per-row trigger skips them, when
+-- grouped events are on): one row per shop of the batch (migration 23),
+-- covering its n holds. A shop's one
 -- hold gets a row of one event, as the trigger writes it; a group keeps
 -- its holds in grouped, in cursor order. ? now (batch_holds' reading: the
 -- holds' created_at), ? the rows as JSON (combine.go, appendBatchEvents):
@@ -14,4 +15,9 @@ FROM JSON_TABLE(?, '$[*]' COLUMNS (
          id         VARCHAR(32) PATH '$.c',
          cart       JSON        PATH '$.l',
          expires_at DATETIME(6) PATH '$.e',
-         grouped    JSON        PATH '$.g')) j
+         grouped    JSON        PATH '$.g',
+         first      VARCHAR(32) PATH '$.g[0][0]')) j
+-- only for holds batch_holds.sql marked: grouped events on when it ran
+WHERE EXISTS (SELECT 1 FROM holds h
+              WHERE h.shop_id = j.shop AND h.checkout_id = UNHEX(COALESCE(j.id, j.first))
+                AND h.grouped_event = 1)

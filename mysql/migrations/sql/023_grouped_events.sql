@@ -29,3 +29,17 @@ FOR EACH ROW INSERT INTO holdfast_events (shop_id, type, checkout_id, cart, expi
 SELECT NEW.shop_id, 'hold.created', NEW.checkout_id, NEW.cart, NEW.expires_at, NEW.created_at
 FROM DUAL
 WHERE @holdfast_move IS NULL AND NEW.grouped_event = 0;
+
+-- Grouping is a feature switched on once, never off: a binary from before
+-- this migration reads a grouped row as one event and its sequencer gives
+-- it one cursor, so a database that older processes may still serve (one
+-- migrated during a rolling upgrade) keeps a row per hold until every
+-- process runs this release and the operator says so (`holdfast migrate
+-- --group-events`, migrations.EnableGroupedEvents). A database created by
+-- this release's migrate has it from the start (migrations.go). The batch
+-- reads it in the statement that marks its holds (batch_holds.sql), and
+-- writes its rows only for holds so marked (batch_events.sql).
+CREATE TABLE holdfast_features (
+    name       VARCHAR(64) NOT NULL PRIMARY KEY,
+    enabled_at DATETIME(6) NOT NULL
+) ENGINE = InnoDB;
