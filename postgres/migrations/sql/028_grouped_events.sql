@@ -37,7 +37,10 @@ CREATE TABLE holdfast_features (
 -- row's created_at is every one of its events' time.
 CREATE OR REPLACE FUNCTION holdfast_holds_created() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM holdfast_features WHERE name = 'grouped_events') THEN
+    -- One hold (every plain reservation), or grouping off: a row per hold,
+    -- as before this migration, without the aggregates.
+    IF NOT EXISTS (SELECT 1 FROM holdfast_new_holds OFFSET 1)
+       OR NOT EXISTS (SELECT 1 FROM holdfast_features WHERE name = 'grouped_events') THEN
         INSERT INTO holdfast_events (shop_id, type, checkout_id, lines, expires_at, created_at)
         SELECT shop_id, 'hold.created', checkout_id, lines, expires_at, created_at FROM holdfast_new_holds;
         RETURN NULL;
