@@ -156,3 +156,58 @@ func eventKeys(evs []holdfast.Event) []string {
 	}
 	return out
 }
+
+// ReserveConcurrently reserves n one-unit holds of k at once, each under a
+// checkout of its own, and fails t on any error: under a combining
+// strategy they are combined into batches. For the drivers' own tests of
+// grouped events (their migrations, webhooks).
+func ReserveConcurrently(t testing.TB, e holdfast.Engine, k holdfast.Key, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := e.Reserve(ctxb(), holdfast.ReserveParams{ShopID: k.ShopID, CheckoutID: uuid.New(),
+				Lines: []holdfast.Line{{ItemID: k.ItemID, LocationID: k.LocationID, Quantity: 1}}})
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("reserve of %+v: %v", k, err)
+		}
+	}
+}
+
+// FeedHoldsCreated reads shop's whole feed, fails t unless its cursors run
+// 1, 2, 3, … without a gap, and returns how many hold.created it has.
+func FeedHoldsCreated(t testing.TB, e holdfast.Engine, shop int64) int {
+	t.Helper()
+	created := 0
+	var after int64
+	for {
+		page, err := e.Events(ctxb(), shop, after, holdfast.EventsLimitMax)
+		if err != nil {
+			t.Fatalf("events of shop %d after %d: %v", shop, after, err)
+		}
+		for _, ev := range page {
+			if ev.Cursor != after+1 {
+				t.Fatalf("event after cursor %d has cursor %d", after, ev.Cursor)
+			}
+			after = ev.Cursor
+			if ev.Type == holdfast.EventHoldCreated {
+				created++
+			}
+		}
+		if len(page) < holdfast.EventsLimitMax {
+			return created
+		}
+	}
+}

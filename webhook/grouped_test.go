@@ -2,13 +2,11 @@ package webhook_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/enginetest"
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
@@ -30,27 +28,7 @@ func testGroupedEvents(t *testing.T, engine string) {
 	const holders = 60
 	stock := holders
 	b.change(t, holdfast.StockChange{Key: k, Set: &stock, Reason: "stock"})
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, holders)
-	for range holders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, err := b.eng.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(),
-				Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
-			errs <- err
-		}()
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	enginetest.ReserveConcurrently(t, b.eng, k, holders)
 
 	// Nothing has been sequenced yet (no sequencer runs here): the
 	// registration counts every pending event, each hold of a group too.

@@ -2,12 +2,10 @@ package migrations_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/enginetest"
 	"github.com/holdfast/holdfast/mysql"
 	"github.com/holdfast/holdfast/mysql/migrations"
 	"github.com/holdfast/holdfast/mysql/mysqltest"
@@ -46,29 +44,6 @@ func TestGroupedEventsAfterUpgrade(t *testing.T) {
 	if _, err := c.ChangeStock(ctx, holdfast.StockChange{Key: k, Set: &two, Reason: "stocktake"}); err != nil {
 		t.Fatal(err)
 	}
-	burst := func() {
-		t.Helper()
-		var wg sync.WaitGroup
-		errs := make(chan error, 60)
-		start := make(chan struct{})
-		for range 60 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
-				errs <- err
-			}()
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	counts := func() (rows, largest int) {
 		t.Helper()
 		if err := d.DB.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(n), 0) FROM holdfast_events WHERE type = 'hold.created'`).Scan(&rows, &largest); err != nil {
@@ -76,30 +51,18 @@ func TestGroupedEventsAfterUpgrade(t *testing.T) {
 		}
 		return rows, largest
 	}
-	burst()
+	enginetest.ReserveConcurrently(t, c, k, 60)
 	if rows, n := counts(); n != 1 || rows != 60 {
 		t.Fatalf("before EnableGroupedEvents: %d hold.created rows, the largest covering %d holds; want 60 rows of one", rows, n)
 	}
 	if err := migrations.EnableGroupedEvents(ctx, d.DB); err != nil {
 		t.Fatal(err)
 	}
-	burst()
+	enginetest.ReserveConcurrently(t, c, k, 60)
 	if _, n := counts(); n < 2 {
 		t.Fatalf("after EnableGroupedEvents no row covers more than %d hold", n)
 	}
-	evs, err := c.Events(ctx, 1, 0, holdfast.EventsLimitMax)
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := 0
-	for i, ev := range evs {
-		if ev.Cursor != int64(i)+1 {
-			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
-		}
-		if ev.Type == holdfast.EventHoldCreated {
-			created++
-		}
-	}
+	created := enginetest.FeedHoldsCreated(t, c, 1)
 	if created != 120 {
 		t.Fatalf("%d hold.created events for 120 holds", created)
 	}

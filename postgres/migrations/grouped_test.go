@@ -2,12 +2,10 @@ package migrations_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/holdfast/holdfast"
+	"github.com/holdfast/holdfast/enginetest"
 	"github.com/holdfast/holdfast/postgres"
 	"github.com/holdfast/holdfast/postgres/migrations"
 	"github.com/holdfast/holdfast/postgres/pgtest"
@@ -48,29 +46,6 @@ func TestGroupedEventsAfterUpgrade(t *testing.T) {
 	if _, err := c.SetAvailable(ctx, k, 200, "stocktake", ""); err != nil {
 		t.Fatal(err)
 	}
-	burst := func() {
-		t.Helper()
-		var wg sync.WaitGroup
-		errs := make(chan error, 60)
-		start := make(chan struct{})
-		for range 60 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, err := c.Reserve(ctx, holdfast.ReserveParams{ShopID: 1, CheckoutID: uuid.New(), Lines: []holdfast.Line{{ItemID: 1, LocationID: 1, Quantity: 1}}})
-				errs <- err
-			}()
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	largest := func() int {
 		t.Helper()
 		var n int
@@ -79,30 +54,18 @@ func TestGroupedEventsAfterUpgrade(t *testing.T) {
 		}
 		return n
 	}
-	burst()
+	enginetest.ReserveConcurrently(t, c, k, 60)
 	if n := largest(); n != 1 {
 		t.Fatalf("before EnableGroupedEvents a row covers %d holds, want one row per hold", n)
 	}
 	if err := migrations.EnableGroupedEvents(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	burst()
+	enginetest.ReserveConcurrently(t, c, k, 60)
 	if n := largest(); n < 2 {
 		t.Fatalf("after EnableGroupedEvents no row covers more than %d hold", n)
 	}
-	evs, err := c.Events(ctx, 1, 0, holdfast.EventsLimitMax)
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := 0
-	for i, ev := range evs {
-		if ev.Cursor != int64(i)+1 {
-			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
-		}
-		if ev.Type == holdfast.EventHoldCreated {
-			created++
-		}
-	}
+	created := enginetest.FeedHoldsCreated(t, c, 1)
 	if created != 120 {
 		t.Fatalf("%d hold.created events for 120 holds", created)
 	}
