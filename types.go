@@ -1,6 +1,7 @@
 package holdfast
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -13,6 +14,12 @@ type Key struct {
 	ShopID     int64 `json:"shop_id"`
 	ItemID     int64 `json:"item_id"`
 	LocationID int64 `json:"location_id"`
+}
+
+// Compare orders keys by shop, item, then location: the order every path
+// that locks several keys' rows locks them in (docs/DESIGN.md, lock order).
+func (k Key) Compare(o Key) int {
+	return cmp.Or(cmp.Compare(k.ShopID, o.ShopID), cmp.Compare(k.ItemID, o.ItemID), cmp.Compare(k.LocationID, o.LocationID))
 }
 
 // Line is one line of a cart: a quantity of an item at a location.

@@ -16,9 +16,10 @@ import (
 const CombineBatchMax = 256
 
 // CombineRunnersMax bounds the combined transactions in flight at once
-// from one client: while one commits, the next executes, on other keys (a
-// key is in one running batch at a time, see runBatches). Drivers lock
-// counter rows in key order, so they never deadlock each other.
+// from one client: while one commits, the next executes, on other keys or
+// — where the driver's batches overlap (driver.Reserver.CombineOverlap) —
+// on the same key (see runBatches). Drivers lock counter rows in key
+// order, so they never deadlock each other.
 const CombineRunnersMax = 2
 
 // combiner turns the contended reservations on batch keys from this
@@ -31,13 +32,17 @@ const CombineRunnersMax = 2
 type combiner struct {
 	mu      sync.Mutex
 	running int // batch runners, at most CombineRunnersMax
+	// stripes marks the stripes of the running runners: each runner has
+	// its own (driver.Reserver.CombinedAttempt), so no two batches running
+	// at once share one.
+	stripes [CombineRunnersMax]bool
 	pending []*batchReq
-	// busy holds the keys of the batches running now. A key is in one
-	// running batch at a time: its requests that arrive meanwhile wait in
-	// pending for the runner that has it, and join that runner's next
-	// batch, rather than start a second batch that would only wait on the
-	// same counter rows (see runBatches).
-	busy map[holdfast.Key]bool
+	// busy counts the running batches of each key. A key is in at most
+	// the driver's CombineOverlap running batches: its requests that
+	// arrive meanwhile wait in pending for a runner that has it, and join
+	// that runner's next batch, rather than start another batch that would
+	// only wait on the same counter rows (see runBatches).
+	busy map[holdfast.Key]int
 }
 
 // checkoutKey identifies a checkout: ids are scoped per shop.
@@ -90,6 +95,24 @@ func CombinerLoad[TTx comparable](c *Client[TTx]) (pending, running int) {
 	return len(c.combiner.pending), c.combiner.running
 }
 
+// startRunner counts a new runner and returns its stripe (cb.mu held).
+func (cb *combiner) startRunner() int {
+	cb.running++
+	for i, used := range cb.stripes {
+		if !used {
+			cb.stripes[i] = true
+			return i
+		}
+	}
+	panic("holdfast: more combiner runners than CombineRunnersMax")
+}
+
+// stopRunner counts a runner out and frees its stripe (cb.mu held).
+func (cb *combiner) stopRunner(stripe int) {
+	cb.running--
+	cb.stripes[stripe] = false
+}
+
 // reserveCombined serves req through the combiner when another combinable
 // reservation is in flight in this client (the caller counts itself in
 // inflight for as long as it is). ok is false when the caller should take
@@ -105,9 +128,8 @@ func (c *Client[TTx]) reserveCombined(ctx context.Context, k holdfast.Key, req *
 	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
 	cb.pending = append(cb.pending, r)
 	// A busy key's runner takes the request when its batch ends.
-	if cb.running < CombineRunnersMax && !cb.busy[k] {
-		cb.running++
-		go c.runBatches()
+	if cb.running < CombineRunnersMax && cb.busy[k] < c.d.CombineOverlap() {
+		go c.runBatches(cb.startRunner())
 	}
 	cb.mu.Unlock()
 	res, err, ok, doubt := c.awaitBatch(ctx, holdfast.RouteReserve, r.done, &r.state)
@@ -154,25 +176,29 @@ func (c *Client[TTx]) awaitBatch(ctx context.Context, route string, done <-chan 
 // runBatches serves the pending requests, a batch at a time, until none are
 // left. While a batch runs, the next one gathers.
 //
-// A runner leaves out of its batch the requests of keys another runner's
-// batch has (combiner.busy): two batches on one key would lock the same
-// counter rows, so the second would only wait, holding a connection, with
-// fewer requests than it could have had, and past CombineLockWait send them
-// all to the plain path. Left in pending, they join the busy key's runner's
-// next batch. Measured on PostgreSQL's hot key at 64 clients: 1.20–2.38×
-// the holds/s with one batch per key at a time (docs/PERFORMANCE.md,
-// "Where the hot key's time goes").
-func (c *Client[TTx]) runBatches() {
+// A runner leaves out of its batch the requests of keys that are in as
+// many running batches as the driver overlaps (combiner.busy): where a
+// batch locks its keys' counter rows first, two batches on one key would
+// lock the same rows, so the second would only wait, holding a connection,
+// with fewer requests than it could have had, and past CombineLockWait
+// send them all to the plain path. Left in pending, they join the busy
+// key's runner's next batch. Measured on PostgreSQL's hot key at 64
+// clients, counter rows first: 1.20–2.38× the holds/s with one batch per
+// key at a time (docs/PERFORMANCE.md, "Where the hot key's time goes").
+func (c *Client[TTx]) runBatches(stripe int) {
 	cb := &c.combiner
-	var mine []holdfast.Key // the keys this runner's last batch made busy
+	overlap := c.d.CombineOverlap()
+	mine := map[holdfast.Key]bool{} // the keys this runner's last batch made busy
 	for {
 		cb.mu.Lock()
-		for _, k := range mine {
-			delete(cb.busy, k)
+		for k := range mine {
+			if cb.busy[k]--; cb.busy[k] <= 0 {
+				delete(cb.busy, k)
+			}
 		}
-		mine = mine[:0]
+		clear(mine)
 		if len(cb.pending) == 0 {
-			cb.running--
+			cb.stopRunner(stripe)
 			cb.mu.Unlock()
 			return
 		}
@@ -186,7 +212,7 @@ func (c *Client[TTx]) runBatches() {
 				break
 			}
 			n++
-			if cb.busy[r.key] {
+			if cb.busy[r.key] >= overlap {
 				if r.state.Load() == reqQueued {
 					later = append(later, r)
 				}
@@ -200,29 +226,29 @@ func (c *Client[TTx]) runBatches() {
 		if len(batch) == 0 && len(later) > 0 {
 			// Every request left waits for a busy key: its runner
 			// takes them when its batch ends.
-			cb.running--
+			cb.stopRunner(stripe)
 			cb.mu.Unlock()
 			return
 		}
 		if cb.busy == nil {
-			cb.busy = make(map[holdfast.Key]bool)
+			cb.busy = make(map[holdfast.Key]int)
 		}
 		for _, r := range batch {
-			if !cb.busy[r.key] {
-				cb.busy[r.key] = true
-				mine = append(mine, r.key)
+			if !mine[r.key] {
+				mine[r.key] = true
+				cb.busy[r.key]++
 			}
 		}
 		cb.mu.Unlock()
 		if len(batch) > 0 {
-			c.execBatch(batch)
+			c.execBatch(batch, stripe)
 		}
 	}
 }
 
 // execBatch runs batch's combined attempts under the retry policy and
 // answers each request: with its hold, or by sending it to the plain path.
-func (c *Client[TTx]) execBatch(batch []*batchReq) {
+func (c *Client[TTx]) execBatch(batch []*batchReq, stripe int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*c.cfg.StatementTimeout)
 	defer cancel()
 
@@ -246,7 +272,7 @@ func (c *Client[TTx]) execBatch(batch []*batchReq) {
 	var err error
 	rt := c.core.NewRetrier(holdfast.RouteReserve)
 	for {
-		created, err = c.d.CombinedAttempt(ctx, reqs)
+		created, err = c.d.CombinedAttempt(ctx, reqs, stripe)
 		if c.d.CommitUnacknowledged(err) {
 			rt.Doubt = true
 		}

@@ -131,7 +131,7 @@ func (c *Client[TTx]) dropIfShort(ctx context.Context, p holdfast.ReserveParams,
 	for _, s := range ise.Lines {
 		keys = append(keys, holdfast.Key{ShopID: p.ShopID, ItemID: s.ItemID, LocationID: s.LocationID})
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, holdfast.Key.Compare)
 	keys = slices.Compact(keys)
 	now := time.Now()
 	if !slices.ContainsFunc(keys, func(k holdfast.Key) bool {
@@ -281,7 +281,7 @@ func (c *Client[TTx]) draw(ctx context.Context, tx TTx, d *driver.DropRow) (int,
 		}
 	}
 	slices.SortFunc(lines, func(a, b holdfast.Line) int {
-		return compareKeys(holdfast.Key{ItemID: a.ItemID, LocationID: a.LocationID}, holdfast.Key{ItemID: b.ItemID, LocationID: b.LocationID})
+		return holdfast.Key{ItemID: a.ItemID, LocationID: a.LocationID}.Compare(holdfast.Key{ItemID: b.ItemID, LocationID: b.LocationID})
 	})
 	lines = slices.Compact(lines)
 	if len(lines) > 0 {

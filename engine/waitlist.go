@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -14,10 +13,6 @@ import (
 type waitCursor struct {
 	mu sync.Mutex
 	k  holdfast.Key
-}
-
-func compareKeys(a, b holdfast.Key) int {
-	return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
 }
 
 // ServeWaitlist runs one pass of the waitlist server in one transaction.
@@ -117,7 +112,7 @@ func (c *Client[TTx]) servePass(ctx context.Context, tx TTx, from holdfast.Key) 
 			return 0, false, nil, next, err
 		}
 		for _, k := range rest {
-			if compareKeys(k, from) <= 0 {
+			if holdfast.Key.Compare(k, from) <= 0 {
 				window = append(window, k)
 			}
 		}
@@ -139,7 +134,7 @@ func (c *Client[TTx]) servePass(ctx context.Context, tx TTx, from holdfast.Key) 
 			keys = append(keys, holdfast.Key{ShopID: w.Shop, ItemID: l.ItemID, LocationID: l.LocationID})
 		}
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, holdfast.Key.Compare)
 	keys = slices.Compact(keys)
 	// tried: the keys whose locks this pass took, or found nothing to
 	// lock of (a key without a row has nothing to protect: a cart asking

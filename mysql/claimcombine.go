@@ -131,9 +131,7 @@ func (c *Client) combinedClaimAttempt(ctx context.Context, claims []hfdriver.Cla
 		for k := range totals {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, func(a, b holdfast.Key) int {
-			return cmp.Or(cmp.Compare(a.ShopID, b.ShopID), cmp.Compare(a.ItemID, b.ItemID), cmp.Compare(a.LocationID, b.LocationID))
-		})
+		slices.SortFunc(keys, holdfast.Key.Compare)
 		ks := make([][4]any, len(keys))
 		for i, k := range keys {
 			ks[i] = [4]any{k.ShopID, k.ItemID, k.LocationID, totals[k]}

@@ -79,15 +79,7 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b holdfast.Key) int {
-		switch {
-		case a.ShopID != b.ShopID:
-			return int(min(max(a.ShopID-b.ShopID, -1), 1))
-		case a.ItemID != b.ItemID:
-			return int(min(max(a.ItemID-b.ItemID, -1), 1))
-		}
-		return int(min(max(a.LocationID-b.LocationID, -1), 1))
-	})
+	slices.SortFunc(keys, holdfast.Key.Compare)
 	// The batch's in-flight marks before anything else (inflight.go).
 	if err := c.markInFlightBatch(ctx, tx, reqs); err != nil {
 		return nil, err

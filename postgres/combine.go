@@ -27,7 +27,7 @@ type checkoutKey struct {
 // combinedAttempt is one combined transaction for reqs
 // (driver.Reserver.CombinedAttempt); the engine schedules the batches
 // (engine/combine.go).
-func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*holdfast.Hold, error) {
+func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation, stripe int) ([]*holdfast.Hold, error) {
 	n := len(reqs)
 	ids, qtys, ttls := make([]uuid.UUID, 0, n), make([]int32, 0, n), make([]int64, 0, n)
 	shops, items, locs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
@@ -38,7 +38,7 @@ func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*h
 		ttls = append(ttls, r.TTL.Microseconds())
 		shops, items, locs = append(shops, r.Shop), append(items, l.ItemID), append(locs, l.LocationID)
 	}
-	created, err := c.batchOnce(ctx, reqs, ids, qtys, ttls, shops, items, locs)
+	created, err := c.batchOnce(ctx, reqs, stripe, ids, qtys, ttls, shops, items, locs)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*h
 // bounds and the counter locks (batch_lock.sql) in one pipeline; then the
 // holds (batch_reserve.sql) and COMMIT in another, so the counter rows are
 // held for one round trip and the commit.
-func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[checkoutKey]*holdfast.Hold, error) {
+func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, stripe int, ids []uuid.UUID, qtys []int32, ttls, shops, items, locs []int64) (map[checkoutKey]*holdfast.Hold, error) {
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, ids []uuid.
 	b := &pgx.Batch{}
 	b.Queue(c.comment(ctx, holdfast.RouteReserve) + "BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(c.q(ctx, holdfast.RouteReserve, "set_local"), c.combineLockWait, c.setLocal[1], c.setLocal[2])
-	b.Queue(c.q(ctx, holdfast.RouteReserve, "batch_lock"), shops, items, locs)
+	b.Queue(c.q(ctx, holdfast.RouteReserve, "batch_lock"), shops, items, locs, stripe)
 	br := conn.SendBatch(ctx, b)
 	units := map[holdfast.Key]int{}
 	err = func() error {
@@ -114,7 +114,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, ids []uuid.
 
 	b = &pgx.Batch{}
 	b.Queue(c.q(ctx, holdfast.RouteReserve, "batch_reserve"),
-		gIDs, gQtys, gTTLs, gShops, gItems, gLocs, c.cfg.HoldLifetimeMax.Microseconds(), c.now())
+		gIDs, gQtys, gTTLs, gShops, gItems, gLocs, c.cfg.HoldLifetimeMax.Microseconds(), c.now(), stripe)
 	b.Queue("COMMIT")
 	// From here the COMMIT is on its way with the holds: any failure to
 	// read their answers may follow a commit (a connection lost with the

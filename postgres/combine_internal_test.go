@@ -17,9 +17,9 @@ import (
 
 // combineRig is a client on batch keys A (item 1), B (item 2) and C (item
 // 3), with the counter rows of A and C held by an open ReserveTx and both
-// combiner runners waiting on them in batches (A2 on A, A3 on C: one
-// client runs one batch per key at a time): the exact state in which the
-// combiner's answers used to go wrong (#10 item 2).
+// combiner runners waiting on them in batches (A2 on A, A3 on C): the
+// exact state in which the combiner's answers used to go wrong (#10 item
+// 2).
 type combineRig struct {
 	t       *testing.T
 	c       *Client
@@ -100,6 +100,12 @@ func newCombineRig(t *testing.T, lockWait time.Duration, setup string) *combineR
 		if _, err := c.ReserveTx(ctx, r.blocker, r.params(item)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Every counter row of A and C: a batch key has one per stripe
+	// (strategies.go), and the ReserveTx took from one of them.
+	if _, err := r.blocker.Exec(ctx, `SELECT 1 FROM inventory_counters WHERE shop_id = 1 AND inventory_item_id IN (1, 3)
+		ORDER BY inventory_item_id, slot FOR UPDATE`); err != nil {
+		t.Fatal(err)
 	}
 	// A1 waits on the plain path, A2 (key A) and A3 (key C) in one batch
 	// each: both runners are busy.

@@ -93,14 +93,18 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh 
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*driver.Reservation) ([]*holdfast.Hold, error) {
-	return d.c().combinedAttempt(ctx, reqs)
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*driver.Reservation, stripe int) ([]*holdfast.Hold, error) {
+	return d.c().combinedAttempt(ctx, reqs, stripe)
 }
 
 // CombineLockBusy: the batch's lock_timeout (Config.CombineLockWait) ran out.
 func (d *engineDriver) CombineLockBusy(err error) bool {
 	return SQLState(err) == sqlstateLockNotAvailable
 }
+
+// CombineOverlap: a batch key keeps one counter row per stripe
+// (strategies.go, batchStripes), so its batches never wait for each other.
+func (d *engineDriver) CombineOverlap() int { return batchStripes }
 
 // HoldFirst: a reservation's hold row is its first lock here.
 func (d *engineDriver) HoldFirst() bool { return true }

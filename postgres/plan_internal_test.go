@@ -51,7 +51,7 @@ func TestReservePathStatementsRunGenericPlans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = tx.Exec(ctx, refill, []int64{1}, items, []int64{1}, string(holdfast.StrategyCounter), 100, 4)
+		_, err = tx.Exec(ctx, refill, []int64{1}, items, []int64{1}, string(holdfast.StrategyCounter), 100, 4, batchStripes)
 		_ = tx.Rollback(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -107,10 +107,10 @@ func TestBatchStatementsRunGenericPlans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, lock, shops[:1], items[:1], locs[:1]); err != nil {
+		if _, err := tx.Exec(ctx, lock, shops[:1], items[:1], locs[:1], i%batchStripes); err != nil {
 			t.Fatal(err)
 		}
-		_, err = tx.Exec(ctx, reserve, ids, qtys, ttls, shops, items, locs, time.Hour.Microseconds(), c.now())
+		_, err = tx.Exec(ctx, reserve, ids, qtys, ttls, shops, items, locs, time.Hour.Microseconds(), c.now(), i%batchStripes)
 		_ = tx.Rollback(ctx)
 		if err != nil {
 			t.Fatal(err)

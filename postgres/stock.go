@@ -350,7 +350,7 @@ func (c *Client) refill(ctx context.Context, tx pgx.Tx, route string, keys []hol
 	for i, k := range keys {
 		shops[i], items[i], locs[i] = k.ShopID, k.ItemID, k.LocationID
 	}
-	rows, err := tx.Query(ctx, c.q(ctx, route, "refill"), shops, items, locs, string(c.cfg.Strategy), c.cfg.PoolCap, c.cfg.Slots)
+	rows, err := tx.Query(ctx, c.q(ctx, route, "refill"), shops, items, locs, string(c.cfg.Strategy), c.cfg.PoolCap, c.cfg.Slots, batchStripes)
 	if err != nil {
 		return nil, err
 	}

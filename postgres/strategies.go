@@ -16,7 +16,8 @@ import (
 // TestStrategiesMatchSchema and TestStrategyTable hold them together.
 // The refill (sql/refill.sql) and the replenisher (sql/replenish_scan.sql)
 // read a key's strategy from its row and shape its buffer by the same two
-// columns: pool rows, or counters (Config.Slots of them when slotted).
+// columns: pool rows, or counters (rows of them: Config.Slots when
+// slotted, batchStripes for a batch key, else one).
 type strategyRow struct {
 	name holdfast.Strategy
 	// take is the fast take's statement, sql/<take>.sql, with arguments
@@ -25,6 +26,11 @@ type strategyRow struct {
 	// slotted: the buffer is Config.Slots counter rows per key, and a take
 	// starts at a random one of them.
 	slotted bool
+	// striped: the buffer is batchStripes counter rows per key, one per
+	// stripe of the combiner (engine.CombineRunnersMax), so that the
+	// batches of a key running at once take from rows of their own
+	// (combine.go); a plain take starts at a random one, as slotted.
+	striped bool
 	// pooled: the buffer is one row per unit (sql/take_pool*.sql,
 	// shrink_pool.sql), taken with SKIP LOCKED and, when the key's locks
 	// are held, waited for (takePoolWait); otherwise it is counter rows,
@@ -37,7 +43,7 @@ type strategyRow struct {
 
 var strategyTable = [...]strategyRow{
 	{name: holdfast.StrategyCounter, take: "take_counter"},
-	{name: holdfast.StrategyBatch, take: "take_counter", combines: true},
+	{name: holdfast.StrategyBatch, take: "take_slot", combines: true, striped: true},
 	{name: holdfast.StrategyPool, take: "take_pool", pooled: true},
 	{name: holdfast.StrategySlots, take: "take_slot", slotted: true},
 }
@@ -59,11 +65,27 @@ func strategyOf(s holdfast.Strategy) *strategyRow {
 // answering fewer units, so that the pipeline's later statements do not run.
 func (c *Client) queueTake(ctx context.Context, b *pgx.Batch, route string, s holdfast.Strategy, shop int64, l holdfast.Line, strict bool) {
 	row := strategyOf(s)
-	if row.slotted {
-		b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity, rand.N(c.cfg.Slots), strict)
+	if row.slotted || row.striped {
+		b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity, rand.N(row.rows(c.cfg)), strict)
 		return
 	}
 	b.Queue(c.q(ctx, route, row.take), shop, l.ItemID, l.LocationID, l.Quantity, strict)
+}
+
+// batchStripes is the counter rows of a batch key: one per combiner
+// runner (engine.CombineRunnersMax).
+const batchStripes = CombineRunnersMax
+
+// rows is how many counter rows a key of the strategy keeps (refill.sql
+// shapes them, $6 and $7).
+func (r *strategyRow) rows(cfg holdfast.Config) int {
+	switch {
+	case r.slotted:
+		return cfg.Slots
+	case r.striped:
+		return batchStripes
+	}
+	return 1
 }
 
 // strategyNames lists the table's strategies for an error: "counter,

@@ -279,7 +279,7 @@ func (c *Client) endUnservable(ctx context.Context, tx pgx.Tx, keys []holdfast.K
 		}
 	}
 	if len(others) > 0 {
-		slices.SortFunc(others, compareKeys)
+		slices.SortFunc(others, holdfast.Key.Compare)
 		if err := c.queueKeys(ctx, tx, holdfast.RouteReplenish, slices.Compact(others)); err != nil {
 			return 0, err
 		}
@@ -330,7 +330,7 @@ func (c *Client) recordExpired(ctx context.Context, tx pgx.Tx, route string, sho
 	for i, l := range lines {
 		keys[i] = holdfast.Key{ShopID: shop, ItemID: l.ItemID, LocationID: l.LocationID}
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, holdfast.Key.Compare)
 	return c.queueKeys(ctx, tx, route, slices.Compact(keys))
 }
 
@@ -343,31 +343,11 @@ func (c *Client) cancelWait(ctx context.Context, tx pgx.Tx, route string, shop i
 		return false, err
 	}
 	keys := engine.KeysOf(shop, lines)
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, holdfast.Key.Compare)
 	if err := c.queueKeys(ctx, tx, route, slices.Compact(keys)); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-func compareKeys(a, b holdfast.Key) int {
-	switch {
-	case a.ShopID != b.ShopID:
-		return cmpInt(a.ShopID, b.ShopID)
-	case a.ItemID != b.ItemID:
-		return cmpInt(a.ItemID, b.ItemID)
-	}
-	return cmpInt(a.LocationID, b.LocationID)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // expireWaits ends the waits that ran out and queues their keys for the
@@ -410,7 +390,7 @@ func (c *Client) expireWaits(ctx context.Context, tx pgx.Tx) (int, error) {
 		}
 	}
 	if len(keys) > 0 {
-		slices.SortFunc(keys, compareKeys)
+		slices.SortFunc(keys, holdfast.Key.Compare)
 		if err := c.queueKeys(ctx, tx, holdfast.RouteReplenish, slices.Compact(keys)); err != nil {
 			return 0, err
 		}

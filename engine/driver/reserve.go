@@ -82,12 +82,21 @@ type Reserver[TTx comparable] interface {
 	// created with their lines and their units taken, then COMMIT. It
 	// answers each request's new hold by its index in reqs (nil: not
 	// granted; the engine sends it to the plain path). A failed COMMIT is
-	// a *CommitError; the driver never retries.
-	CombinedAttempt(ctx context.Context, reqs []*Reservation) ([]*holdfast.Hold, error)
+	// a *CommitError; the driver never retries. stripe, below
+	// CombineOverlap, is the batch's own among the batches of this client
+	// running at once: a driver whose batch keys keep one counter row per
+	// stripe takes from row stripe only, so two batches of a key never
+	// wait for each other.
+	CombinedAttempt(ctx context.Context, reqs []*Reservation, stripe int) ([]*holdfast.Hold, error)
 	// CombineLockBusy reports a combined attempt that gave up on its short
 	// lock wait: the engine does not run it again, its requests take the
 	// plain path.
 	CombineLockBusy(err error) bool
+	// CombineOverlap is how many combined transactions of one key may run
+	// at once, at most the engine's CombineRunnersMax: 1 when a batch key has one counter
+	// row (a second batch would only wait for it); its counter rows per
+	// batch key when it keeps one per stripe (CombinedAttempt).
+	CombineOverlap() int
 	// MarkNotStocked marks the lines of an *InsufficientStockError that no
 	// key stocks; other errors pass. It reads in tx when not own.
 	MarkNotStocked(ctx context.Context, tx TTx, own bool, shop int64, err error) error

@@ -4,7 +4,8 @@
 -- outcome, or a wait (waitlist.go: the plain path answers those); each counter gives exactly the units of the holds created.
 -- Returns the holds created.
 -- $1 checkouts, $2 quantities, $3 ttls µs, $4 shops, $5 items, $6 locations,
--- $7 lifetime µs, $8 now (NULL: database clock). The arrays are read through
+-- $7 lifetime µs, $8 now (NULL: database clock), $9 the batch's stripe
+-- (its counter rows, batch_lock.sql). The arrays are read through
 -- subqueries so that a custom plan cannot see their length and the cached
 -- generic plan serves every batch (as batch_lock.sql).
 WITH g AS (
@@ -41,7 +42,7 @@ WITH g AS (
     SET units = ic.units - s.total
     FROM (SELECT shop_id, item, location, sum(qty) AS total FROM h GROUP BY 1, 2, 3) s
     WHERE ic.shop_id = s.shop_id AND ic.inventory_item_id = s.item
-      AND ic.location_id = s.location AND ic.slot = 0
+      AND ic.location_id = s.location AND ic.slot = $9::int
     RETURNING 1
 )
 SELECT shop_id, checkout_id, created_at, expires_at, deadline FROM h

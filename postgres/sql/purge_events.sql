@@ -13,7 +13,7 @@ DELETE FROM holdfast_events
 WHERE (shop_id, id) IN (
     SELECT e.shop_id, e.id FROM holdfast_events e
     WHERE e.seq IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = e.shop_id)
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = e.shop_id OFFSET 0)
       AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(e.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
       AND e.created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
       AND (e.created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $4::bigint * interval '1 microsecond')

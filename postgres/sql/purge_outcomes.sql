@@ -7,7 +7,7 @@
 WITH b AS (
     SELECT shop_id, checkout_id FROM holds
     WHERE status <> 'held'
-      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = holds.shop_id)
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = holds.shop_id OFFSET 0)
       AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(holds.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
       AND ended_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
     ORDER BY ended_at

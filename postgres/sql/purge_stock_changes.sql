@@ -6,7 +6,7 @@
 -- every stock change record.
 WITH b AS (
     SELECT shop_id, change_id FROM stock_changes
-    WHERE NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = stock_changes.shop_id)
+    WHERE NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = stock_changes.shop_id OFFSET 0)
       AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(stock_changes.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
       AND created_at < (SELECT coalesce($1::timestamptz, clock_timestamp()) - $2::bigint * interval '1 microsecond')
     ORDER BY created_at

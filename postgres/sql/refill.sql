@@ -9,7 +9,7 @@
 -- amount added is least(cap - pooled, available - safety - held -
 -- pooled): never units of the key's safety stock.
 -- $1 shops, $2 items, $3 locations, $4 default strategy, $5 default pool cap,
--- $6 slots per slotted key. The arrays are read through subqueries so that
+-- $6 slots per slotted key, $7 stripes per batch key (strategies.go, rows). The arrays are read through subqueries so that
 -- a custom plan cannot see their length: no custom plan then looks cheaper
 -- than the cached generic one, which runtime partition pruning serves as
 -- well, and the statement is not planned per call (planning it, over
@@ -49,7 +49,7 @@ WITH k AS (
                                AND d.location_id = st.location AND d.state = 'open')
                 THEN 0
                 ELSE greatest(0, least(cap - pooled, available - safety - held - pooled)) END::int AS add,
-           CASE strategy WHEN 'slots' THEN $6::int ELSE 1 END AS n
+           CASE strategy WHEN 'slots' THEN $6::int WHEN 'batch' THEN $7::int ELSE 1 END AS n
     FROM st
 ), pool_ins AS (
     INSERT INTO reservation_units (shop_id, inventory_item_id, location_id)

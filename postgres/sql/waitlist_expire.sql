@@ -5,7 +5,7 @@ WITH t AS (
 ), b AS (
     SELECT w.shop_id, w.checkout_id FROM waiters w, t
     WHERE w.status = 'waiting' AND w.wait_until <= t.now
-      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = w.shop_id)
+      AND NOT EXISTS (SELECT 1 FROM holdfast_shop_fences f WHERE f.shop_id = w.shop_id OFFSET 0)
       AND pg_try_advisory_xact_lock_shared(1752139015, hashtext(w.shop_id::text)) -- a shop a move is copying: the guard's lock, as in sweep_expire.sql
     ORDER BY w.wait_until
     LIMIT $2::int

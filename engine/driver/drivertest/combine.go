@@ -11,9 +11,11 @@ import (
 )
 
 // testCombinedAttempt: one combined transaction grants a batch key's
-// requests in the order given while its units last, answers each granted
-// request's hold by its index (nil for the rest), leaves the granted units
-// held, and does not grant a checkout that already has a hold.
+// requests in the order given while its stripe's units last, answers each
+// granted request's hold by its index (nil for the rest), leaves the
+// granted units held, and does not grant a checkout that already has a
+// hold. The key has 5 units a stripe (the refill spreads a key's units
+// evenly over its counter rows); the batch runs on the last stripe.
 func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 	ctx := context.Background()
 	in := h.New(t)
@@ -21,7 +23,8 @@ func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 	if _, err := in.Engine.SetStrategy(ctx, k, holdfast.StrategyBatch, 0); err != nil {
 		t.Fatal(err)
 	}
-	setStock(t, in, k, 5)
+	stripes := in.Driver.CombineOverlap()
+	setStock(t, in, k, 5*stripes)
 	if !in.Driver.Combines(k) {
 		t.Fatalf("Combines(%v) after SetStrategy batch: false", k)
 	}
@@ -29,14 +32,14 @@ func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 	var got []*holdfast.Hold
 	var err error
 	for range 3 { // a lost connection or deadlock is the engine's to retry
-		if got, err = in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a, b, c}); err == nil || !in.Driver.Retryable(err) {
+		if got, err = in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a, b, c}, stripes-1); err == nil || !in.Driver.Retryable(err) {
 			break
 		}
 	}
 	if err != nil || len(got) != 3 {
 		t.Fatalf("CombinedAttempt: %v, %v; want 3 answers", got, err)
 	}
-	// 5 units: a (2) fits, b (4) does not, c (3) does.
+	// 5 units on the stripe: a (2) fits, b (4) does not, c (3) does.
 	if got[0] == nil || got[1] != nil || got[2] == nil {
 		t.Fatalf("CombinedAttempt granted %v; want a and c, not b", got)
 	}
@@ -46,8 +49,8 @@ func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 	if lv, err := in.Engine.Level(ctx, k); err != nil || lv.Held != 5 {
 		t.Fatalf("level after the batch: %+v, %v; want 5 held", lv, err)
 	}
-	setStock(t, in, k, 10)
-	again, err := in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a})
+	setStock(t, in, k, 10*stripes)
+	again, err := in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a}, 0)
 	if err != nil || len(again) != 1 || again[0] != nil {
 		t.Fatalf("CombinedAttempt of a checkout with a hold: %v, %v; want it not granted", again, err)
 	}
