@@ -29,7 +29,8 @@ type strategyRow struct {
 	// striped: the buffer is batchStripes counter rows per key, one per
 	// stripe of the combiner (engine.CombineRunnersMax), so that the
 	// batches of a key running at once take from rows of their own
-	// (combine.go); a plain take starts at a random one, as slotted.
+	// (combine.go); a plain take tries a random one first
+	// (take_stripe.sql).
 	striped bool
 	// pooled: the buffer is one row per unit (sql/take_pool*.sql,
 	// shrink_pool.sql), taken with SKIP LOCKED and, when the key's locks
@@ -43,7 +44,7 @@ type strategyRow struct {
 
 var strategyTable = [...]strategyRow{
 	{name: holdfast.StrategyCounter, take: "take_counter"},
-	{name: holdfast.StrategyBatch, take: "take_slot", combines: true, striped: true},
+	{name: holdfast.StrategyBatch, take: "take_stripe", combines: true, striped: true},
 	{name: holdfast.StrategyPool, take: "take_pool", pooled: true},
 	{name: holdfast.StrategySlots, take: "take_slot", slotted: true},
 }
