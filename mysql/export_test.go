@@ -21,3 +21,7 @@ func HoldSoldOutHint(c *Client, k holdfast.Key) {
 // DriverOf is c as the engine's driver (enginedriver.go), for the
 // driver-level suite (driver_test.go).
 func DriverOf(c *Client) hfdriver.Driver[*sql.Tx] { return (*engineDriver)(c) }
+
+// CombinerLoad is c's combiner's queued requests and running batch
+// runners.
+func CombinerLoad(c *Client) (pending, running int) { return engine.CombinerLoad(c.engineClient) }
