@@ -32,11 +32,14 @@ const CombineRunnersMax = 2
 type combiner struct {
 	mu      sync.Mutex
 	running int // batch runners, at most CombineRunnersMax
-	// stripes marks the stripes of the running runners: each runner has
-	// its own (driver.Reserver.CombinedAttempt), so no two batches running
-	// at once share one.
-	stripes [CombineRunnersMax]bool
-	pending []*batchReq
+	// stripes marks the stripes of the running batches: each has its own
+	// (driver.Reserver.CombinedAttempt), so no two batches running at once
+	// share one. lastStripe is the one the last batch took: a batch takes
+	// the other when both are free, so that one runner alone still
+	// alternates them and a key's counter rows drain evenly.
+	stripes    [CombineRunnersMax]bool
+	lastStripe int
+	pending    []*batchReq
 	// busy counts the running batches of each key. A key is in at most
 	// the driver's CombineOverlap running batches: its requests that
 	// arrive meanwhile wait in pending for a runner that has it, and join
@@ -95,22 +98,18 @@ func CombinerLoad[TTx comparable](c *Client[TTx]) (pending, running int) {
 	return len(c.combiner.pending), c.combiner.running
 }
 
-// startRunner counts a new runner and returns its stripe (cb.mu held).
-func (cb *combiner) startRunner() int {
-	cb.running++
-	for i, used := range cb.stripes {
-		if !used {
-			cb.stripes[i] = true
-			return i
+// takeStripe marks a free stripe used by a batch and returns it, the one
+// after the last batch's first (cb.mu held; a runner runs one batch at a
+// time, so one is free).
+func (cb *combiner) takeStripe() int {
+	for i := 1; i <= CombineRunnersMax; i++ {
+		s := (cb.lastStripe + i) % CombineRunnersMax
+		if !cb.stripes[s] {
+			cb.stripes[s], cb.lastStripe = true, s
+			return s
 		}
 	}
-	panic("holdfast: more combiner runners than CombineRunnersMax")
-}
-
-// stopRunner counts a runner out and frees its stripe (cb.mu held).
-func (cb *combiner) stopRunner(stripe int) {
-	cb.running--
-	cb.stripes[stripe] = false
+	panic("holdfast: more combined batches than CombineRunnersMax")
 }
 
 // reserveCombined serves req through the combiner when another combinable
@@ -129,7 +128,8 @@ func (c *Client[TTx]) reserveCombined(ctx context.Context, k holdfast.Key, req *
 	cb.pending = append(cb.pending, r)
 	// A busy key's runner takes the request when its batch ends.
 	if cb.running < CombineRunnersMax && cb.busy[k] < c.d.CombineOverlap() {
-		go c.runBatches(cb.startRunner())
+		cb.running++
+		go c.runBatches()
 	}
 	cb.mu.Unlock()
 	res, err, ok, doubt := c.awaitBatch(ctx, holdfast.RouteReserve, r.done, &r.state)
@@ -185,12 +185,16 @@ func (c *Client[TTx]) awaitBatch(ctx context.Context, route string, done <-chan 
 // key's runner's next batch. Measured on PostgreSQL's hot key at 64
 // clients, counter rows first: 1.20–2.38× the holds/s with one batch per
 // key at a time (docs/PERFORMANCE.md, "Where the hot key's time goes").
-func (c *Client[TTx]) runBatches(stripe int) {
+func (c *Client[TTx]) runBatches() {
 	cb := &c.combiner
 	overlap := c.d.CombineOverlap()
 	mine := map[holdfast.Key]bool{} // the keys this runner's last batch made busy
+	stripe := -1                    // its stripe
 	for {
 		cb.mu.Lock()
+		if stripe >= 0 {
+			cb.stripes[stripe], stripe = false, -1
+		}
 		for k := range mine {
 			if cb.busy[k]--; cb.busy[k] <= 0 {
 				delete(cb.busy, k)
@@ -198,7 +202,7 @@ func (c *Client[TTx]) runBatches(stripe int) {
 		}
 		clear(mine)
 		if len(cb.pending) == 0 {
-			cb.stopRunner(stripe)
+			cb.running--
 			cb.mu.Unlock()
 			return
 		}
@@ -226,7 +230,7 @@ func (c *Client[TTx]) runBatches(stripe int) {
 		if len(batch) == 0 && len(later) > 0 {
 			// Every request left waits for a busy key: its runner
 			// takes them when its batch ends.
-			cb.stopRunner(stripe)
+			cb.running--
 			cb.mu.Unlock()
 			return
 		}
@@ -238,6 +242,9 @@ func (c *Client[TTx]) runBatches(stripe int) {
 				mine[r.key] = true
 				cb.busy[r.key]++
 			}
+		}
+		if len(batch) > 0 {
+			stripe = cb.takeStripe()
 		}
 		cb.mu.Unlock()
 		if len(batch) > 0 {

@@ -82,11 +82,12 @@ type Reserver[TTx comparable] interface {
 	// created with their lines and their units taken, then COMMIT. It
 	// answers each request's new hold by its index in reqs (nil: not
 	// granted; the engine sends it to the plain path). A failed COMMIT is
-	// a *CommitError; the driver never retries. stripe, below
-	// CombineOverlap, is the batch's own among the batches of this client
-	// running at once: a driver whose batch keys keep one counter row per
-	// stripe takes from row stripe only, so two batches of a key never
-	// wait for each other.
+	// a *CommitError; the driver never retries. stripe, below the
+	// engine's CombineRunnersMax, is the batch's own among the batches of
+	// this client running at once (consecutive batches alternate them): a
+	// driver whose batch keys keep one counter row per stripe takes from
+	// row stripe only, so two batches of a key never wait for each other
+	// and a key's rows drain evenly.
 	CombinedAttempt(ctx context.Context, reqs []*Reservation, stripe int) ([]*holdfast.Hold, error)
 	// CombineLockBusy reports a combined attempt that gave up on its short
 	// lock wait: the engine does not run it again, its requests take the
