@@ -59,6 +59,9 @@ type batchReq struct {
 	req   *driver.Reservation
 	done  chan batchResult // buffered: the batch never blocks on a caller
 	state atomic.Int32     // reqQueued, then reqTaken (by a batch) or reqAbandoned (by its caller)
+	// again: a batch committed without granting it, and it was queued
+	// again for one more batch (execBatch), on another stripe.
+	again bool
 }
 
 // A request's state: it is either taken by a batch or abandoned by its
@@ -300,16 +303,35 @@ func (c *Client[TTx]) execBatch(batch []*batchReq, stripe int) {
 	if err != nil {
 		c.cfg.Logger.Debug("combined batch failed; its requests take the plain path", "requests", len(uniq), "err", err)
 	}
+	var again []*batchReq
 	for i, r := range uniq {
 		// A failed batch fails no one: every request is answered on its
 		// own on the plain path, where a request that caused the failure
 		// fails alone.
-		if err == nil && i < len(created) && created[i] != nil {
+		switch {
+		case err == nil && i < len(created) && created[i] != nil:
 			h := created[i]
 			h.ShopID, h.CheckoutID, h.Lines = r.req.Shop, r.req.Checkout, r.req.Lines
 			r.done <- batchResult{h: h}
-		} else {
+		case err == nil && !rt.Doubt && !r.again && c.d.CombineOverlap() > 1:
+			// Not granted by a batch that committed for certain: nothing
+			// happened to it. Its stripe's row may be short while the
+			// key's other row has units (near a sell-out): it joins one
+			// more batch, which alternates stripes, before the plain
+			// path, where each request is a transaction of its own.
+			r.again = true
+			again = append(again, r)
+		default:
 			r.done <- batchResult{plain: true, doubt: rt.Doubt}
 		}
+	}
+	if len(again) > 0 {
+		cb := &c.combiner
+		cb.mu.Lock()
+		for _, r := range again {
+			r.state.Store(reqQueued)
+		}
+		cb.pending = append(again, cb.pending...) // first: they came first
+		cb.mu.Unlock()
 	}
 }
