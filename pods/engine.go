@@ -36,10 +36,13 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 	if errors.Is(err, holdfast.ErrNotFound) && shopID > 0 {
 		// A pod a shop moved away from holds nothing of it once purged: a
 		// router that has not followed the switch would answer "not found"
-		// for a hold that lives on. Check the placement (one map read per
-		// shop per moveWaitStep at most) and ask the shop's pod if it
-		// changed; reading twice is safe.
-		r.refresh(shopID)
+		// for a hold that lives on. Check the placement and ask the shop's
+		// pod if it changed; reading twice is safe. The pod purged the shop
+		// only after the switch committed, so a map read begun after its
+		// answer sees the switch; a cached read begun before it may not,
+		// however recent (another call's read a moment before the switch):
+		// it is dropped.
+		r.cache.dropReadBefore(shopID, r.cfg.Now())
 		if q, rerr := r.route(ctx, shopID, false); rerr == nil && q != p {
 			r.stats.moved.Add(1)
 			if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {

@@ -91,3 +91,52 @@ func TestShopMovedAnswer(t *testing.T) {
 		t.Fatalf("shop 1 on pod a: %v", err)
 	}
 }
+
+// TestNotFoundReadsThePlacementAgain: a pod that answers "not found" for
+// a shop's hold makes the router read the shop's placement again, however
+// recently its cached read was made (another call's read a moment before
+// the move's switch), and ask the pod the map names: the hold, on the pod
+// the shop moved to, is found. The router's clock moves 1 ms between the
+// cached read and the call (a read well within any sharing window).
+func TestNotFoundReadsThePlacementAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := newPod(t, "a", serverA), newPod(t, "b", serverB)
+	m := newMap(t)
+	var clock sync.Mutex
+	now := time.Now()
+	tick := func(d time.Duration) {
+		clock.Lock()
+		now = now.Add(d)
+		clock.Unlock()
+	}
+	cfg := pods.Config{FollowInterval: -1, CacheTTL: pods.CacheTTLMax,
+		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }}
+	r, err := pods.New(ctx, m, []pods.Pod{a.pod(), b.pod()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	if _, err := m.Assign(ctx, 9, "a"); err != nil {
+		t.Fatal(err)
+	}
+	stock(t, b.eng, 9, 10) // the moved shop, as the move leaves it on b
+	h, err := b.eng.Reserve(ctx, cart(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl, _ := r.Placement(ctx, 9); pl.Pod != "a" {
+		t.Fatalf("cached placement %+v", pl)
+	}
+	if _, err := m.Switch(ctx, 9, "a", 1, "b"); err != nil {
+		t.Fatal(err)
+	}
+	tick(time.Millisecond)
+	got, err := r.Hold(ctx, 9, h.CheckoutID)
+	if err != nil || got.Status != holdfast.StatusHeld {
+		t.Fatalf("the moved shop's hold through a router whose read is 1 ms old: %+v, %v; want it found on b", got, err)
+	}
+	if pl, _ := r.Placement(ctx, 9); pl.Pod != "b" {
+		t.Fatalf("the router's placement after the answer: %+v", pl)
+	}
+}
