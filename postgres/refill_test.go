@@ -135,8 +135,12 @@ func TestPoolTopUpBeforeDry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Above the 6 units the reservations left: the replenisher, woken by
+	// the second one's take, may top up before that take commits, and
+	// then refills to 7 (a pool at 7 is above its low-water mark: no
+	// later wake brings it to 8). Waiting for 8 timed out under load.
 	waitFor(t, "the replenisher to top the pool up", func() bool {
-		return log.background.Load() > before && e.level(k).Pooled == 8
+		return log.background.Load() > before && e.level(k).Pooled > 6
 	})
 	if n := log.inline.Load(); n != 0 {
 		t.Fatalf("%d inline refills: a reservation took the slow path", n)
