@@ -130,7 +130,7 @@ func (c *Client[TTx]) reserveCombined(ctx context.Context, k holdfast.Key, req *
 	r := &batchReq{key: k, req: req, done: make(chan batchResult, 1)}
 	cb.pending = append(cb.pending, r)
 	// A busy key's runner takes the request when its batch ends.
-	if cb.running < CombineRunnersMax && cb.busy[k] < c.d.CombineOverlap() {
+	if cb.running < CombineRunnersMax && cb.busy[k] < c.d.CombineOverlap(k) {
 		cb.running++
 		go c.runBatches()
 	}
@@ -190,7 +190,6 @@ func (c *Client[TTx]) awaitBatch(ctx context.Context, route string, done <-chan 
 // key at a time (docs/PERFORMANCE.md, "Where the hot key's time goes").
 func (c *Client[TTx]) runBatches() {
 	cb := &c.combiner
-	overlap := c.d.CombineOverlap()
 	mine := map[holdfast.Key]bool{} // the keys this runner's last batch made busy
 	stripe := -1                    // its stripe
 	for {
@@ -219,7 +218,7 @@ func (c *Client[TTx]) runBatches() {
 				break
 			}
 			n++
-			if cb.busy[r.key] >= overlap {
+			if cb.busy[r.key] >= c.d.CombineOverlap(r.key) {
 				if r.state.Load() == reqQueued {
 					later = append(later, r)
 				}
@@ -279,10 +278,11 @@ func (c *Client[TTx]) execBatch(batch []*batchReq, stripe int) {
 	}
 
 	var created []*holdfast.Hold
+	var elsewhere []bool
 	var err error
 	rt := c.core.NewRetrier(holdfast.RouteReserve)
 	for {
-		created, err = c.d.CombinedAttempt(ctx, reqs, stripe)
+		created, elsewhere, err = c.d.CombinedAttempt(ctx, reqs, stripe)
 		if c.d.CommitUnacknowledged(err) {
 			rt.Doubt = true
 		}
@@ -313,12 +313,14 @@ func (c *Client[TTx]) execBatch(batch []*batchReq, stripe int) {
 			h := created[i]
 			h.ShopID, h.CheckoutID, h.Lines = r.req.Shop, r.req.Checkout, r.req.Lines
 			r.done <- batchResult{h: h}
-		case err == nil && !rt.Doubt && !r.again && c.d.CombineOverlap() > 1:
+		case err == nil && !rt.Doubt && !r.again && i < len(elsewhere) && elsewhere[i]:
 			// Not granted by a batch that committed for certain: nothing
-			// happened to it. Its stripe's row may be short while the
-			// key's other row has units (near a sell-out): it joins one
+			// happened to it. Its stripe's row was short while the key's
+			// other row had the units (near a sell-out): it joins one
 			// more batch, which alternates stripes, before the plain
-			// path, where each request is a transaction of its own.
+			// path, where each request is a transaction of its own. A
+			// request whose key was short on every row goes to the plain
+			// path at once (it refills the key, or answers sold out).
 			r.again = true
 			again = append(again, r)
 		default:

@@ -54,7 +54,7 @@ func TestCombinedHoldAsStored(t *testing.T) {
 			d := mysql.DriverOf(c)
 			var got []*holdfast.Hold
 			for range 3 { // a deadlock or lost connection is the engine's to retry
-				if got, err = d.CombinedAttempt(ctx, reqs, 0); err == nil || !d.Retryable(err) {
+				if got, _, err = d.CombinedAttempt(ctx, reqs, 0); err == nil || !d.Retryable(err) {
 					break
 				}
 			}

@@ -96,9 +96,10 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx *sql.Tx, fresh
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
 // CombinedAttempt: a batch key has one counter row here, so stripe is
-// always 0 (CombineOverlap).
-func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*hfdriver.Reservation, _ int) ([]*holdfast.Hold, error) {
-	return d.c().combinedAttempt(ctx, reqs)
+// always 0 (CombineOverlap) and no other row may grant what it did not.
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*hfdriver.Reservation, _ int) ([]*holdfast.Hold, []bool, error) {
+	holds, err := d.c().combinedAttempt(ctx, reqs)
+	return holds, nil, err
 }
 
 // CombineLockBusy: a combined batch here waits as any transaction does.
@@ -106,7 +107,7 @@ func (d *engineDriver) CombineLockBusy(error) bool { return false }
 
 // CombineOverlap: a batch key has one counter row here, locked first by
 // its batches (combine.go), so one batch of a key runs at a time.
-func (d *engineDriver) CombineOverlap() int { return 1 }
+func (d *engineDriver) CombineOverlap(holdfast.Key) int { return 1 }
 
 // HoldFirst: a reservation's in-flight mark comes first here, its hold
 // last.

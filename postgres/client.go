@@ -42,6 +42,7 @@ type Client struct {
 
 	keys  sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
 	texts sync.Map // textKey -> tagged statement text
+	depth keyDepth // the batch keys deep enough for a batch per stripe (combine.go)
 
 	// Maintenance's own small pool (see WithMaintenancePool), opened and
 	// closed by the engine's Start and Stop (maintenance.go); the workers

@@ -15,17 +15,19 @@ import (
 	"github.com/holdfast/holdfast/postgres/pgtest"
 )
 
-// stripesRig is a batch client on key k with 100 units, and a blocker
-// transaction to hold counter rows of k with.
+// stripesRig is a batch client on key k with units units, and a blocker
+// transaction to hold counter rows of k with. A key of StripeDepth units
+// or more has been seen deep by one batch (one unit held).
 type stripesRig struct {
 	t       *testing.T
 	c       *Client
 	db      *pgtest.Database
 	k       holdfast.Key
 	blocker pgx.Tx
+	held    int // units held before the test's own reservations
 }
 
-func newStripesRig(t *testing.T, conns int) *stripesRig {
+func newStripesRig(t *testing.T, conns, units int) *stripesRig {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.DB(t, conns)
@@ -35,8 +37,15 @@ func newStripesRig(t *testing.T, conns int) *stripesRig {
 		t.Fatal(err)
 	}
 	r := &stripesRig{t: t, c: c, db: db, k: holdfast.Key{ShopID: 1, ItemID: 8, LocationID: 1}}
-	if _, err := c.SetAvailable(ctx, r.k, 100, "stock", ""); err != nil {
+	if _, err := c.SetAvailable(ctx, r.k, units, "stock", ""); err != nil {
 		t.Fatal(err)
+	}
+	if units >= StripeDepth {
+		// A batch learns the key's depth (a shallow one holds every row).
+		if got, _, err := c.combinedAttempt(ctx, []*driver.Reservation{r.reservation()}, 0); err != nil || got[0] == nil || !c.depth.deep(r.k) {
+			t.Fatalf("the first batch of a key of %d units: %v, %v, deep %v", units, got, err, c.depth.deep(r.k))
+		}
+		r.held = 1
 	}
 	if r.blocker, err = db.Pool.Begin(ctx); err != nil {
 		t.Fatal(err)
@@ -70,25 +79,26 @@ func (r *stripesRig) reservation() *driver.Reservation {
 }
 
 // TestCombinedStripes: a batch key keeps one counter row per stripe, the
-// refill spreading its units over them, and a batch takes from its own
-// stripe's row only: while another transaction holds stripe 0's row, a
-// batch on stripe 1 commits, and one on stripe 0 waits for the row.
+// refill spreading its units over them, and a batch of a deep key takes
+// from its own stripe's row only: while another transaction holds stripe
+// 0's row, a batch on stripe 1 commits, and one on stripe 0 waits for the
+// row.
 func TestCombinedStripes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newStripesRig(t, 6)
+	r := newStripesRig(t, 6, 2*StripeDepth)
 	var rows, units int
 	if err := r.db.Pool.QueryRow(ctx, `SELECT count(*), sum(units) FROM inventory_counters
 		WHERE shop_id = $1 AND inventory_item_id = $2 AND location_id = $3`, r.k.ShopID, r.k.ItemID, r.k.LocationID).Scan(&rows, &units); err != nil {
 		t.Fatal(err)
 	}
-	if rows != batchStripes || units != 100 {
-		t.Fatalf("the batch key's counter rows: %d with %d units, want %d with 100", rows, units, batchStripes)
+	if rows != batchStripes || units != 2*StripeDepth-1 {
+		t.Fatalf("the batch key's counter rows: %d with %d units, want %d with %d", rows, units, batchStripes, 2*StripeDepth-1)
 	}
 	r.lock(0)
 	done := make(chan error, 1)
 	go func() {
-		got, err := r.c.combinedAttempt(ctx, []*driver.Reservation{r.reservation(), r.reservation()}, 0)
+		got, _, err := r.c.combinedAttempt(ctx, []*driver.Reservation{r.reservation(), r.reservation()}, 0)
 		if err == nil && (got[0] == nil || got[1] == nil) {
 			t.Errorf("stripe 0's batch granted %v, want both", got)
 		}
@@ -97,7 +107,7 @@ func TestCombinedStripes(t *testing.T) {
 	waitUntil(t, "stripe 0's batch to wait for its row", func() bool { return r.lockWaiters() == 1 })
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	got, err := r.c.combinedAttempt(sctx, []*driver.Reservation{r.reservation(), r.reservation(), r.reservation()}, 1)
+	got, _, err := r.c.combinedAttempt(sctx, []*driver.Reservation{r.reservation(), r.reservation(), r.reservation()}, 1)
 	if err != nil || got[0] == nil || got[1] == nil || got[2] == nil {
 		t.Fatalf("stripe 1's batch beside a locked stripe 0: %v, %v; want 3 holds", got, err)
 	}
@@ -107,8 +117,8 @@ func TestCombinedStripes(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("stripe 0's batch: %v", err)
 	}
-	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != 5 {
-		t.Fatalf("level: %+v, %v; want 5 held", lv, err)
+	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != r.held+5 {
+		t.Fatalf("level: %+v, %v; want %d held", lv, err, r.held+5)
 	}
 	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
 		t.Fatalf("invariant: %v %v", rep, err)
@@ -122,7 +132,7 @@ func TestCombinedStripes(t *testing.T) {
 func TestCombinerOverlapsOneKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newStripesRig(t, 14)
+	r := newStripesRig(t, 14, 2*StripeDepth)
 	r.lock(0, 1)
 	const n = 8
 	errs := make([]error, n)
@@ -150,10 +160,81 @@ func TestCombinerOverlapsOneKey(t *testing.T) {
 			t.Errorf("reservation %d: %v", i, err)
 		}
 	}
-	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != n {
-		t.Fatalf("level: %+v, %v; want %d held", lv, err, n)
+	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != r.held+n {
+		t.Fatalf("level: %+v, %v; want %d held", lv, err, r.held+n)
 	}
 	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
 		t.Fatalf("invariant: %v %v", rep, err)
+	}
+}
+
+// TestShallowBatchHoldsEveryRow: a batch of a key below StripeDepth holds
+// every counter row of it, whatever its stripe — while another
+// transaction holds stripe 0's row, a batch on stripe 1 waits for it —
+// and grants from the rows' sum, taking from each in slot order; the
+// driver lets one such batch of the key run at a time.
+func TestShallowBatchHoldsEveryRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newStripesRig(t, 6, 10) // 5 units a row
+	if n := (*engineDriver)(r.c).CombineOverlap(r.k); n != 1 {
+		t.Fatalf("CombineOverlap of a shallow key: %d, want 1", n)
+	}
+	r.lock(0)
+	type answer struct {
+		got []*holdfast.Hold
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		seven := r.reservation()
+		seven.Lines[0].Quantity = 7 // more than a row has
+		got, _, err := r.c.combinedAttempt(ctx, []*driver.Reservation{seven, r.reservation(), r.reservation()}, 1)
+		done <- answer{got, err}
+	}()
+	waitUntil(t, "stripe 1's batch of a shallow key to wait for stripe 0's row", func() bool { return r.lockWaiters() == 1 })
+	if err := r.blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.got[0] == nil || a.got[1] == nil || a.got[2] == nil {
+		t.Fatalf("the batch: %v, %v; want 9 units in 3 holds", a.got, a.err)
+	}
+	var rows []int
+	if err := r.db.Pool.QueryRow(ctx, `SELECT array_agg(units ORDER BY slot) FROM inventory_counters
+		WHERE shop_id = $1 AND inventory_item_id = $2 AND location_id = $3`, r.k.ShopID, r.k.ItemID, r.k.LocationID).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0] != 0 || rows[1] != 1 {
+		t.Fatalf("the rows after 9 of 10 units: %v, want [0 1] (slot 0's first)", rows)
+	}
+	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
+		t.Fatalf("invariant: %v %v", rep, err)
+	}
+}
+
+// TestDeepBatchSaysElsewhere: a batch of a deep key whose stripe's row
+// cannot serve a request, while the key's other row can, says so
+// (elsewhere: the engine sends it through one more batch, on the other
+// stripe); a request neither row can serve, counted down in order, is not
+// sent elsewhere.
+func TestDeepBatchSaysElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newStripesRig(t, 6, 2*StripeDepth)
+	// Stripe 1's row emptied (units out of the buffer: the invariant
+	// allows fewer), stripe 0's left with 3.
+	if _, err := r.db.Pool.Exec(ctx, `UPDATE inventory_counters SET units = CASE slot WHEN 0 THEN 3 ELSE 0 END
+		WHERE shop_id = $1 AND inventory_item_id = $2 AND location_id = $3`, r.k.ShopID, r.k.ItemID, r.k.LocationID); err != nil {
+		t.Fatal(err)
+	}
+	two := r.reservation()
+	two.Lines[0].Quantity = 2
+	got, elsewhere, err := r.c.combinedAttempt(ctx, []*driver.Reservation{two, r.reservation(), r.reservation()}, 1)
+	if err != nil || got[0] != nil || got[1] != nil || got[2] != nil {
+		t.Fatalf("a batch on an empty row: %v, %v; want nothing granted", got, err)
+	}
+	if !elsewhere[0] || !elsewhere[1] || elsewhere[2] {
+		t.Fatalf("elsewhere: %v; want the first two (3 units on the other row), not the third", elsewhere)
 	}
 }

@@ -93,7 +93,7 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx pgx.Tx, fresh 
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*driver.Reservation, stripe int) ([]*holdfast.Hold, error) {
+func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*driver.Reservation, stripe int) ([]*holdfast.Hold, []bool, error) {
 	return d.c().combinedAttempt(ctx, reqs, stripe)
 }
 
@@ -103,8 +103,15 @@ func (d *engineDriver) CombineLockBusy(err error) bool {
 }
 
 // CombineOverlap: a batch key keeps one counter row per stripe
-// (strategies.go, batchStripes), so its batches never wait for each other.
-func (d *engineDriver) CombineOverlap() int { return batchStripes }
+// (strategies.go, batchStripes): while it is deep (combine.go,
+// StripeDepth) its batches take one row each and never wait for each
+// other; while shallow, one batch of it at a time holds every row.
+func (d *engineDriver) CombineOverlap(k holdfast.Key) int {
+	if d.c().depth.deep(k) {
+		return batchStripes
+	}
+	return 1
+}
 
 // HoldFirst: a reservation's hold row is its first lock here.
 func (d *engineDriver) HoldFirst() bool { return true }

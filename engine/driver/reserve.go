@@ -87,17 +87,23 @@ type Reserver[TTx comparable] interface {
 	// this client running at once (consecutive batches alternate them): a
 	// driver whose batch keys keep one counter row per stripe takes from
 	// row stripe only, so two batches of a key never wait for each other
-	// and a key's rows drain evenly.
-	CombinedAttempt(ctx context.Context, reqs []*Reservation, stripe int) ([]*holdfast.Hold, error)
+	// and a key's rows drain evenly. elsewhere[i] (nil when the driver
+	// keeps one row per key) reports a request not granted for want of
+	// units on the batch's row while its key's other rows had them, as
+	// the batch read them (counted down over the requests it did not
+	// grant, in order): a batch on another stripe may grant it.
+	CombinedAttempt(ctx context.Context, reqs []*Reservation, stripe int) (holds []*holdfast.Hold, elsewhere []bool, err error)
 	// CombineLockBusy reports a combined attempt that gave up on its short
 	// lock wait: the engine does not run it again, its requests take the
 	// plain path.
 	CombineLockBusy(err error) bool
-	// CombineOverlap is how many combined transactions of one key may run
-	// at once, at most the engine's CombineRunnersMax: 1 when a batch key has one counter
-	// row (a second batch would only wait for it); its counter rows per
-	// batch key when it keeps one per stripe (CombinedAttempt).
-	CombineOverlap() int
+	// CombineOverlap is how many combined transactions of key k may run
+	// at once, at most the engine's CombineRunnersMax: 1 when its batches
+	// would lock the same counter rows (a second batch would only wait for
+	// them); its counter rows when it keeps one per stripe and a batch
+	// takes from its stripe's only (CombinedAttempt). It may change with
+	// each batch: correctness never depends on it.
+	CombineOverlap(k holdfast.Key) int
 	// MarkNotStocked marks the lines of an *InsufficientStockError that no
 	// key stocks; other errors pass. It reads in tx when not own.
 	MarkNotStocked(ctx context.Context, tx TTx, own bool, shop int64, err error) error

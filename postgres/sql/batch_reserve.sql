@@ -5,7 +5,8 @@
 -- Returns the holds created.
 -- $1 checkouts, $2 quantities, $3 ttls µs, $4 shops, $5 items, $6 locations,
 -- $7 lifetime µs, $8 now (NULL: database clock), $9 the batch's stripe
--- (its counter rows, batch_lock.sql). The arrays are read through
+-- (its counter rows, batch_lock.sql), $10 shops, $11 items, $12 locations:
+-- the shallow keys, whose every row the batch holds. The arrays are read through
 -- subqueries so that a custom plan cannot see their length and the cached
 -- generic plan serves every batch (as batch_lock.sql).
 WITH g AS (
@@ -37,12 +38,27 @@ WITH g AS (
         (shop_id, inventory_item_id, location_id, checkout_id, quantity, expires_at, created_at)
     SELECT h.shop_id, h.item, h.location, h.checkout_id, h.qty, h.expires_at, h.created_at FROM h
     RETURNING 1
+), d AS (
+    -- Each key's units off its locked rows: the stripe's row of a deep
+    -- key; a shallow key's rows ($10–$12) in slot order, each giving what
+    -- it has until the total is taken. The rows are this transaction's
+    -- (locked by batch_lock.sql), so this statement reads them as they are.
+    SELECT c.shop_id, c.inventory_item_id, c.location_id, c.slot,
+           least(c.units, s.total - coalesce(sum(c.units) OVER (
+               PARTITION BY c.shop_id, c.inventory_item_id, c.location_id ORDER BY c.slot
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)) AS take
+    FROM (SELECT shop_id, item, location, sum(qty) AS total FROM h GROUP BY 1, 2, 3) s
+    JOIN inventory_counters c
+      ON c.shop_id = s.shop_id AND c.inventory_item_id = s.item AND c.location_id = s.location
+    WHERE c.slot = $9::int
+       OR (s.shop_id, s.item, s.location) IN (
+              SELECT * FROM unnest((SELECT $10::bigint[]), (SELECT $11::bigint[]), (SELECT $12::bigint[])))
 ), u AS (
     UPDATE inventory_counters ic
-    SET units = ic.units - s.total
-    FROM (SELECT shop_id, item, location, sum(qty) AS total FROM h GROUP BY 1, 2, 3) s
-    WHERE ic.shop_id = s.shop_id AND ic.inventory_item_id = s.item
-      AND ic.location_id = s.location AND ic.slot = $9::int
+    SET units = ic.units - d.take
+    FROM d
+    WHERE ic.shop_id = d.shop_id AND ic.inventory_item_id = d.inventory_item_id
+      AND ic.location_id = d.location_id AND ic.slot = d.slot AND d.take > 0
     RETURNING 1
 )
 SELECT shop_id, checkout_id, created_at, expires_at, deadline FROM h

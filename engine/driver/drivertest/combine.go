@@ -14,7 +14,8 @@ import (
 // requests in the order given while its stripe's units last, answers each
 // granted request's hold by its index (nil for the rest), leaves the
 // granted units held, and does not grant a checkout that already has a
-// hold. The key has 5 units a stripe (the refill spreads a key's units
+// hold; where the key has other stripes, it says which requests it did
+// not grant their units could serve. The key has 5 units a stripe (the refill spreads a key's units
 // evenly over its counter rows); the batch runs on the last stripe.
 func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 	ctx := context.Background()
@@ -23,25 +24,44 @@ func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 	if _, err := in.Engine.SetStrategy(ctx, k, holdfast.StrategyBatch, 0); err != nil {
 		t.Fatal(err)
 	}
-	stripes := in.Driver.CombineOverlap()
+	stripes := in.Driver.CombineOverlap(k) // a key this shallow: 1 (its batches hold every row of it)
 	setStock(t, in, k, 5*stripes)
 	if !in.Driver.Combines(k) {
 		t.Fatalf("Combines(%v) after SetStrategy batch: false", k)
 	}
 	a, b, c := reservation(uuid.New(), k, 2), reservation(uuid.New(), k, 4), reservation(uuid.New(), k, 3)
-	var got []*holdfast.Hold
-	var err error
-	for range 3 { // a lost connection or deadlock is the engine's to retry
-		if got, err = in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a, b, c}, stripes-1); err == nil || !in.Driver.Retryable(err) {
-			break
+	attempt := func(reqs ...*driver.Reservation) ([]*holdfast.Hold, []bool) {
+		t.Helper()
+		var got []*holdfast.Hold
+		var elsewhere []bool
+		var err error
+		for range 3 { // a lost connection or deadlock is the engine's to retry
+			if got, elsewhere, err = in.Driver.CombinedAttempt(ctx, reqs, stripes-1); err == nil || !in.Driver.Retryable(err) {
+				break
+			}
 		}
+		if err != nil || len(got) != len(reqs) || (elsewhere != nil && len(elsewhere) != len(reqs)) {
+			t.Fatalf("CombinedAttempt: %v, %v, %v; want %d answers", got, elsewhere, err, len(reqs))
+		}
+		return got, elsewhere
 	}
-	if err != nil || len(got) != 3 {
-		t.Fatalf("CombinedAttempt: %v, %v; want 3 answers", got, err)
-	}
-	// 5 units on the stripe: a (2) fits, b (4) does not, c (3) does.
+	// elsewhereOf is the driver's elsewhere answer for request i.
+	elsewhereOf := func(elsewhere []bool, i int) bool { return elsewhere != nil && elsewhere[i] }
+	got, elsewhere := attempt(a, b, c)
+	// 5 units on the stripe: a (2) fits, b (4) does not, c (3) does; b
+	// fits the key's other stripe, where there is one.
 	if got[0] == nil || got[1] != nil || got[2] == nil {
 		t.Fatalf("CombinedAttempt granted %v; want a and c, not b", got)
+	}
+	if want := stripes > 1; elsewhereOf(elsewhere, 1) != want || elsewhereOf(elsewhere, 0) || elsewhereOf(elsewhere, 2) {
+		t.Fatalf("CombinedAttempt's elsewhere: %v; want b's %v, a's and c's false", elsewhere, want)
+	}
+	// The stripe is empty now: d (4) fits the other stripe's 5, where
+	// there is one; e (2) does not fit what d leaves of it.
+	d, e := reservation(uuid.New(), k, 4), reservation(uuid.New(), k, 2)
+	if got, elsewhere := attempt(d, e); got[0] != nil || got[1] != nil ||
+		elsewhereOf(elsewhere, 0) != (stripes > 1) || elsewhereOf(elsewhere, 1) {
+		t.Fatalf("CombinedAttempt on an empty stripe: %v, elsewhere %v; want nothing granted, d elsewhere (%v), e not", got, elsewhere, stripes > 1)
 	}
 	if got[0].Status != holdfast.StatusHeld || got[0].ExpiresAt.IsZero() {
 		t.Fatalf("CombinedAttempt's hold of a: %+v, want held with an expiry", got[0])
@@ -50,7 +70,7 @@ func testCombinedAttempt[TTx comparable](t *testing.T, h Harness[TTx]) {
 		t.Fatalf("level after the batch: %+v, %v; want 5 held", lv, err)
 	}
 	setStock(t, in, k, 10*stripes)
-	again, err := in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a}, 0)
+	again, _, err := in.Driver.CombinedAttempt(ctx, []*driver.Reservation{a}, 0)
 	if err != nil || len(again) != 1 || again[0] != nil {
 		t.Fatalf("CombinedAttempt of a checkout with a hold: %v, %v; want it not granted", again, err)
 	}
