@@ -59,9 +59,11 @@ type batchReq struct {
 	req   *driver.Reservation
 	done  chan batchResult // buffered: the batch never blocks on a caller
 	state atomic.Int32     // reqQueued, then reqTaken (by a batch) or reqAbandoned (by its caller)
-	// again: a batch committed without granting it, and it was queued
-	// again for one more batch (execBatch), on another stripe.
-	again bool
+	// refused, once a batch committed without granting it for want of
+	// units on its stripe while the key's other row had them (execBatch),
+	// is that stripe + 1: the request is queued again for one more batch,
+	// on another stripe (runBatches).
+	refused int
 }
 
 // A request's state: it is either taken by a batch or abandoned by its
@@ -101,18 +103,32 @@ func CombinerLoad[TTx comparable](c *Client[TTx]) (pending, running int) {
 	return len(c.combiner.pending), c.combiner.running
 }
 
-// takeStripe marks a free stripe used by a batch and returns it, the one
-// after the last batch's first (cb.mu held; a runner runs one batch at a
-// time, so one is free).
-func (cb *combiner) takeStripe() int {
+// nextStripe is the stripe the next batch takes (useStripe): a free
+// one, the one after the last batch's first (cb.mu held; a runner runs
+// one batch at a time, so one is free).
+func (cb *combiner) nextStripe() int {
 	for i := 1; i <= CombineRunnersMax; i++ {
-		s := (cb.lastStripe + i) % CombineRunnersMax
-		if !cb.stripes[s] {
-			cb.stripes[s], cb.lastStripe = true, s
+		if s := (cb.lastStripe + i) % CombineRunnersMax; !cb.stripes[s] {
 			return s
 		}
 	}
 	panic("holdfast: more combined batches than CombineRunnersMax")
+}
+
+// useStripe marks stripe s used by a batch (cb.mu held).
+func (cb *combiner) useStripe(s int) {
+	cb.stripes[s], cb.lastStripe = true, s
+}
+
+// freeStripeBut reports whether a stripe other than s is free (cb.mu
+// held).
+func (cb *combiner) freeStripeBut(s int) bool {
+	for i, used := range cb.stripes {
+		if i != s && !used {
+			return true
+		}
+	}
+	return false
 }
 
 // reserveCombined serves req through the combiner when another combinable
@@ -191,11 +207,11 @@ func (c *Client[TTx]) awaitBatch(ctx context.Context, route string, done <-chan 
 func (c *Client[TTx]) runBatches() {
 	cb := &c.combiner
 	mine := map[holdfast.Key]bool{} // the keys this runner's last batch made busy
-	stripe := -1                    // its stripe
+	held := -1                      // its stripe
 	for {
 		cb.mu.Lock()
-		if stripe >= 0 {
-			cb.stripes[stripe], stripe = false, -1
+		if held >= 0 {
+			cb.stripes[held], held = false, -1
 		}
 		for k := range mine {
 			if cb.busy[k]--; cb.busy[k] <= 0 {
@@ -209,18 +225,21 @@ func (c *Client[TTx]) runBatches() {
 			return
 		}
 		// Requests whose callers left are dropped here, before their
-		// batch starts.
+		// batch starts. A request a batch on this stripe refused waits
+		// for a batch on another.
+		stripe := cb.nextStripe()
 		batch := make([]*batchReq, 0, min(len(cb.pending), CombineBatchMax))
-		var later []*batchReq // requests of keys busy in another runner's batch
-		n := 0
+		var later []*batchReq // requests of keys busy in another runner's batch, or refused on this stripe
+		n, refused := 0, false
 		for _, r := range cb.pending {
 			if len(batch) == CombineBatchMax {
 				break
 			}
 			n++
-			if cb.busy[r.key] >= c.d.CombineOverlap(r.key) {
+			if cb.busy[r.key] >= c.d.CombineOverlap(r.key) || r.refused == stripe+1 {
 				if r.state.Load() == reqQueued {
 					later = append(later, r)
+					refused = refused || r.refused == stripe+1
 				}
 				continue
 			}
@@ -230,8 +249,16 @@ func (c *Client[TTx]) runBatches() {
 		}
 		cb.pending = append(later, cb.pending[n:]...)
 		if len(batch) == 0 && len(later) > 0 {
-			// Every request left waits for a busy key: its runner
-			// takes them when its batch ends.
+			if refused && cb.freeStripeBut(stripe) {
+				// Requests this stripe refused, and no batch on the
+				// other: this runner's next batch takes it.
+				cb.lastStripe = stripe
+				cb.mu.Unlock()
+				continue
+			}
+			// Every request left waits for a busy key, or for the other
+			// stripe: the runner that has it takes them when its batch
+			// ends.
 			cb.running--
 			cb.mu.Unlock()
 			return
@@ -246,7 +273,8 @@ func (c *Client[TTx]) runBatches() {
 			}
 		}
 		if len(batch) > 0 {
-			stripe = cb.takeStripe()
+			cb.useStripe(stripe)
+			held = stripe
 		}
 		cb.mu.Unlock()
 		if len(batch) > 0 {
@@ -313,7 +341,7 @@ func (c *Client[TTx]) execBatch(batch []*batchReq, stripe int) {
 			h := created[i]
 			h.ShopID, h.CheckoutID, h.Lines = r.req.Shop, r.req.Checkout, r.req.Lines
 			r.done <- batchResult{h: h}
-		case err == nil && !rt.Doubt && !r.again && i < len(elsewhere) && elsewhere[i]:
+		case err == nil && !rt.Doubt && r.refused == 0 && i < len(elsewhere) && elsewhere[i]:
 			// Not granted by a batch that committed for certain: nothing
 			// happened to it. Its stripe's row was short while the key's
 			// other row had the units (near a sell-out): it joins one
@@ -321,7 +349,7 @@ func (c *Client[TTx]) execBatch(batch []*batchReq, stripe int) {
 			// path, where each request is a transaction of its own. A
 			// request whose key was short on every row goes to the plain
 			// path at once (it refills the key, or answers sold out).
-			r.again = true
+			r.refused = stripe + 1
 			again = append(again, r)
 		default:
 			r.done <- batchResult{plain: true, doubt: rt.Doubt}
