@@ -201,7 +201,9 @@ func (c *Client[TTx]) awaitBatch(ctx context.Context, route string, done <-chan 
 // lock the same rows, so the second would only wait, holding a connection,
 // with fewer requests than it could have had, and past CombineLockWait
 // send them all to the plain path. Left in pending, they join the busy
-// key's runner's next batch. Measured on PostgreSQL's hot key at 64
+// key's runner's next batch. A request a batch refused on its stripe
+// (execBatch: the key's other row had its units) is left likewise for a
+// batch on the other stripe. Measured on PostgreSQL's hot key at 64
 // clients, counter rows first: 1.20–2.38× the holds/s with one batch per
 // key at a time (docs/PERFORMANCE.md, "Where the hot key's time goes").
 func (c *Client[TTx]) runBatches() {
