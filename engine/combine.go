@@ -19,7 +19,7 @@ const CombineBatchMax = 256
 // from one client: while one commits, the next executes, on other keys or
 // — where the driver's batches overlap (driver.Reserver.CombineOverlap) —
 // on the same key (see runBatches). Drivers lock counter rows in key
-// order, so they never deadlock each other.
+// and slot order, so they never deadlock each other.
 const CombineRunnersMax = 2
 
 // combiner turns the contended reservations on batch keys from this

@@ -118,10 +118,14 @@ func TestRefusedJoinsTheOtherStripe(t *testing.T) {
 	first := reserve()
 	waitFor(t, func() bool { p, running := CombinerLoad(c); return p == 0 && running == 1 })
 	second := reserve()
+	// Its batch done, the request waits in pending, and only the gated
+	// runner runs.
 	waitFor(t, func() bool {
 		d.mu.Lock()
-		defer d.mu.Unlock()
-		return len(d.log) >= 1
+		n := len(d.log)
+		d.mu.Unlock()
+		p, running := CombinerLoad(c)
+		return n >= 1 && p == 1 && running == 1
 	})
 	close(gate)
 	if !<-first || !<-second {

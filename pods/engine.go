@@ -39,11 +39,10 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 		// for a hold that lives on. Check the placement and ask the shop's
 		// pod if it changed; reading twice is safe. The pod purged the shop
 		// only after the switch committed, so a map read begun after its
-		// answer sees the switch; a cached read begun before it may not,
-		// however recent (another call's read a moment before the switch):
-		// it is dropped.
-		r.cache.dropReadBefore(shopID, r.cfg.Now())
-		if q, rerr := r.route(ctx, shopID, false); rerr == nil && q != p {
+		// answer sees the switch; a cached one may not, however recent
+		// (another call's read begun a moment before the switch, perhaps
+		// stored after it): the map itself is read.
+		if q, rerr := r.routeFromMap(ctx, shopID); rerr == nil && q != p {
 			r.stats.moved.Add(1)
 			if aerr := q.admit(unbounded == nil || !unbounded(q.eng)); aerr != nil {
 				return zero, aerr
@@ -111,6 +110,23 @@ func viaBounded[T any](r *Router, ctx context.Context, shopID int64, assign bool
 			return v, err
 		}
 	}
+}
+
+// routeFromMap is route for an assigned shop from a read of the map begun
+// now, whatever the cache holds (which it updates).
+func (r *Router) routeFromMap(ctx context.Context, shopID int64) (*pod, error) {
+	now := r.cfg.Now()
+	r.stats.misses.Add(1)
+	pl, err := r.m.Lookup(ctx, shopID)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.put(pl, now)
+	p := r.pods[pl.Pod]
+	if p == nil {
+		return nil, &PodError{Pod: pl.Pod, Err: fmt.Errorf("%w: %w: the map places the shop on a pod this router is not configured with", holdfast.ErrUnavailable, ErrUnknownPod)}
+	}
+	return p, nil
 }
 
 // moveWaitStep paces the map reads of a call waiting out a move's fence

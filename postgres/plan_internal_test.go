@@ -107,10 +107,17 @@ func TestBatchStatementsRunGenericPlans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, lock, shops[:1], items[:1], locs[:1], i%batchStripes); err != nil {
+		// The key shallow every other call (its every row locked and taken
+		// from), else deep (its stripe's row).
+		shallow := i%2 == 0
+		var sShops, sItems, sLocs []int64
+		if shallow {
+			sShops, sItems, sLocs = shops[:1], items[:1], locs[:1]
+		}
+		if _, err := tx.Exec(ctx, lock, shops[:1], items[:1], locs[:1], i%batchStripes, []bool{shallow}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = tx.Exec(ctx, reserve, ids, qtys, ttls, shops, items, locs, time.Hour.Microseconds(), c.now(), i%batchStripes)
+		_, err = tx.Exec(ctx, reserve, ids, qtys, ttls, shops, items, locs, time.Hour.Microseconds(), c.now(), i%batchStripes, sShops, sItems, sLocs)
 		_ = tx.Rollback(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -75,7 +75,7 @@ type Reserver[TTx comparable] interface {
 	Combines(k holdfast.Key) bool
 	// CombinedAttempt runs one combined transaction of the driver's own
 	// for reqs — distinct checkouts, each one line on a batch key — in its
-	// lock order: the keys' counter rows locked in key order (PostgreSQL:
+	// lock order: the keys' counter rows locked in key and slot order (PostgreSQL:
 	// on the short lock wait Config.CombineLockWait), each key's requests
 	// granted in the order given while its units last (a checkout that
 	// already has a hold or outcome is not granted), the granted holds
@@ -85,9 +85,11 @@ type Reserver[TTx comparable] interface {
 	// a *CommitError; the driver never retries. stripe, below the
 	// engine's CombineRunnersMax, is the batch's own among the batches of
 	// this client running at once (consecutive batches alternate them): a
-	// driver whose batch keys keep one counter row per stripe takes from
-	// row stripe only, so two batches of a key never wait for each other
-	// and a key's rows drain evenly. elsewhere[i] (nil when the driver
+	// driver whose batch keys keep one counter row per stripe takes a key
+	// its CombineOverlap lets two batches share from row stripe only, so
+	// those batches never wait for each other and the key's rows drain
+	// evenly (PostgreSQL: a deep key; a shallow one's batch holds every
+	// row of it). elsewhere[i] (nil when the driver
 	// keeps one row per key) reports a request not granted for want of
 	// units on the batch's row while its key's other rows had them, as
 	// the batch read them (counted down over the requests it did not
