@@ -68,7 +68,10 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, stripe int,
 	defer conn.Release()
 
 	// Each key once, with its depth as this client last saw it: a
-	// shallow key's batch holds every row of it (batch_lock.sql).
+	// shallow key's batch holds every row of it (batch_lock.sql) — unless
+	// another batch of the key from this client is running, one the
+	// engine let overlap while the key was deep: then only its stripe's
+	// row, not to wait for the other batch's.
 	var kShops, kItems, kLocs, sShops, sItems, sLocs []int64
 	var kEvery []bool
 	seen := make(map[holdfast.Key]bool, 1)
@@ -78,12 +81,18 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, stripe int,
 			continue
 		}
 		seen[k] = true
-		every := !c.depth.deep(k)
+		alone := c.depth.enter(k) // every key entered: the defer below leaves each
+		every := alone && !c.depth.deep(k)
 		kShops, kItems, kLocs, kEvery = append(kShops, k.ShopID), append(kItems, k.ItemID), append(kLocs, k.LocationID), append(kEvery, every)
 		if every {
 			sShops, sItems, sLocs = append(sShops, k.ShopID), append(sItems, k.ItemID), append(sLocs, k.LocationID)
 		}
 	}
+	defer func() {
+		for k := range seen {
+			c.depth.leave(k)
+		}
+	}()
 	b := &pgx.Batch{}
 	b.Queue(c.comment(ctx, holdfast.RouteReserve) + "BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(c.q(ctx, holdfast.RouteReserve, "set_local"), c.combineLockWait, c.setLocal[1], c.setLocal[2])
@@ -206,11 +215,35 @@ const StripeDepth = 2 * CombineBatchMax
 
 // keyDepth remembers the batch keys this client's last batch of them saw
 // deep (StripeDepth), bounded by DirtyKeysMax: past it, other keys are
-// treated as shallow, which is always safe (one batch at a time). Safe for
-// concurrent use.
+// treated as shallow, which is always safe (one batch at a time); and the
+// keys of the client's running batches (at most CombineBatchMax ×
+// CombineRunnersMax). Safe for concurrent use.
 type keyDepth struct {
 	m sync.Map // holdfast.Key -> struct{}
 	n atomic.Int64
+
+	mu      sync.Mutex
+	running map[holdfast.Key]int // the client's running batches of each key
+}
+
+// enter counts a running batch of k and reports whether it is the only
+// one; every enter is followed by a leave.
+func (d *keyDepth) enter(k holdfast.Key) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running == nil {
+		d.running = make(map[holdfast.Key]int)
+	}
+	d.running[k]++
+	return d.running[k] == 1
+}
+
+func (d *keyDepth) leave(k holdfast.Key) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running[k]--; d.running[k] <= 0 {
+		delete(d.running, k)
+	}
 }
 
 func (d *keyDepth) deep(k holdfast.Key) bool {

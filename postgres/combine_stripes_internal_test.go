@@ -238,3 +238,38 @@ func TestDeepBatchSaysElsewhere(t *testing.T) {
 		t.Fatalf("elsewhere: %v; want the first two (3 units on the other row), not the third", elsewhere)
 	}
 }
+
+// TestShallowBatchBesideAnother: a batch of a shallow key while another
+// batch of it from the same client runs (one the engine let overlap while
+// the key was deep) takes its stripe's row only: while the first, on
+// stripe 0, waits for row 0, the second, on stripe 1, commits.
+func TestShallowBatchBesideAnother(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newStripesRig(t, 6, 10) // shallow: 5 units a row
+	r.lock(0)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := r.c.combinedAttempt(ctx, []*driver.Reservation{r.reservation()}, 0)
+		done <- err
+	}()
+	waitUntil(t, "the first batch to wait for row 0", func() bool { return r.lockWaiters() == 1 })
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, _, err := r.c.combinedAttempt(sctx, []*driver.Reservation{r.reservation(), r.reservation()}, 1)
+	if err != nil || got[0] == nil || got[1] == nil {
+		t.Fatalf("the second batch, beside the first: %v, %v; want 2 holds from row 1", got, err)
+	}
+	if err := r.blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the first batch: %v", err)
+	}
+	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != 3 {
+		t.Fatalf("level: %+v, %v; want 3 held", lv, err)
+	}
+	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
+		t.Fatalf("invariant: %v %v", rep, err)
+	}
+}
