@@ -273,3 +273,42 @@ func TestShallowBatchBesideAnother(t *testing.T) {
 		t.Fatalf("invariant: %v %v", rep, err)
 	}
 }
+
+// TestBatchTakesNeverFallShort: batch_reserve.sql takes exactly the
+// units of the holds it creates, whatever rows it takes them from: asked
+// for more than the locked rows hold (which the batch never grants), it
+// fails on units' CHECK — no hold is left without its units — for a
+// shallow key (every row) and a deep key's stripe row alike.
+func TestBatchTakesNeverFallShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newStripesRig(t, 4, 10) // 5 units a row
+	for _, shallow := range []bool{true, false} {
+		qty := int32(11) // more than both rows
+		var sShops, sItems, sLocs []int64
+		if shallow {
+			sShops, sItems, sLocs = []int64{r.k.ShopID}, []int64{r.k.ItemID}, []int64{r.k.LocationID}
+		} else {
+			qty = 6 // more than stripe 0's row
+		}
+		tx, err := r.db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, r.c.q(ctx, holdfast.RouteReserve, "batch_lock"),
+			[]int64{r.k.ShopID}, []int64{r.k.ItemID}, []int64{r.k.LocationID}, 0, []bool{shallow}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.Exec(ctx, r.c.q(ctx, holdfast.RouteReserve, "batch_reserve"),
+			[]string{uuid.NewString()}, []int32{qty}, []int64{time.Minute.Microseconds()},
+			[]int64{r.k.ShopID}, []int64{r.k.ItemID}, []int64{r.k.LocationID},
+			time.Hour.Microseconds(), r.c.now(), 0, sShops, sItems, sLocs)
+		_ = tx.Rollback(ctx)
+		if SQLState(err) != sqlstateCheckViolation {
+			t.Fatalf("shallow %v: %d units from rows of 5 and 5: %v; want a check violation", shallow, qty, err)
+		}
+	}
+	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != 0 || lv.Pooled != 10 {
+		t.Fatalf("level: %+v, %v; want nothing held, 10 pooled", lv, err)
+	}
+}

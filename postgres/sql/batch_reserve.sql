@@ -41,18 +41,23 @@ WITH g AS (
 ), d AS (
     -- Each key's units off its locked rows: the stripe's row of a deep
     -- key; a shallow key's rows ($10–$12) in slot order, each giving what
-    -- it has until the total is taken. The rows are this transaction's
-    -- (locked by batch_lock.sql), so this statement reads them as they are.
+    -- it has until the total is taken, the last whatever is left — so the
+    -- takes always add up to the total, and rows short of it (never, as
+    -- the batch granted from these rows) fail units' CHECK and the whole
+    -- batch rather than leave holds without their units. The rows are this
+    -- transaction's (locked by batch_lock.sql), so this statement reads
+    -- them as they are.
     SELECT c.shop_id, c.inventory_item_id, c.location_id, c.slot,
-           least(c.units, s.total - coalesce(sum(c.units) OVER (
-               PARTITION BY c.shop_id, c.inventory_item_id, c.location_id ORDER BY c.slot
-               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)) AS take
+           CASE WHEN lead(c.slot) OVER w IS NULL THEN s.total - coalesce(sum(c.units) OVER before, 0)
+                ELSE least(c.units, s.total - coalesce(sum(c.units) OVER before, 0)) END AS take
     FROM (SELECT shop_id, item, location, sum(qty) AS total FROM h GROUP BY 1, 2, 3) s
     JOIN inventory_counters c
       ON c.shop_id = s.shop_id AND c.inventory_item_id = s.item AND c.location_id = s.location
     WHERE c.slot = $9::int
        OR (s.shop_id, s.item, s.location) IN (
               SELECT * FROM unnest((SELECT $10::bigint[]), (SELECT $11::bigint[]), (SELECT $12::bigint[])))
+    WINDOW w AS (PARTITION BY c.shop_id, c.inventory_item_id, c.location_id ORDER BY c.slot),
+           before AS (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ), u AS (
     UPDATE inventory_counters ic
     SET units = ic.units - d.take
