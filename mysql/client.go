@@ -42,10 +42,12 @@ type Client struct {
 	cfg   holdfast.Config
 	core  *engine.Core // the engine's driver-free logic (package engine)
 	sql   map[string]string
-	texts sync.Map // textKey -> tagged statement text
-	keys  sync.Map // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
+	texts sync.Map          // textKey -> tagged statement text
+	keys  sync.Map          // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
+	depth hfdriver.DeepKeys // the batch keys deep enough for optimistic batches (combine.go)
 
 	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
+	combinedShort  atomic.Int64 // optimistic batches that found a counter short and ran again locked
 
 }
 
@@ -79,6 +81,7 @@ func New(db *sql.DB, cfg holdfast.Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{db: db, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
+	c.depth.Depth, c.depth.Max = OptimisticDepth, engine.DirtyKeysMax
 	c.engineClient = engine.NewClient[*sql.Tx](c.core, (*engineDriver)(c))
 	engine.LoadBuyerSecret(c.engineClient)
 	return c, nil

@@ -46,14 +46,29 @@ func checkoutOf(r *reservation) checkoutKey {
 
 // combinedAttempt is one combined transaction of the client's own for reqs
 // (hfdriver.Reserver.CombinedAttempt); the engine schedules the batches
-// (engine/combine.go).
+// (engine/combine.go). A batch of deep keys only (OptimisticDepth, as this
+// client's last batch of each saw it) runs optimistic first: it reads its
+// counter rows without locking them and takes their units last, so that
+// its rows are locked only from its take to its COMMIT and two batches of
+// a key overlap (CombineOverlap). Should the take find a row short, the
+// batch rolls back and runs once more with its rows locked first.
 func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*holdfast.Hold, error) {
+	optimistic := true
+	for _, r := range reqs {
+		optimistic = optimistic && c.depth.Deep(keyOf(r))
+	}
 	var created map[checkoutKey]*holdfast.Hold
-	err := c.once(ctx, nil, holdfast.RouteReserve, func(tx *sql.Tx) error {
+	attempt := func(tx *sql.Tx) error {
 		var err error
-		created, err = c.batchOnce(ctx, tx, reqs)
+		created, err = c.batchOnce(ctx, tx, reqs, optimistic)
 		return err
-	})
+	}
+	err := c.once(ctx, nil, holdfast.RouteReserve, attempt)
+	if optimistic && errors.Is(err, errBatchShort) {
+		c.combinedShort.Add(1)
+		optimistic = false
+		err = c.once(ctx, nil, holdfast.RouteReserve, attempt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -64,15 +79,27 @@ func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*h
 	return out, nil
 }
 
+// OptimisticDepth is the units a batch key's counter row holds, at least,
+// for its batches to run optimistic, two at once (a deep key; at most
+// CombineBatchMax units each, so two rarely find the row short). Below it
+// one batch of the key runs at a time, its row locked first.
+const OptimisticDepth = 2 * CombineBatchMax
+
+func keyOf(r *reservation) holdfast.Key {
+	return holdfast.Key{ShopID: r.Shop, ItemID: r.Lines[0].ItemID, LocationID: r.Lines[0].LocationID}
+}
+
 // errBatchDuplicate: a checkout of the batch got a hold from elsewhere
 // between the check and the insert; the whole batch goes the plain way.
 var errBatchDuplicate = errors.New("holdfast/mysql: batch checkout created concurrently")
 
-func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation) (out map[checkoutKey]*holdfast.Hold, err error) {
+// errBatchShort: an optimistic batch's take found a counter row short of
+// what it granted from its unlocked read (another transaction took them
+// since); it rolls back and runs again with its rows locked first.
+var errBatchShort = errors.New("holdfast/mysql: optimistic batch found its counter short")
+
+func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation, optimistic bool) (out map[checkoutKey]*holdfast.Hold, err error) {
 	const route = holdfast.RouteReserve
-	keyOf := func(r *reservation) holdfast.Key {
-		return holdfast.Key{ShopID: r.Shop, ItemID: r.Lines[0].ItemID, LocationID: r.Lines[0].LocationID}
-	}
 	keys := make([]holdfast.Key, 0, 4)
 	for _, r := range reqs {
 		if k := keyOf(r); !slices.Contains(keys, k) {
@@ -84,14 +111,21 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 	if err := c.markInFlightBatch(ctx, tx, reqs); err != nil {
 		return nil, err
 	}
+	// The keys' units: locked in key order, or read unlocked by an
+	// optimistic batch, which takes them last (take_counter, in key order).
+	read := "batch_lock"
+	if optimistic {
+		read = "batch_units"
+	}
 	units := make(map[holdfast.Key]int, len(keys))
 	for _, k := range keys {
 		var n int
-		err := tx.QueryRowContext(ctx, c.q(ctx, route, "batch_lock"), k.ShopID, k.ItemID, k.LocationID).Scan(&n)
+		err := tx.QueryRowContext(ctx, c.q(ctx, route, read), k.ShopID, k.ItemID, k.LocationID).Scan(&n)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
 		units[k] = n
+		c.depth.Note(k, n)
 	}
 	// The batch's clock reading comes back with its existing checkouts:
 	// the holds' times are computed from it here and in SQL alike
@@ -182,7 +216,9 @@ func (c *Client) batchOnce(ctx context.Context, tx *sql.Tx, reqs []*reservation)
 		if err != nil {
 			return nil, err
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if n, err := res.RowsAffected(); err == nil && n == 0 && optimistic {
+			return nil, errBatchShort
+		} else if err != nil || n != 1 {
 			return nil, errors.Join(err, errors.New("holdfast/mysql: combined take found the locked counter short"))
 		}
 	}

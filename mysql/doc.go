@@ -95,7 +95,13 @@
 // row-per-unit pool (cap Config.PoolCap), taken with SKIP LOCKED.
 // StrategyBatch uses the counter row and combines concurrent one-line
 // Reserves on it (see combine.go); it is the default, as on PostgreSQL
-// (holdfast.Config.WithDefaults). StrategySlots is not offered.
+// (holdfast.Config.WithDefaults). A batch of deep keys (OptimisticDepth
+// units or more, as the client's last batch of each saw them) reads their
+// counter rows without locking them, writes its holds and takes the units
+// last, in key order, so that two batches of a hot key run at once but
+// for their takes and COMMITs; a take that finds its row short rolls the
+// batch back, and it runs once more with its rows locked first.
+// StrategySlots is not offered.
 //
 // # MySQL 8.0 and MariaDB 10.11
 //

@@ -95,8 +95,8 @@ func (d *engineDriver) BuyerSecretAttempt(ctx context.Context, tx *sql.Tx, fresh
 
 func (d *engineDriver) Combines(k holdfast.Key) bool { return d.c().batchKey(k) }
 
-// CombinedAttempt: a batch key has one counter row here, so stripe is
-// always 0 (CombineOverlap) and no other row may grant what it did not.
+// CombinedAttempt: a batch key has one counter row here, so the stripe
+// does not matter and no other row may grant what a batch did not.
 func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*hfdriver.Reservation, _ int) ([]*holdfast.Hold, []bool, error) {
 	holds, err := d.c().combinedAttempt(ctx, reqs)
 	return holds, nil, err
@@ -105,9 +105,16 @@ func (d *engineDriver) CombinedAttempt(ctx context.Context, reqs []*hfdriver.Res
 // CombineLockBusy: a combined batch here waits as any transaction does.
 func (d *engineDriver) CombineLockBusy(error) bool { return false }
 
-// CombineOverlap: a batch key has one counter row here, locked first by
-// its batches (combine.go), so one batch of a key runs at a time.
-func (d *engineDriver) CombineOverlap(holdfast.Key) int { return 1 }
+// CombineOverlap: a batch key has one counter row here. A deep key's
+// batches run optimistic, taking its units last (combine.go), so two of
+// them overlap but for their takes and COMMITs; a shallow key's lock it
+// first, one at a time.
+func (d *engineDriver) CombineOverlap(k holdfast.Key) int {
+	if d.c().depth.Deep(k) {
+		return 2
+	}
+	return 1
+}
 
 // HoldFirst: a reservation's in-flight mark comes first here, its hold
 // last.

@@ -12,6 +12,9 @@ import (
 // CombinedGrants is how many reservations c's combined batches granted.
 func CombinedGrants(c *Client) int64 { return c.combinedGrants.Load() }
 
+// CombinedShort is how many optimistic batches of c ran again locked.
+func CombinedShort(c *Client) int64 { return c.combinedShort.Load() }
+
 // HoldSoldOutHint makes c read k as recently sold out for the next hour,
 // so a test reaches the sold-out hint without racing its one-second window.
 func HoldSoldOutHint(c *Client, k holdfast.Key) {

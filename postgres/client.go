@@ -13,6 +13,7 @@ import (
 
 	"github.com/holdfast/holdfast"
 	"github.com/holdfast/holdfast/engine"
+	"github.com/holdfast/holdfast/engine/driver"
 	"github.com/holdfast/holdfast/internal/sqltext"
 	"github.com/holdfast/holdfast/postgres/migrations"
 )
@@ -40,9 +41,9 @@ type Client struct {
 	// combineLockWait is the lock_timeout of a combined batch.
 	combineLockWait string
 
-	keys  sync.Map // Key -> keyInfo: a short-lived cache of per-key strategy
-	texts sync.Map // textKey -> tagged statement text
-	depth keyDepth // the batch keys deep enough for a batch per stripe (combine.go)
+	keys  sync.Map        // Key -> keyInfo: a short-lived cache of per-key strategy
+	texts sync.Map        // textKey -> tagged statement text
+	depth driver.DeepKeys // the batch keys deep enough for a batch per stripe (combine.go)
 
 	// Maintenance's own small pool (see WithMaintenancePool), opened and
 	// closed by the engine's Start and Stop (maintenance.go); the workers
@@ -105,6 +106,7 @@ func New(pool *pgxpool.Pool, cfg holdfast.Config, opts ...Option) (*Client, erro
 		return nil, fmt.Errorf("%w (database at version %d, this engine needs %d)", holdfast.ErrSchemaOutdated, v, SchemaVersion)
 	}
 	c := &Client{pool: pool, cfg: cfg, core: engine.NewCore(cfg, classifier{}), sql: statements.Map()}
+	c.depth.Depth, c.depth.Max = StripeDepth, DirtyKeysMax
 	c.engineClient = engine.NewClient[pgx.Tx](c.core, (*engineDriver)(c))
 	for _, o := range opts {
 		o(c)

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/holdfast/holdfast"
@@ -81,8 +79,8 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, stripe int,
 			continue
 		}
 		seen[k] = true
-		alone := c.depth.enter(k) // every key entered: the defer below leaves each
-		every := alone && !c.depth.deep(k)
+		alone := c.depth.Enter(k) // every key entered: the defer below leaves each
+		every := alone && !c.depth.Deep(k)
 		kShops, kItems, kLocs, kEvery = append(kShops, k.ShopID), append(kItems, k.ItemID), append(kLocs, k.LocationID), append(kEvery, every)
 		if every {
 			sShops, sItems, sLocs = append(sShops, k.ShopID), append(sItems, k.ItemID), append(sLocs, k.LocationID)
@@ -90,7 +88,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, stripe int,
 	}
 	defer func() {
 		for k := range seen {
-			c.depth.leave(k)
+			c.depth.Leave(k)
 		}
 	}()
 	b := &pgx.Batch{}
@@ -126,7 +124,7 @@ func (c *Client) batchOnce(ctx context.Context, uniq []*reservation, stripe int,
 		return nil, nil, err
 	}
 	for k := range seen {
-		c.depth.note(k, units[k]+others[k])
+		c.depth.Note(k, units[k]+others[k])
 	}
 
 	// Grant each key's requests in arrival order while they fit; the
@@ -212,57 +210,3 @@ func (c *Client) batchKey(k holdfast.Key) bool {
 // demo (500 units), two rows taken one per batch cost 0.78× the
 // reservations/s of one row (docs/PERFORMANCE.md).
 const StripeDepth = 2 * CombineBatchMax
-
-// keyDepth remembers the batch keys this client's last batch of them saw
-// deep (StripeDepth), bounded by DirtyKeysMax: past it, other keys are
-// treated as shallow, which is always safe (one batch at a time); and the
-// keys of the client's running batches (at most CombineBatchMax ×
-// CombineRunnersMax). Safe for concurrent use.
-type keyDepth struct {
-	m sync.Map // holdfast.Key -> struct{}
-	n atomic.Int64
-
-	mu      sync.Mutex
-	running map[holdfast.Key]int // the client's running batches of each key
-}
-
-// enter counts a running batch of k and reports whether it is the only
-// one; every enter is followed by a leave.
-func (d *keyDepth) enter(k holdfast.Key) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.running == nil {
-		d.running = make(map[holdfast.Key]int)
-	}
-	d.running[k]++
-	return d.running[k] == 1
-}
-
-func (d *keyDepth) leave(k holdfast.Key) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.running[k]--; d.running[k] <= 0 {
-		delete(d.running, k)
-	}
-}
-
-func (d *keyDepth) deep(k holdfast.Key) bool {
-	_, ok := d.m.Load(k)
-	return ok
-}
-
-// note records the units a batch saw on all of k's rows.
-func (d *keyDepth) note(k holdfast.Key, units int) {
-	if units < StripeDepth {
-		if _, ok := d.m.LoadAndDelete(k); ok {
-			d.n.Add(-1)
-		}
-		return
-	}
-	if d.n.Load() >= DirtyKeysMax {
-		return
-	}
-	if _, loaded := d.m.LoadOrStore(k, struct{}{}); !loaded {
-		d.n.Add(1)
-	}
-}

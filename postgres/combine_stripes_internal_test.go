@@ -42,8 +42,8 @@ func newStripesRig(t *testing.T, conns, units int) *stripesRig {
 	}
 	if units >= StripeDepth {
 		// A batch learns the key's depth (a shallow one holds every row).
-		if got, _, err := c.combinedAttempt(ctx, []*driver.Reservation{r.reservation()}, 0); err != nil || got[0] == nil || !c.depth.deep(r.k) {
-			t.Fatalf("the first batch of a key of %d units: %v, %v, deep %v", units, got, err, c.depth.deep(r.k))
+		if got, _, err := c.combinedAttempt(ctx, []*driver.Reservation{r.reservation()}, 0); err != nil || got[0] == nil || !c.depth.Deep(r.k) {
+			t.Fatalf("the first batch of a key of %d units: %v, %v, deep %v", units, got, err, c.depth.Deep(r.k))
 		}
 		r.held = 1
 	}

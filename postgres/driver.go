@@ -107,7 +107,7 @@ func (d *engineDriver) CombineLockBusy(err error) bool {
 // StripeDepth) its batches take one row each and never wait for each
 // other; while shallow, one batch of it at a time holds every row.
 func (d *engineDriver) CombineOverlap(k holdfast.Key) int {
-	if d.c().depth.deep(k) {
+	if d.c().depth.Deep(k) {
 		return batchStripes
 	}
 	return 1

@@ -101,10 +101,13 @@ type Reserver[TTx comparable] interface {
 	CombineLockBusy(err error) bool
 	// CombineOverlap is how many combined transactions of key k may run
 	// at once, at most the engine's CombineRunnersMax: 1 when its batches
-	// would lock the same counter rows (a second batch would only wait for
-	// them); its counter rows when it keeps one per stripe and a batch
-	// takes from its stripe's only (CombinedAttempt). It may change with
-	// each batch: correctness never depends on it.
+	// would lock the same counter rows for their whole transactions (a
+	// second batch would only wait for them); its counter rows when it
+	// keeps one per stripe and a batch takes from its stripe's only
+	// (CombinedAttempt); more than 1 too when a batch locks its key's row
+	// only for its take and COMMIT (MySQL's optimistic batch of a deep
+	// key). It may change with each batch: correctness never depends on
+	// it.
 	CombineOverlap(k holdfast.Key) int
 	// MarkNotStocked marks the lines of an *InsufficientStockError that no
 	// key stocks; other errors pass. It reads in tx when not own.
