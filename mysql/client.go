@@ -46,8 +46,9 @@ type Client struct {
 	keys  sync.Map          // holdfast.Key -> keyInfo: a short-lived cache of per-key strategy
 	depth hfdriver.DeepKeys // the batch keys deep enough for optimistic batches (combine.go)
 
-	combinedGrants atomic.Int64 // reservations granted by combined batches (committed or not)
-	combinedShort  atomic.Int64 // optimistic batches that found a counter short and ran again locked
+	combinedGrants     atomic.Int64 // reservations granted by combined batches (committed or not)
+	combinedOptimistic atomic.Int64 // combined batches run optimistic (combine.go)
+	combinedShort      atomic.Int64 // optimistic batches that found a counter short and ran again locked
 
 }
 

@@ -63,6 +63,9 @@ func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*h
 		created, err = c.batchOnce(ctx, tx, reqs, optimistic)
 		return err
 	}
+	if optimistic {
+		c.combinedOptimistic.Add(1)
+	}
 	err := c.once(ctx, nil, holdfast.RouteReserve, attempt)
 	if optimistic && errors.Is(err, errBatchShort) {
 		c.combinedShort.Add(1)
@@ -80,9 +83,9 @@ func (c *Client) combinedAttempt(ctx context.Context, reqs []*reservation) ([]*h
 }
 
 // OptimisticDepth is the units a batch key's counter row holds, at least,
-// for its batches to run optimistic, two at once (a deep key; at most
-// CombineBatchMax units each, so two rarely find the row short). Below it
-// one batch of the key runs at a time, its row locked first.
+// for its batches to run optimistic, two at once (a deep key: two batches
+// of CombineBatchMax one-unit requests each still find it long enough).
+// Below it one batch of the key runs at a time, its row locked first.
 const OptimisticDepth = 2 * CombineBatchMax
 
 func keyOf(r *reservation) holdfast.Key {

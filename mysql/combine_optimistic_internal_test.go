@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -66,15 +67,20 @@ func (r *optimisticRig) attempt(n int) ([]*holdfast.Hold, error) {
 }
 
 // start runs attempt(n) in a goroutine; the answer comes on the channel.
+// The error, if any, is reported before the test ends (the goroutine is
+// waited for at cleanup, after the blocker's rollback).
 func (r *optimisticRig) start(n int) chan []*holdfast.Hold {
 	done := make(chan []*holdfast.Hold, 1)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		got, err := r.attempt(n)
 		if err != nil {
 			r.t.Errorf("combined attempt: %v", err)
 		}
 		done <- got
 	}()
+	r.t.Cleanup(func() { <-finished })
 	return done
 }
 
@@ -89,10 +95,10 @@ func (r *optimisticRig) units() int {
 	return n
 }
 
-// waiting polls for a reserve statement of the client that has run for
-// 100 ms (in these tests only a wait for a lock takes that long) and
-// answers its text (INNODB_TRX misses MariaDB's waiting statements:
-// inflight_test.go).
+// waiting polls for the client's combined batch waiting for k's counter
+// row, at its first lock or at its take (a reserve statement of either
+// that has run for 100 ms; INNODB_TRX misses MariaDB's waiting statements:
+// inflight_test.go), and answers "take" or "lock".
 func (r *optimisticRig) waiting() string {
 	r.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -100,15 +106,33 @@ func (r *optimisticRig) waiting() string {
 		var info string
 		err := r.db.DB.QueryRowContext(r.ctx, `SELECT INFO FROM information_schema.PROCESSLIST
 			WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND COMMAND = 'Query' AND TIME_MS >= 100
-			  AND INFO LIKE '%route=''reserve''%' LIMIT 1`).Scan(&info)
-		if err == nil {
-			return info
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no reserve statement waits: %v", err)
+			  AND INFO LIKE '%route=''reserve''%'
+			  AND (INFO LIKE '%Take q units%' OR INFO LIKE '%Lock one counter row%') LIMIT 1`).Scan(&info)
+		switch {
+		case err == nil && strings.Contains(info, "Take q units"):
+			return "take"
+		case err == nil:
+			return "lock"
+		case time.Now().After(deadline):
+			r.t.Fatalf("no batch waits for the counter row: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond) // polling for an event, bounded above
 	}
+}
+
+// uncommittedHolds counts k's shop's holds, uncommitted ones included.
+func (r *optimisticRig) uncommittedHolds() int {
+	r.t.Helper()
+	tx, err := r.db.DB.BeginTx(r.ctx, &sql.TxOptions{Isolation: sql.LevelReadUncommitted, ReadOnly: true})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM holds WHERE shop_id = ?", r.k.ShopID).Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
 }
 
 // TestOptimisticBatchTakesLast: a deep key's batch writes its holds while
@@ -127,12 +151,11 @@ func TestOptimisticBatchTakesLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := r.start(3)
-	if info := r.waiting(); !strings.Contains(info, "Take q units") {
-		t.Fatalf("the batch waits at %.120q, want its take", info)
+	if at := r.waiting(); at != "take" {
+		t.Fatalf("the batch waits at its %s, want its take", at)
 	}
-	var holds int
-	if err := r.db.DB.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_modified >= 3").Scan(&holds); err != nil || holds == 0 {
-		t.Fatalf("the waiting batch has written nothing yet (%d, %v)", holds, err)
+	if n := r.uncommittedHolds(); n != 4 {
+		t.Fatalf("%d holds while the batch waits, want 4: the rig's and the batch's 3, written before its take", n)
 	}
 	if err := blocker.Rollback(); err != nil {
 		t.Fatal(err)
@@ -171,8 +194,8 @@ func TestOptimisticBatchShortRunsLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := r.start(3)
-	if info := r.waiting(); !strings.Contains(info, "Take q units") {
-		t.Fatalf("the batch waits at %.120q, want its take", info)
+	if at := r.waiting(); at != "take" {
+		t.Fatalf("the batch waits at its %s, want its take", at)
 	}
 	if err := blocker.Commit(); err != nil {
 		t.Fatal(err)

@@ -49,15 +49,16 @@ func (o *counting) snapshot() map[string]int {
 // TestSeedRace is seed 003's race: 64 clients make 20 attempts each to hold
 // one unit of a key that has 50. Exactly 50 are held, every other attempt
 // is told "insufficient stock", and nothing else is answered. Answer times
-// are reported, not asserted. batch/600 starts deep (OptimisticDepth): its
-// batches run optimistic, two at once, until one sees the key shallow.
+// are reported, not asserted. batch/1000 starts deep (OptimisticDepth): its
+// batches run optimistic, two at once, until one sees the key shallow; the
+// test fails unless some did.
 func TestSeedRace(t *testing.T) {
 	t.Parallel()
 	const clients, attempts = 64, 20
 	for _, tc := range []struct {
 		s     holdfast.Strategy
 		units int
-	}{{holdfast.StrategyPool, 50}, {holdfast.StrategyCounter, 50}, {holdfast.StrategyBatch, 50}, {holdfast.StrategyBatch, 600}} {
+	}{{holdfast.StrategyPool, 50}, {holdfast.StrategyCounter, 50}, {holdfast.StrategyBatch, 50}, {holdfast.StrategyBatch, 1000}} {
 		s, units := tc.s, tc.units
 		name := string(s)
 		if units != 50 {
@@ -112,6 +113,9 @@ func TestSeedRace(t *testing.T) {
 				t.Fatalf("level: %+v", l)
 			}
 			e.checkInvariant()
+			if units >= mysql.OptimisticDepth && mysql.CombinedOptimistic(e.c) == 0 {
+				t.Fatal("no batch ran optimistic on a deep key")
+			}
 			slices.Sort(times)
 			pct := func(p float64) time.Duration { return times[int(p*float64(len(times)-1))] }
 			within := 0
@@ -120,9 +124,9 @@ func TestSeedRace(t *testing.T) {
 					within++
 				}
 			}
-			t.Logf("seed race %s: %d answers in %v; p50 %v p99 %v max %v; %d of %d answered within 1s; %d granted by combined batches, %d optimistic batches ran again",
+			t.Logf("seed race %s: %d answers in %v; p50 %v p99 %v max %v; %d of %d answered within 1s; %d granted by combined batches, %d batches optimistic, %d of them again locked",
 				name, len(times), wall.Round(time.Millisecond), pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond),
-				times[len(times)-1].Round(time.Microsecond), within, len(times), mysql.CombinedGrants(e.c), mysql.CombinedShort(e.c))
+				times[len(times)-1].Round(time.Microsecond), within, len(times), mysql.CombinedGrants(e.c), mysql.CombinedOptimistic(e.c), mysql.CombinedShort(e.c))
 		})
 	}
 }

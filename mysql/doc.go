@@ -39,7 +39,15 @@
 //     buffers first — counter rows in key order (waiting), then pool rows
 //     with SKIP LOCKED (never waiting, so a reservation never holds pool
 //     rows while it waits) — and only then inserts the hold and its
-//     reserved_quantities lines; a claim touches only holds,
+//     reserved_quantities lines — but for an optimistic combined batch
+//     (combine.go), which inserts its new holds, lines and event rows
+//     first and takes its counter rows last, in key order. Those rows are
+//     its own and uncommitted, and no path that holds a counter row waits
+//     for them, with one exception: a caller's transaction that took a
+//     key's counter row (ReserveTx, ChangeStockTx) and then locks a hold
+//     the batch is still writing (ClaimTx, ReleaseTx, ExtendTx of that
+//     checkout). InnoDB detects that cycle (1213): the batch runs again,
+//     or the caller is told ErrTxRolledBack. A claim touches only holds,
 //     reserved_quantities and inventory_levels (in key order). Refills,
 //     stock changes, strategy changes and late claims take the keys' lock
 //     rows (inventory_locks) first, in key order; releases and sweeps only

@@ -108,7 +108,9 @@ func (d *engineDriver) CombineLockBusy(error) bool { return false }
 // CombineOverlap: a batch key has one counter row here. A deep key's
 // batches run optimistic, taking its units last (combine.go), so two of
 // them overlap but for their takes and COMMITs; a shallow key's lock it
-// first, one at a time.
+// first, one at a time. (A batch that also serves a shallow key runs
+// locked: a deep key's second batch then waits for it, which costs time,
+// never correctness.)
 func (d *engineDriver) CombineOverlap(k holdfast.Key) int {
 	if d.c().depth.Deep(k) {
 		return 2

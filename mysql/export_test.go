@@ -12,6 +12,9 @@ import (
 // CombinedGrants is how many reservations c's combined batches granted.
 func CombinedGrants(c *Client) int64 { return c.combinedGrants.Load() }
 
+// CombinedOptimistic is how many combined batches of c ran optimistic.
+func CombinedOptimistic(c *Client) int64 { return c.combinedOptimistic.Load() }
+
 // CombinedShort is how many optimistic batches of c ran again locked.
 func CombinedShort(c *Client) int64 { return c.combinedShort.Load() }
 

@@ -17,7 +17,8 @@ import (
 // A checkout's in-flight mark (issue #10 item 4, docs/FAULTS.md finding 7):
 // a retry of a checkout whose first attempt is still uncommitted must not be
 // told sold out when that attempt then commits the hold. A reservation takes
-// units before it inserts its hold (the lock order, doc.go), so until its
+// units before it inserts its hold (the lock order, doc.go; an optimistic
+// combined batch inserts first, but answers nothing before COMMIT), so until its
 // commit nothing of it is visible to a retry's lock-free reads, and MySQL has
 // no transaction-scoped advisory lock (PostgreSQL's answer). Every plain
 // reservation attempt therefore first inserts its checkout's row into

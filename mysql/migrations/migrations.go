@@ -167,6 +167,9 @@ func upTo(ctx context.Context, db *sql.DB, limit int) ([]int, error) {
 		}
 		for i, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				// A migration that locks tables (024) must not hand its
+				// connection back to the pool still holding them.
+				_, _ = conn.ExecContext(context.WithoutCancel(ctx), "UNLOCK TABLES")
 				return applied, fmt.Errorf("migrations: %03d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 		}
