@@ -135,6 +135,30 @@ func (r *optimisticRig) uncommittedHolds() int {
 	return n
 }
 
+// waitAtTake locks k's counter row in a transaction of its own with stmt
+// (rolled back at the test's end unless ended before), starts a batch of
+// three one-unit requests, and fails the test unless the batch comes to
+// wait for the row at its take.
+func (r *optimisticRig) waitAtTake(stmt string) (*sql.Tx, chan []*holdfast.Hold) {
+	r.t.Helper()
+	blocker, err := r.db.DB.BeginTx(r.ctx, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := blocker.ExecContext(r.ctx, stmt); err != nil {
+		_ = blocker.Rollback()
+		r.t.Fatal(err)
+	}
+	done := r.start(3)
+	// Registered after start's: cleanups run last first, so the row is
+	// free before the test waits for the batch.
+	r.t.Cleanup(func() { _ = blocker.Rollback() })
+	if at := r.waiting(); at != "take" {
+		r.t.Fatalf("the batch waits at its %s, want its take", at)
+	}
+	return blocker, done
+}
+
 // TestOptimisticBatchTakesLast: a deep key's batch writes its holds while
 // another transaction holds the key's counter row, and waits only at its
 // take, so that two batches of the key overlap but for their takes and
@@ -142,18 +166,7 @@ func (r *optimisticRig) uncommittedHolds() int {
 func TestOptimisticBatchTakesLast(t *testing.T) {
 	t.Parallel()
 	r := newOptimisticRig(t, 2*OptimisticDepth)
-	blocker, err := r.db.DB.BeginTx(r.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Rollback()
-	if _, err := blocker.ExecContext(r.ctx, "SELECT units FROM inventory_counters WHERE shop_id = 1 FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
-	done := r.start(3)
-	if at := r.waiting(); at != "take" {
-		t.Fatalf("the batch waits at its %s, want its take", at)
-	}
+	blocker, done := r.waitAtTake("SELECT units FROM inventory_counters WHERE shop_id = 1 FOR UPDATE")
 	if n := r.uncommittedHolds(); n != 4 {
 		t.Fatalf("%d holds while the batch waits, want 4: the rig's and the batch's 3, written before its take", n)
 	}
@@ -185,18 +198,7 @@ func TestOptimisticBatchTakesLast(t *testing.T) {
 func TestOptimisticBatchShortRunsLocked(t *testing.T) {
 	t.Parallel()
 	r := newOptimisticRig(t, OptimisticDepth+10)
-	blocker, err := r.db.DB.BeginTx(r.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Rollback()
-	if _, err := blocker.ExecContext(r.ctx, "UPDATE inventory_counters SET units = 1 WHERE shop_id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	done := r.start(3)
-	if at := r.waiting(); at != "take" {
-		t.Fatalf("the batch waits at its %s, want its take", at)
-	}
+	blocker, done := r.waitAtTake("UPDATE inventory_counters SET units = 1 WHERE shop_id = 1")
 	if err := blocker.Commit(); err != nil {
 		t.Fatal(err)
 	}
