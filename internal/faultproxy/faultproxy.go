@@ -117,12 +117,17 @@ func (p *Proxy) SeverAll() int {
 
 // Cutoff is a relay's cut: the server has answered a commit and the answer
 // is not passed on. It starts Refusing if RefuseAfterCut is set, counts the
-// cut, closes both connections and, if SeverOnCut is set, every other.
+// cut, untracks and closes both connections and, if SeverOnCut is set,
+// every other.
 func (p *Proxy) Cutoff(client, server net.Conn) {
 	if p.RefuseAfterCut.Load() {
 		p.Refusing.Store(true)
 	}
 	p.Cut.Add(1)
+	// Untracked before they close, not when the relay's goroutine ends:
+	// a SeverAll after the client saw the cut counts only the others.
+	p.track(client, false)
+	p.track(server, false)
 	client.Close()
 	server.Close()
 	if p.SeverOnCut.Load() {
