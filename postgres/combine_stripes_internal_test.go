@@ -54,6 +54,18 @@ func newStripesRig(t *testing.T, conns, units int) *stripesRig {
 	return r
 }
 
+// checkHeld fails the test unless the key holds want units in holds and
+// the invariant holds.
+func (r *stripesRig) checkHeld(ctx context.Context, want int) {
+	r.t.Helper()
+	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != want {
+		r.t.Fatalf("level: %+v, %v; want %d held", lv, err, want)
+	}
+	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
+		r.t.Fatalf("invariant: %v %v", rep, err)
+	}
+}
+
 // lock locks k's counter rows of the given stripes in the blocker.
 func (r *stripesRig) lock(stripes ...int) {
 	r.t.Helper()
@@ -117,12 +129,7 @@ func TestCombinedStripes(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("stripe 0's batch: %v", err)
 	}
-	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != r.held+5 {
-		t.Fatalf("level: %+v, %v; want %d held", lv, err, r.held+5)
-	}
-	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
-		t.Fatalf("invariant: %v %v", rep, err)
-	}
+	r.checkHeld(ctx, r.held+5)
 }
 
 // TestCombinerOverlapsOneKey: two batches of one hot key run at once, one
@@ -160,12 +167,7 @@ func TestCombinerOverlapsOneKey(t *testing.T) {
 			t.Errorf("reservation %d: %v", i, err)
 		}
 	}
-	if lv, err := r.c.Level(ctx, r.k); err != nil || lv.Held != r.held+n {
-		t.Fatalf("level: %+v, %v; want %d held", lv, err, r.held+n)
-	}
-	if rep, err := r.c.CheckInvariant(ctx); err != nil || !rep.OK() {
-		t.Fatalf("invariant: %v %v", rep, err)
-	}
+	r.checkHeld(ctx, r.held+n)
 }
 
 // TestShallowBatchHoldsEveryRow: a batch of a key below StripeDepth holds
